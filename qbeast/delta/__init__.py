@@ -1,0 +1,1 @@
+"""A Delta Lake transaction log implementation; knows nothing about Qbeast (tags are opaque)."""

@@ -1,0 +1,24 @@
+"""Exception hierarchy shared by every layer of the engine.
+
+Kept free of imports so that the format core, the transaction log, the Spark engine and the dbt
+adapter can all raise and catch the same types without depending on each other.
+"""
+
+
+class QbeastError(Exception):
+    """Base class of every error raised by dbt-qbeast's engine."""
+
+
+class InvalidOptionError(QbeastError, ValueError):
+    """A user-supplied option, argument or configuration value is not acceptable.
+
+    The message always names the option and the allowed values.
+    """
+
+
+class FormatError(QbeastError, ValueError):
+    """On-disk Qbeast metadata (revision JSON, block tags, cube strings) is malformed."""
+
+
+class UnsupportedTypeError(QbeastError, TypeError):
+    """A column's data type cannot be indexed."""

@@ -1,0 +1,4 @@
+"""Compatibility shim: all metadata lives in pyproject.toml."""
+from setuptools import setup
+
+setup()

@@ -1,0 +1,61 @@
+"""Shared test fixtures.
+
+One Spark session serves the whole test run (starting one costs seconds). It is created lazily, so
+the pure-Python unit tests under ``tests/unit`` never start a JVM. The dbt functional tests reuse
+the same session: dbt-spark's session method calls ``SparkSession.builder.getOrCreate()``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark"
+
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="qbeast-tests-"))
+
+
+def _build_session():
+    from qbeast.spark.session import get_or_create_session
+
+    warehouse = _SESSION_DIR / "warehouse"
+    metastore = _SESSION_DIR / "metastore_db"
+    conf = {
+        "spark.sql.warehouse.dir": str(warehouse),
+        "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
+        "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dderby.system.home={_SESSION_DIR}",
+        "spark.driver.memory": "2g",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+    }
+    return get_or_create_session(conf, master="local[2]", app_name="qbeast-tests", hive=True)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The shared local Spark session (Hive catalog in a temporary folder)."""
+    session = _build_session()
+    yield session
+
+
+@pytest.fixture(scope="session")
+def qbeast_fixtures() -> Path:
+    """Real tables written by qbeast-spark, read in place from ../shared (never copied here)."""
+    if not SHARED_FIXTURES.is_dir():
+        pytest.skip(f"qbeast-spark fixtures not present at {SHARED_FIXTURES}")
+    return SHARED_FIXTURES
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001 - pytest hook signature
+    try:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+    except Exception:  # pragma: no cover - best effort cleanup
+        pass
