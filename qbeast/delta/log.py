@@ -1,0 +1,315 @@
+"""Entry point of the transaction log layer: one :class:`DeltaLog` per table path.
+
+The log lives in ``<table>/_delta_log``: commit files ``<20-digit version>.json``, checkpoints
+``<version>.checkpoint.parquet`` (or ``.checkpoint.<part>.<parts>.parquet``) and the
+``_last_checkpoint`` hint. Anything else there (temporary files of our put-if-absent, CRC files,
+V2 checkpoint files, compacted logs) is ignored by the listing.
+
+Commit timestamps used for time travel are the commit files' modification times, made strictly
+increasing along versions as the Delta protocol prescribes (clocks and copies can reorder them).
+"""
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from qbeast.delta.actions import CommitInfo
+from qbeast.delta.checkpoint import read_checkpoint, write_checkpoint
+from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
+from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
+from qbeast.delta.storage import FileStat, LocalStorage, Storage
+from qbeast.errors import InvalidOptionError
+
+if TYPE_CHECKING:
+    from qbeast.delta.transaction import Transaction
+
+logger = logging.getLogger("qbeast.delta.log")
+
+LOG_DIR = "_delta_log"
+_COMMIT_RE = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
+
+
+def commit_file_name(version: int) -> str:
+    """``00000000000000000042.json`` for version 42."""
+    return f"{version:020d}.json"
+
+
+@dataclass
+class LogListing:
+    """What ``_delta_log`` holds: commit files by version and checkpoint files by version."""
+
+    commits: dict[int, FileStat] = field(default_factory=dict)
+    # version -> number of parts -> {part number: stat}
+    checkpoints: dict[int, dict[int, dict[int, FileStat]]] = field(default_factory=dict)
+
+    @property
+    def latest_version(self) -> int:
+        """Newest version (a checkpoint without its commit file still counts); -1 if empty."""
+        candidates = list(self.commits) + list(self.checkpoints)
+        return max(candidates) if candidates else -1
+
+    def complete_checkpoints(self, max_version: int) -> list[tuple[int, list[str]]]:
+        """``(version, part paths)`` of the checkpoints with all parts present, newest first."""
+        out = []
+        for version in sorted(self.checkpoints, reverse=True):
+            if version > max_version:
+                continue
+            for parts, found in sorted(self.checkpoints[version].items()):
+                if len(found) == parts:
+                    out.append((version, [found[i].path for i in sorted(found)]))
+                    break
+        return out
+
+    def commit_timestamps(self) -> dict[int, int]:
+        """Commit time per version: file mtimes forced to increase strictly with the version."""
+        out: dict[int, int] = {}
+        previous = None
+        for version in sorted(self.commits):
+            ts = self.commits[version].mtime_ms
+            if previous is not None and ts <= previous:
+                ts = previous + 1
+            out[version] = previous = ts
+        return out
+
+
+class DeltaLog:
+    """Reads and writes the transaction log of the table at ``table_path``."""
+
+    def __init__(self, table_path: str, storage: Storage) -> None:
+        self.storage = storage
+        self.table_path = table_path
+        self.log_path = f"{table_path.rstrip('/')}/{LOG_DIR}"
+
+    @classmethod
+    def for_path(cls, path: str, storage: Storage | None = None) -> DeltaLog:
+        """The log of the table at ``path`` (a local path or ``file:`` URI by default)."""
+        storage = storage or LocalStorage()
+        return cls(storage.resolve(path), storage)
+
+    def __repr__(self) -> str:
+        return f"DeltaLog({self.table_path!r})"
+
+    # ------------------------------------------------------------------ listing
+
+    def list_log(self) -> LogListing:
+        """List ``_delta_log`` once (commits and classic checkpoints)."""
+        listing = LogListing()
+        for stat in self.storage.list_dir(self.log_path):
+            name = stat.name
+            match = _COMMIT_RE.match(name)
+            if match:
+                listing.commits[int(match.group(1))] = stat
+                continue
+            match = _CHECKPOINT_RE.match(name)
+            if match:
+                version = int(match.group(1))
+                part = int(match.group(2) or 1)
+                parts = int(match.group(3) or 1)
+                listing.checkpoints.setdefault(version, {}).setdefault(parts, {})[part] = stat
+        return listing
+
+    def table_exists(self) -> bool:
+        """True when the log holds at least one version."""
+        return self.list_log().latest_version >= 0
+
+    def latest_version(self) -> int:
+        """Newest committed version; raises :class:`NotADeltaTableError` if there is none."""
+        return self._require_listing().latest_version
+
+    def _require_listing(self) -> LogListing:
+        listing = self.list_log()
+        if listing.latest_version < 0:
+            if not self.storage.exists(self.table_path):
+                reason = "the path does not exist"
+            elif not self.storage.exists(self.log_path):
+                reason = f"it has no {LOG_DIR} folder"
+            else:
+                reason = f"its {LOG_DIR} folder holds no commit or checkpoint file"
+            raise NotADeltaTableError(f"{self.table_path} is not a Delta table: {reason}")
+        return listing
+
+    def read_commit(self, version: int) -> bytes:
+        """Raw content of the commit file of ``version``."""
+        return self.storage.read_bytes(f"{self.log_path}/{commit_file_name(version)}")
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(
+        self, version: int | None = None, timestamp: int | float | str | datetime | None = None
+    ) -> Snapshot:
+        """The table state at ``version``, at the last version committed at or before
+        ``timestamp`` (epoch ms, ISO string or datetime; naive means UTC), or the latest."""
+        if version is not None and timestamp is not None:
+            raise InvalidOptionError("give either version or timestamp for time travel, not both")
+        started = time.perf_counter()
+        listing = self._require_listing()
+        latest = listing.latest_version
+        if timestamp is not None:
+            version = self._version_at(listing, _to_epoch_ms(timestamp))
+        elif version is None:
+            version = latest
+        elif not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise InvalidOptionError(f"version must be a non-negative integer, got {version!r}")
+        elif version > latest:
+            raise VersionNotFoundError(
+                f"version {version} of {self.table_path} does not exist; latest version is {latest}"
+            )
+        snapshot = self._build(listing, version)
+        logger.debug(
+            "snapshot loaded: table=%s version=%d checkpoint=%s files=%d elapsed=%.3fs",
+            self.table_path, version, snapshot.checkpoint_version, len(snapshot.files),
+            time.perf_counter() - started,
+        )
+        return snapshot
+
+    def _build(self, listing: LogListing, version: int) -> Snapshot:
+        commits = listing.commits
+        state: ReplayState | None = None
+        start = 0
+        for cp_version, paths in listing.complete_checkpoints(version):
+            if all(v in commits for v in range(cp_version + 1, version + 1)):
+                try:
+                    cp = read_checkpoint(self.storage, paths)
+                except CorruptLogError as exc:
+                    logger.warning("skipping unreadable checkpoint %d: %s", cp_version, exc)
+                    continue
+                state = ReplayState(cp.files, cp.tombstones, cp.metadata, cp.protocol, cp.txns)
+                start = cp_version + 1
+                break
+        if state is None:
+            missing = [v for v in range(0, version + 1) if v not in commits]
+            if missing:
+                earliest = self._earliest_version(listing)
+                if version < earliest:
+                    raise VersionNotFoundError(
+                        f"version {version} of {self.table_path} cannot be reconstructed: the "
+                        f"earliest available version is {earliest}"
+                    )
+                raise CorruptLogError(
+                    f"Delta log of {self.table_path} is missing commit file(s) for version(s) "
+                    f"{missing[:5]} needed to reconstruct version {version}"
+                )
+            state = ReplayState()
+        checkpoint_version = start - 1 if start > 0 else None
+        for v in range(start, version + 1):
+            state.apply(self.read_commit(v), f"{self.log_path}/{commit_file_name(v)}")
+        return Snapshot(
+            self, version, state, self._timestamp_of(listing, version, state), checkpoint_version
+        )
+
+    def _earliest_version(self, listing: LogListing) -> int:
+        """Oldest version that can be reconstructed (a checkpoint followed by every commit)."""
+        latest = listing.latest_version
+        candidates = [v for v, _ in listing.complete_checkpoints(latest)]
+        if 0 in listing.commits:
+            candidates.append(0)
+        ok = [c for c in candidates if all(v in listing.commits for v in range(c + 1, latest + 1))]
+        return min(ok) if ok else latest
+
+    @staticmethod
+    def _timestamp_of(listing: LogListing, version: int, state: ReplayState) -> int:
+        info = state.commit_info
+        if (
+            info is not None
+            and info.in_commit_timestamp is not None
+            and state.metadata is not None
+            and state.metadata.configuration.get("delta.enableInCommitTimestamps") == "true"
+        ):
+            return int(info.in_commit_timestamp)
+        stamps = listing.commit_timestamps()
+        if version in stamps:
+            return stamps[version]
+        parts = listing.checkpoints.get(version, {})
+        return max((s.mtime_ms for found in parts.values() for s in found.values()), default=0)
+
+    def _version_at(self, listing: LogListing, ts_ms: int) -> int:
+        stamps = listing.commit_timestamps()
+        earliest = self._earliest_version(listing)
+        eligible = [v for v, ts in stamps.items() if ts <= ts_ms and v >= earliest]
+        if not eligible:
+            first = stamps.get(earliest)
+            raise VersionNotFoundError(
+                f"no version of {self.table_path} was committed at or before timestamp {ts_ms} "
+                f"({_iso(ts_ms)}); the earliest available version {earliest} was committed at "
+                f"{first} ({_iso(first) if first is not None else 'unknown'})"
+            )
+        return max(eligible)
+
+    # ------------------------------------------------------------------ history
+
+    def history(self, limit: int | None = None) -> list[CommitInfo]:
+        """Commit infos, newest first (``version`` and ``timestamp`` always filled in)."""
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise InvalidOptionError(f"history limit must be a positive integer, got {limit!r}")
+        listing = self._require_listing()
+        stamps = listing.commit_timestamps()
+        out: list[CommitInfo] = []
+        for version in sorted(listing.commits, reverse=True):
+            if limit is not None and len(out) >= limit:
+                break
+            out.append(self._commit_info(version, stamps[version]))
+        return out
+
+    def _commit_info(self, version: int, file_ts: int) -> CommitInfo:
+        data = self.read_commit(version)
+        source = f"{self.log_path}/{commit_file_name(version)}"
+        info = None
+        # commitInfo is conventionally the first line; only fall back to parsing every line.
+        first = data.split(b"\n", 1)[0]
+        if first.startswith(b'{"commitInfo"'):
+            for key, body in parse_commit(first, source):
+                info = CommitInfo.from_json(body)
+        else:
+            for key, body in parse_commit(data, source):
+                if key == "commitInfo":
+                    info = CommitInfo.from_json(body)
+                    break
+        info = info or CommitInfo()
+        info.version = version
+        if info.timestamp is None:
+            info.timestamp = file_ts
+        return info
+
+    # ------------------------------------------------------------------ writing
+
+    def start_transaction(self, read_snapshot: Snapshot | None = None) -> Transaction:
+        """A transaction based on ``read_snapshot`` (default: the latest, or none for a new table)."""
+        from qbeast.delta.transaction import Transaction
+
+        if read_snapshot is None and self.table_exists():
+            read_snapshot = self.snapshot()
+        return Transaction(self, read_snapshot)
+
+    def checkpoint(self, version: int | None = None, parts: int = 1) -> list[str]:
+        """Write a checkpoint at ``version`` (default latest); returns the files written."""
+        return write_checkpoint(self, self.snapshot(version), parts)
+
+
+def _to_epoch_ms(value: int | float | str | datetime) -> int:
+    if isinstance(value, bool):
+        raise InvalidOptionError(f"timestamp must be epoch milliseconds, ISO text or datetime, got {value!r}")
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidOptionError(
+                f"timestamp {value!r} is not ISO 8601 (e.g. '2024-05-01T12:00:00Z')"
+            ) from exc
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return int(value.timestamp() * 1000)
+    raise InvalidOptionError(
+        f"timestamp must be epoch milliseconds, ISO text or datetime, got {type(value).__name__}"
+    )
+
+
+def _iso(ts_ms: int) -> str:
+    return datetime.fromtimestamp(ts_ms / 1000, tz=timezone.utc).isoformat()

@@ -1,0 +1,189 @@
+"""File access for the transaction log, behind one small interface.
+
+The commit protocol needs exactly one primitive beyond plain reads and writes: *put-if-absent*,
+the atomic creation of a file that fails when the name already exists. Everything else in the
+layer goes through :class:`Storage`, so an object-store backend only has to implement these
+methods (with its own conditional-put) to make the whole log layer work there.
+
+Paths given to a storage are absolute, use ``/`` as separator and carry no URI scheme; the
+``resolve`` method turns a user-supplied location into that form.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from qbeast.errors import InvalidOptionError
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """Size and modification time of a file; ``path`` and ``is_dir`` are filled by listings."""
+
+    size: int
+    mtime_ms: int
+    path: str = ""
+    is_dir: bool = False
+
+    @property
+    def name(self) -> str:
+        """The last component of ``path``."""
+        return self.path.rsplit("/", 1)[-1]
+
+
+class Storage(ABC):
+    """What the log layer needs from a file system or object store."""
+
+    @abstractmethod
+    def resolve(self, location: str) -> str:
+        """Turn a user-supplied table location into this storage's absolute path form."""
+
+    @abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """Whole content of a file; raises ``FileNotFoundError`` when it does not exist."""
+
+    @abstractmethod
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Create or replace a file so that readers see either the old or the new content."""
+
+    @abstractmethod
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        """Atomically create ``path`` with ``data``; False (and nothing changed) if it exists.
+
+        Readers must never observe a partially written file under ``path``.
+        """
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[FileStat]:
+        """Direct children of a directory (files and sub-directories); empty if it is missing."""
+
+    @abstractmethod
+    def walk(self, path: str) -> Iterator[FileStat]:
+        """Every file below a directory, recursively (directories themselves are not yielded)."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether a file or directory exists at ``path``."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove a file; a missing file is not an error (deletes are idempotent)."""
+
+    @abstractmethod
+    def stat(self, path: str) -> FileStat:
+        """Size and modification time; raises ``FileNotFoundError`` when it does not exist."""
+
+    @staticmethod
+    def join(base: str, *parts: str) -> str:
+        """Join path components with ``/`` (the separator of every supported storage)."""
+        out = base.rstrip("/")
+        for part in parts:
+            out = f"{out}/{part.strip('/')}" if part else out
+        return out
+
+
+class LocalStorage(Storage):
+    """The local (POSIX) file system.
+
+    Put-if-absent writes a hidden temporary file next to the target, then hard-links it to the
+    target name: ``link`` fails with ``FileExistsError`` instead of replacing, and the target
+    appears complete in one step. A crash before the link leaves only the temporary file, whose
+    name no log reader considers.
+    """
+
+    def resolve(self, location: str) -> str:
+        if not isinstance(location, (str, os.PathLike)):
+            raise InvalidOptionError(
+                f"table path must be a string or os.PathLike, got {type(location).__name__}"
+            )
+        text = os.fspath(location)
+        if not text:
+            raise InvalidOptionError("table path must not be empty")
+        if "://" in text or text.startswith("file:"):
+            parsed = urlparse(text)
+            if parsed.scheme != "file":
+                raise InvalidOptionError(
+                    f"table path {text!r} uses scheme {parsed.scheme!r}; LocalStorage supports "
+                    "plain paths and file: URIs only"
+                )
+            text = unquote(parsed.path)
+        return os.path.abspath(text).replace(os.sep, "/").rstrip("/") or "/"
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as handle:
+            return handle.read()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        tmp = self._temp_name(path)
+        self._write_new(tmp, data)
+        os.replace(tmp, path)
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        if os.path.exists(path):
+            return False
+        tmp = self._temp_name(path)
+        self._write_new(tmp, data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            _unlink_quietly(tmp)
+        return True
+
+    def list_dir(self, path: str) -> list[FileStat]:
+        try:
+            entries = list(os.scandir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except FileNotFoundError:  # removed while listing
+                continue
+            out.append(
+                FileStat(st.st_size, st.st_mtime_ns // 1_000_000, f"{path}/{entry.name}", entry.is_dir())
+            )
+        return out
+
+    def walk(self, path: str) -> Iterator[FileStat]:
+        for child in self.list_dir(path):
+            if child.is_dir:
+                yield from self.walk(child.path)
+            else:
+                yield child
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def delete(self, path: str) -> None:
+        _unlink_quietly(path)
+
+    def stat(self, path: str) -> FileStat:
+        st = os.stat(path)
+        return FileStat(st.st_size, st.st_mtime_ns // 1_000_000, path, os.path.isdir(path))
+
+    @staticmethod
+    def _temp_name(path: str) -> str:
+        directory, _, name = path.rpartition("/")
+        return f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
+
+    @staticmethod
+    def _write_new(path: str, data: bytes) -> None:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
