@@ -1,0 +1,135 @@
+"""Delta ``AddFile.stats`` (numRecords, minValues, maxValues, nullCount) from Arrow data.
+
+Delta readers (Spark's Delta, delta-rs, DuckDB) skip a file when its stats say no row can match a
+filter, so a bound that is too tight silently drops rows. Every bound written here is therefore
+*safe* rather than merely close, and a column is left out whenever a safe bound cannot be stated
+(a missing statistic only costs pruning):
+
+* strings: exact min/max when the max is at most 32 characters; otherwise the min is cut to a
+  32-character prefix (still a lower bound) and the max is omitted;
+* timestamps: Delta stores milliseconds, so the min is floored and the max is rounded *up* to the
+  next millisecond;
+* floats: NaN compares greater than every number in Spark, so columns holding NaN (or infinities,
+  which JSON cannot carry) get no min/max;
+* decimals are written with their exact digits; booleans, binary and nested columns get only a
+  null count (nested ones not even that).
+
+Like Delta's default ``dataSkippingNumIndexedCols``, only the first 32 columns are described.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import math
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+STATS_COLUMN_LIMIT = 32
+STRING_PREFIX_LENGTH = 32
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _has_min_max(kind: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_decimal(kind)
+        or pa.types.is_date32(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+    )
+
+
+def _is_nested(kind: pa.DataType) -> bool:
+    return pa.types.is_nested(kind)
+
+
+class StatsAccumulator:
+    """Running Delta statistics of one file, fed chunk by chunk as the file is written."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.fields = [f for f in list(schema)[:STATS_COLUMN_LIMIT] if not _is_nested(f.type)]
+        self.num_records = 0
+        self.null_counts = {f.name: 0 for f in self.fields}
+        self.mins: dict[str, Any] = {}
+        self.maxs: dict[str, Any] = {}
+        self.unsafe: set[str] = set()  # columns whose min/max cannot be stated safely
+
+    def update(self, table: pa.Table | pa.RecordBatch) -> None:
+        self.num_records += table.num_rows
+        for field in self.fields:
+            column = table.column(field.name)
+            self.null_counts[field.name] += column.null_count
+            if not _has_min_max(field.type) or field.name in self.unsafe:
+                continue
+            if column.null_count == len(column):
+                continue
+            if pa.types.is_floating(field.type):
+                finite = pc.all(pc.is_finite(column)).as_py()
+                if finite is False:
+                    self.unsafe.add(field.name)
+                    continue
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if field.name in self.mins:
+                low = min(low, self.mins[field.name])
+                high = max(high, self.maxs[field.name])
+            self.mins[field.name] = low
+            self.maxs[field.name] = high
+
+    def to_json(self) -> str:
+        """The stats JSON string of the ``AddFile`` action."""
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        for field in self.fields:
+            name = field.name
+            if name not in self.mins or name in self.unsafe:
+                continue
+            low = _json_bound(field.type, self.mins[name], upper=False)
+            high = _json_bound(field.type, self.maxs[name], upper=True)
+            if low is not None:
+                mins[name] = low
+            if high is not None:
+                maxs[name] = high
+        return (
+            f'{{"numRecords":{self.num_records},"minValues":{_json_object(mins)},'
+            f'"maxValues":{_json_object(maxs)},'
+            f'"nullCount":{json.dumps(self.null_counts, separators=(",", ":"))}}}'
+        )
+
+
+def _json_object(encoded: dict[str, str]) -> str:
+    """A JSON object from already encoded values (decimals keep their exact digits)."""
+    return "{" + ",".join(f"{json.dumps(k)}:{v}" for k, v in encoded.items()) + "}"
+
+
+def _json_bound(kind: pa.DataType, value: Any, *, upper: bool) -> str | None:
+    """The JSON text of a min (``upper=False``) or max bound, or ``None`` to omit it."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        if len(value) <= STRING_PREFIX_LENGTH:
+            return json.dumps(value)
+        return None if upper else json.dumps(value[:STRING_PREFIX_LENGTH])
+    if pa.types.is_timestamp(kind):
+        return json.dumps(_timestamp_text(value, upper))
+    if pa.types.is_date32(kind):
+        return json.dumps(value.isoformat())
+    if pa.types.is_decimal(kind):
+        return format(value, "f") if isinstance(value, decimal.Decimal) else None
+    if pa.types.is_floating(kind):
+        return json.dumps(float(value)) if math.isfinite(value) else None
+    return str(int(value))
+
+
+def _timestamp_text(value: dt.datetime, upper: bool) -> str:
+    """``yyyy-MM-ddTHH:mm:ss.SSSZ`` in UTC, floored (min) or ceiled (max) to the millisecond."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    micros = (value - _EPOCH) // dt.timedelta(microseconds=1)
+    millis = -((-micros) // 1000) if upper else micros // 1000
+    moment = _EPOCH + dt.timedelta(milliseconds=millis)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
