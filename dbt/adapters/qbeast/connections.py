@@ -1,0 +1,134 @@
+"""Connections of the qbeast adapter: one in-process Spark session shared by every dbt thread.
+
+dbt-spark's session method rebuilds ``SparkSession.builder`` for every statement (in dbt's worker
+threads ``getActiveSession()`` is None). Here the connection handle keeps the session object it
+built through the engine's ``get_or_create_session`` (so the engine's settings always apply) and
+only rebuilds it if it has been stopped.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from dbt.adapters.contracts.connection import Connection, ConnectionState
+from dbt.adapters.exceptions import FailedToConnectError
+from dbt.adapters.spark.connections import SparkConnectionManager
+from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.qbeast.session_settings import catalog_path, connection_spark_conf, project_root_of
+
+log = logging.getLogger("qbeast.dbt.connections")
+
+APP_NAME = "dbt-qbeast"
+
+
+def _is_stopped(session: Any) -> bool:
+    """True once ``session.stop()`` ran (PySpark clears the context's Java handle then)."""
+    context = getattr(session, "_sc", None)
+    return context is None or getattr(context, "_jsc", None) is None
+
+
+class QbeastSession:
+    """Connection handle: the process's Spark session, started on first use.
+
+    dbt opens a connection per node; asking Spark for the session with the full configuration each
+    time would make Spark warn that static settings of a running session are ignored. Sessions
+    are therefore remembered per configuration for the whole process and rebuilt only when stopped.
+    """
+
+    _lock = threading.Lock()
+    _started: Dict[Tuple[Tuple[str, str], ...], Any] = {}
+
+    def __init__(self, conf: Dict[str, str]) -> None:
+        self.conf = conf
+
+    @property
+    def session(self) -> Any:
+        key = tuple(sorted(self.conf.items()))
+        with self._lock:
+            session = self._started.get(key)
+            if session is None or _is_stopped(session):
+                session = self._start()
+                self._started.clear()
+                self._started[key] = session
+            return session
+
+    def _start(self) -> Any:
+        from qbeast.spark.session import get_or_create_session
+
+        started = time.monotonic()
+        session = get_or_create_session(self.conf, app_name=APP_NAME, hive=True)
+        log.info(
+            "spark session ready for dbt (warehouse %s, %.1fs)",
+            session.conf.get("spark.sql.warehouse.dir", "?"),
+            time.monotonic() - started,
+        )
+        return session
+
+    def cursor(self) -> "QbeastCursor":
+        return QbeastCursor(self)
+
+
+class QbeastCursor(Cursor):
+    """dbt-spark's DB-API-like cursor, running SQL on the handle's session."""
+
+    def __init__(self, handle: QbeastSession) -> None:
+        super().__init__()
+        self._handle = handle
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        from pyspark.errors import AnalysisException
+
+        if parameters:
+            sql = sql % parameters
+        try:
+            self._df = self._handle.session.sql(sql)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+
+
+class QbeastConnectionManager(SparkConnectionManager):
+    """Spark's connection manager with the in-process session as the only connection method."""
+
+    TYPE = "qbeast"
+
+    def __init__(self, profile: Any, mp_context: Any) -> None:
+        super().__init__(profile, mp_context)
+        credentials = profile.credentials
+        project_root = project_root_of(profile)
+        self.project_root: Path = project_root
+        # Resolve catalog_dir once, against the project folder: open() only sees the connection.
+        self.credentials = replace(
+            credentials, catalog_dir=str(catalog_path(credentials.catalog_dir, project_root))
+        )
+
+    def set_connection_name(self, name: Optional[str] = None) -> Connection:
+        connection = super().set_connection_name(name)
+        connection.credentials = self.credentials
+        return connection
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        credentials = connection.credentials
+        catalog = catalog_path(credentials.catalog_dir, Path.cwd())
+        conf = connection_spark_conf(credentials.server_side_parameters, catalog)
+        if any(str(catalog) in value for value in conf.values()):
+            catalog.mkdir(parents=True, exist_ok=True)
+        handle = QbeastSession(conf)
+        try:
+            handle.session  # start now: a broken setting should fail the connection, not a model
+        except Exception as exc:
+            raise FailedToConnectError(
+                f"could not start the Spark session of the qbeast adapter "
+                f"(catalog_dir {catalog}): {type(exc).__name__}: {exc}"
+            ) from exc
+        connection.handle = SessionConnectionWrapper(handle)  # type: ignore[arg-type]
+        connection.state = ConnectionState.OPEN
+        return connection

@@ -1,0 +1,19 @@
+"""Errors raised by the dbt adapter.
+
+Each class is both a dbt exception (so dbt prints it as a normal, readable configuration error and
+stops the node) and a ``qbeast.errors.QbeastError`` (so Python callers can catch every dbt-qbeast
+failure with one type).
+"""
+from __future__ import annotations
+
+from dbt_common.exceptions import DbtConfigError
+
+from qbeast.errors import InvalidOptionError
+
+
+class QbeastProfileError(DbtConfigError, InvalidOptionError):
+    """A field of the ``type: qbeast`` profile target has a value the adapter cannot use."""
+
+
+class QbeastModelConfigError(DbtConfigError, InvalidOptionError):
+    """A model's ``config(...)`` for the qbeast materialization is not acceptable."""

@@ -1,0 +1,124 @@
+"""Build the example dbt project end to end on the embedded Spark (what `make demo` runs).
+
+Runs, in this process through dbt's programmatic runner: `dbt deps` (only when the project
+declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt test`, with the
+profiles.yml that sits beside the project. Exits non-zero as soon as a step fails, and finishes by
+printing where the warehouse and each table live.
+
+Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--target NAME]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+HERE = Path(__file__).resolve().parent
+
+log = logging.getLogger("qbeast.demo")
+
+
+class DemoStepFailed(RuntimeError):
+    """A dbt command of the demo did not succeed."""
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--project-dir", type=Path, default=HERE,
+        help="dbt project to build (default: the folder of this script); its profiles.yml is used",
+    )
+    parser.add_argument(
+        "--rows", type=int, default=None,
+        help="rows of the generated click stream (default: the project's `events_rows`, 1,000,000)",
+    )
+    parser.add_argument("--target", default=None, help="profile target (default: the profile's)")
+    args = parser.parse_args(argv)
+    if args.rows is not None and args.rows < 1:
+        parser.error(f"--rows must be a positive integer, got {args.rows}")
+    args.project_dir = args.project_dir.resolve()
+    if not (args.project_dir / "dbt_project.yml").is_file():
+        parser.error(f"--project-dir {args.project_dir} has no dbt_project.yml")
+    return args
+
+
+def needs_deps(project_dir: Path) -> bool:
+    """True when the project declares packages and `dbt_packages/` does not hold them yet."""
+    declared = any((project_dir / name).is_file() for name in ("packages.yml", "dependencies.yml"))
+    installed = project_dir / "dbt_packages"
+    return declared and not (installed.is_dir() and any(installed.iterdir()))
+
+
+def run_dbt(command: Sequence[str], project_dir: Path, extra: Sequence[str]) -> Any:
+    """Invoke one dbt command in-process; raise DemoStepFailed unless it succeeded."""
+    from dbt.cli.main import dbtRunner
+
+    args = [*command, "--project-dir", str(project_dir), "--profiles-dir", str(project_dir), *extra]
+    started = time.monotonic()
+    log.info("dbt %s ...", " ".join(command))
+    result = dbtRunner().invoke(args)
+    elapsed = time.monotonic() - started
+    if not result.success:
+        reason = f": {result.exception}" if result.exception else ""
+        raise DemoStepFailed(f"`dbt {' '.join(command)}` failed after {elapsed:.0f}s{reason}")
+    log.info("dbt %s ok in %.1fs", " ".join(command), elapsed)
+    return result.result
+
+
+def table_locations(run_results: Any) -> list[tuple[str, str, str]]:
+    """(relation, type, location) of every relation the run built, read from the live catalog."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()  # the session dbt's connections started
+    rows = []
+    for result in getattr(run_results, "results", []):
+        relation = getattr(result.node, "relation_name", None)
+        if not relation:
+            continue
+        info = {
+            r["col_name"]: r["data_type"]
+            for r in spark.sql(f"describe table extended {relation}").collect()
+        }
+        rows.append((relation, info.get("Type", "?"), info.get("Location", "(view: no files)")))
+    return rows
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    engine_log = logging.getLogger("qbeast")  # progress of the demo and the engine, not py4j's chatter
+    engine_log.addHandler(handler)
+    engine_log.setLevel(logging.INFO)
+    args = parse_args(argv)
+    extra: list[str] = []
+    if args.rows is not None:
+        extra += ["--vars", json.dumps({"events_rows": args.rows})]
+    if args.target:
+        extra += ["--target", args.target]
+    started = time.monotonic()
+    try:
+        if needs_deps(args.project_dir):
+            run_dbt(["deps"], args.project_dir, [])
+        run_dbt(["seed"], args.project_dir, extra)
+        run_results = run_dbt(["run"], args.project_dir, extra)
+        run_dbt(["test"], args.project_dir, extra)
+    except DemoStepFailed as exc:
+        print(f"demo FAILED: {exc}", file=sys.stderr)
+        return 1
+    locations = table_locations(run_results)
+    from pyspark.sql import SparkSession
+
+    warehouse = SparkSession.builder.getOrCreate().conf.get("spark.sql.warehouse.dir")
+    print(f"\ndemo OK in {time.monotonic() - started:.0f}s")
+    print(f"warehouse: {warehouse}")
+    for relation, kind, location in locations:
+        print(f"  {relation:40s} {kind:10s} {location}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Fixtures for the dbt functional tests of the qbeast adapter.
+
+dbt-tests-adapter's fixtures (``project``, ``adapter``, ``unique_schema``...) live in
+``dbt.tests.fixtures.project``. pytest only honours ``pytest_plugins`` in the rootdir conftest, so
+they are imported into this conftest's namespace instead, which makes them visible to every test in
+this folder and nowhere else.
+
+Every dbt invocation shares the session-scoped ``spark`` fixture: it is started (with its Hive
+catalog in a temporary folder) before dbt opens a connection, and the adapter's connection then
+reuses it, exactly as dbt-spark's session profile does.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pytest
+
+from dbt.tests.fixtures.project import *  # noqa: F401,F403 - dbt-tests-adapter's fixtures
+
+
+
+def qbeast_target(**overrides: Any) -> Dict[str, Any]:
+    """A minimal ``type: qbeast`` profile target (dbt-tests-adapter fills in ``schema``)."""
+    target: Dict[str, Any] = {"type": "qbeast", "threads": 1}
+    target.update(overrides)
+    return target
+
+
+@pytest.fixture(scope="class")
+def dbt_profile_target(spark) -> Dict[str, Any]:  # noqa: ARG001 - started before dbt connects
+    return qbeast_target()
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test collected below this folder as a dbt test (selectable with -m dbt)."""
+    for item in items:
+        if "tests/functional" in str(item.fspath):
+            item.add_marker(pytest.mark.dbt)
+            item.add_marker(pytest.mark.spark)
