@@ -262,6 +262,7 @@ class Transaction:
         started = time.perf_counter()
         protocol, metadata = self._effective()
         self._validate(blind_append, protocol, metadata)
+        interval = checkpoint_interval(metadata)  # validated before publishing, used after
         data = actions_to_bytes(self._build_actions(operation, parameters, blind_append, metrics, info))
         version = self.read_version + 1
         checked = self.read_version
@@ -286,12 +287,17 @@ class Transaction:
             self.log.table_path, version, operation, len(self._adds), len(self._removes),
             self.attempts, time.perf_counter() - started,
         )
-        self._maybe_checkpoint(version, metadata)
+        self._maybe_checkpoint(version, interval)
         return version
 
     def _check_conflicts(self, winner: int) -> None:
         source = f"{self.log.log_path}/{winner:020d}.json"
         removing = {rm.path for rm in self._removes}
+        if self.read_version < 0:
+            raise MetadataChangedError(
+                f"another writer created the table {self.log.table_path} (version {winner}) while "
+                "this transaction was creating it; retry the operation against the new table"
+            )
         for key, body in parse_commit(self.log.read_commit(winner), source):
             if key == "protocol":
                 raise ProtocolChangedError(
@@ -300,9 +306,8 @@ class Transaction:
                 )
             if key == "metaData":
                 raise MetadataChangedError(
-                    f"version {winner} of {self.log.table_path} changed the table metadata (or "
-                    f"created the table) after this transaction read version {self.read_version}; "
-                    "retry the operation"
+                    f"version {winner} of {self.log.table_path} changed the table metadata after "
+                    f"this transaction read version {self.read_version}; retry the operation"
                 )
             if key == "txn" and body.get("appId") in self._txns:
                 raise ConcurrentTransactionError(
@@ -322,8 +327,7 @@ class Transaction:
                     f"to a table this transaction read as a whole; retry the operation"
                 )
 
-    def _maybe_checkpoint(self, version: int, metadata: Metadata) -> None:
-        interval = checkpoint_interval(metadata)
+    def _maybe_checkpoint(self, version: int, interval: int) -> None:
         if version == 0 or version % interval != 0:
             return
         try:

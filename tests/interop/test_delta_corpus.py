@@ -1,0 +1,126 @@
+"""Tables written by other engines (delta-rs, qbeast-spark) read by our log layer.
+
+At every version, the active files (log paths, sizes, row counts, partition values), the file
+locations, the schema, the configuration and the protocol must equal what ``deltalake`` reports.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_interop_helpers import deltalake_view, our_view
+from qbeast.delta.log import DeltaLog
+
+deltalake = pytest.importorskip("deltalake", reason="deltalake is the reference Delta reader here")
+pytestmark = pytest.mark.interop
+
+
+def _batch(start: int, n: int, part: str | None = None) -> pa.Table:
+    data = {"id": pa.array(range(start, start + n), pa.int64()),
+            "name": pa.array([f"n{i}" for i in range(start, start + n)])}
+    if part is not None:
+        data["p"] = pa.array([part] * n)
+    return pa.table(data)
+
+
+def _assert_every_version_matches(path: str) -> int:
+    latest = DeltaLog.for_path(path).snapshot().version
+    assert latest == deltalake.DeltaTable(path).version()
+    for version in range(DeltaLog.for_path(path)._earliest_version(DeltaLog.for_path(path).list_log()),
+                         latest + 1):
+        assert our_view(path, version) == deltalake_view(path, version), f"version {version}"
+    return latest
+
+
+def test_many_commits_overwrites_deletes_and_checkpoints(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    write = deltalake.write_deltalake
+    write(path, _batch(0, 5), configuration={"delta.checkpointInterval": "1000", "delta.appendOnly": "false"})
+    for i in range(1, 24):
+        write(path, _batch(i * 10, 3), mode="append", schema_mode="merge")
+        if i % 7 == 0:
+            deltalake.DeltaTable(path).create_checkpoint()
+        if i == 12:
+            write(path, _batch(1000, 4), mode="overwrite")
+        if i == 15:
+            deltalake.DeltaTable(path).delete("id >= 1140")
+        if i == 18:
+            extended = _batch(2000, 2).append_column("extra", pa.array([1.5, 2.5]))
+            write(path, extended, mode="append", schema_mode="merge")
+    deltalake.DeltaTable(path).optimize.compact()
+    latest = _assert_every_version_matches(path)
+    assert latest >= 25
+    snap = DeltaLog.for_path(path).snapshot()
+    checkpoints = [int(p.name[:20]) for p in (tmp_path / "t" / "_delta_log").glob("*.checkpoint.parquet")]
+    assert len(checkpoints) == 3 and snap.checkpoint_version == max(checkpoints)
+    assert "extra" in snap.metadata.column_names
+
+
+def test_partitioned_table_with_encoded_paths(tmp_path: Path) -> None:
+    path = str(tmp_path / "p")
+    write = deltalake.write_deltalake
+    for i, part in enumerate(["x y", "z%/", "plain", "ü=1", "x y"]):
+        write(path, _batch(i * 10, 2, part), mode="append", partition_by=["p"])
+    deltalake.DeltaTable(path).create_checkpoint()
+    deltalake.DeltaTable(path).delete("p = 'plain'")
+    write(path, _batch(100, 2, "new"), mode="append", partition_by=["p"])
+    _assert_every_version_matches(path)
+    snap = DeltaLog.for_path(path).snapshot()
+    for add in snap.files.values():
+        assert Path(snap.file_path(add)).is_file()  # decoded paths point at real files
+
+
+def test_table_with_log_cleanup_starts_at_checkpoint(tmp_path: Path) -> None:
+    path = str(tmp_path / "c")
+    for i in range(6):
+        deltalake.write_deltalake(path, _batch(i, 1), mode="append")
+    deltalake.DeltaTable(path).create_checkpoint()
+    for v in range(0, 5):
+        (tmp_path / "c" / "_delta_log" / f"{v:020d}.json").unlink()
+    deltalake.write_deltalake(path, _batch(50, 1), mode="append")
+    assert _assert_every_version_matches(path) == 6
+    assert DeltaLog.for_path(path)._earliest_version(DeltaLog.for_path(path).list_log()) == 5
+
+
+FIXTURES = ["v07-ecommerce-300k", "pre06-logs-test-table", "pre06-logs-with-remove",
+            "pre06-logs-with-checkpoint"]
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_qbeast_spark_fixtures_match_deltalake(qbeast_fixtures: Path, name: str) -> None:
+    _assert_every_version_matches(str(qbeast_fixtures / name))
+
+
+def _raw_tags(table: Path, version: int) -> dict[str, dict[str, str]]:
+    """Tags of the active files, read straight from the JSON / checkpoint files (no replay code)."""
+    log = table / "_delta_log"
+    tags: dict[str, dict[str, str]] = {}
+    checkpoints = sorted(log.glob("*.checkpoint.parquet"))
+    start = 0
+    if checkpoints:
+        cp_version = int(checkpoints[-1].name.split(".")[0])
+        if cp_version <= version:
+            for row in pq.read_table(checkpoints[-1], columns=["add"]).column("add").to_pylist():
+                if row is not None:
+                    tags[row["path"]] = dict(row["tags"])
+            start = cp_version + 1
+    for v in range(start, version + 1):
+        for line in (log / f"{v:020d}.json").read_text().splitlines():
+            action = json.loads(line)
+            if "add" in action:
+                tags[action["add"]["path"]] = action["add"]["tags"]
+            elif "remove" in action:
+                tags.pop(action["remove"]["path"], None)
+    return tags
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_qbeast_spark_fixture_tags_verbatim(qbeast_fixtures: Path, name: str) -> None:
+    table = qbeast_fixtures / name
+    snap = DeltaLog.for_path(str(table)).snapshot()
+    assert {p: a.tags for p, a in snap.files.items()} == _raw_tags(table, snap.version)
+    assert snap.configuration["qbeast.lastRevisionID"]
