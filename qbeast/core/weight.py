@@ -12,10 +12,9 @@ cube (an inner cube), at or above 1 the cube is a leaf.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from qbeast.core.jvm_compat import double_to_int
 from qbeast.errors import InvalidOptionError
 
 MIN_WEIGHT: int = -(2**31)
@@ -26,20 +25,9 @@ WEIGHT_OFFSET: float = -2147483648.0
 WEIGHT_RANGE: float = 4294967295.0
 
 
-def _double_to_int(value: float) -> int:
-    """Scala/Java ``Double.toInt``: NaN -> 0, truncation toward zero, saturating to Int32."""
-    if math.isnan(value):
-        return 0
-    if value >= MAX_WEIGHT:
-        return MAX_WEIGHT
-    if value <= MIN_WEIGHT:
-        return MIN_WEIGHT
-    return int(value)  # int() truncates toward zero, like the JVM conversion
-
-
 def weight_from_fraction(f: float) -> int:
     """``Weight(f)``: the weight threshold below which a fraction ``f`` of uniform weights falls."""
-    return _double_to_int(float(f) * WEIGHT_RANGE + WEIGHT_OFFSET)
+    return double_to_int(float(f) * WEIGHT_RANGE + WEIGHT_OFFSET)
 
 
 def fraction(weight: int) -> float:
