@@ -1,0 +1,390 @@
+"""The ``qbeast`` Spark Python data source: ``spark.read.format("qbeast")`` and ``USING qbeast``.
+
+After :func:`register`, a Qbeast table can be read by path or through a catalog table::
+
+    spark.read.format("qbeast").option("sampleFraction", "0.1").load("/data/events")
+    SELECT * FROM events WITH ('sampleFraction' = '0.1') WHERE user_id BETWEEN 10 AND 20
+
+Options (case-insensitive): ``sampleFraction`` (0..1, deterministic sample by row weight) and
+``versionAsOf`` (time travel to a Delta version). Filters Spark pushes (comparisons, IN, IS NULL,
+NOT, prefix LIKE on top-level columns; ORs are not pushed by Spark) prune files through the OTree
+and the Delta stats; Spark still applies every filter to the rows it gets back.
+
+How the pieces run: ``schema()``, ``pushFilters()`` and ``partitions()`` run in a Python planner
+process; ``read()`` runs in executor Python workers, reading the planned parquet files with
+pyarrow and yielding Arrow record batches. Python workers have no JVM, so the sample's row filter
+``lo <= hash(indexed columns) < hi`` uses :mod:`qbeast.spark.row_weights`, a bit-exact port of
+Spark's ``hash()``.
+
+Catalog tables: Spark does not hand a Python source the OPTIONS or LOCATION of a table created
+``USING qbeast`` (the options arrive empty), but it does hand over the table schema with its
+column metadata. :func:`create_table` therefore stores the table location in the metadata of
+every column (key ``qbeast.location``); the reader finds it there and reads the latest committed
+snapshot of that path on every query.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from qbeast.errors import InvalidOptionError
+
+logger = logging.getLogger("qbeast.spark.datasource")
+
+SOURCE_NAME = "qbeast"
+LOCATION_KEY = "qbeast.location"
+#: A column comment of this form also carries the location (for DDL written by hand).
+LOCATION_COMMENT_PREFIX = LOCATION_KEY + "="
+OPTION_SAMPLE_FRACTION = "sampleFraction"
+OPTION_VERSION_AS_OF = "versionAsOf"
+KNOWN_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, "path")
+#: Target bytes of parquet per Spark task (files are grouped up to this size).
+PARTITION_TARGET_BYTES = 128 * 1024 * 1024
+ARROW_BATCH_ROWS = 65536
+
+
+# -- options ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """The validated options of one read."""
+
+    path: str
+    sample_fraction: float | None
+    version: int | None
+
+
+def _option(options: Any, name: str) -> str | None:
+    """Option lookup that does not depend on the mapping's case handling."""
+    lowered = {str(k).lower(): v for k, v in dict(options).items()}
+    value = lowered.get(name.lower())
+    return None if value is None or str(value).strip() == "" else str(value).strip()
+
+
+def location_from_schema(schema: Any) -> str | None:
+    """The table location a catalog table carries in its columns' metadata (or comments)."""
+    for field in getattr(schema, "fields", None) or ():
+        metadata = field.metadata or {}
+        location = metadata.get(LOCATION_KEY)
+        if location:
+            return str(location)
+        comment = metadata.get("comment")
+        if isinstance(comment, str) and comment.startswith(LOCATION_COMMENT_PREFIX):
+            return comment[len(LOCATION_COMMENT_PREFIX):]
+    return None
+
+
+def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
+    """Validate the data source options; errors name the option and what it accepts."""
+    unknown = sorted(
+        str(k) for k in dict(options) if str(k).lower() not in {o.lower() for o in KNOWN_OPTIONS}
+    )
+    if unknown:
+        logger.warning("ignoring unknown qbeast read options %s (known: %s)", unknown, KNOWN_OPTIONS)
+    path = _option(options, "path") or location_from_schema(schema)
+    if not path:
+        raise InvalidOptionError(
+            "the qbeast data source needs the table location: use "
+            "spark.read.format('qbeast').load('<path>') or a catalog table created with "
+            "qbeast.spark.datasource.create_table(spark, name, path)"
+        )
+    fraction_text = _option(options, OPTION_SAMPLE_FRACTION)
+    fraction: float | None = None
+    if fraction_text is not None:
+        try:
+            fraction = float(fraction_text)
+        except ValueError:
+            fraction = -1.0
+        if not 0.0 <= fraction <= 1.0:
+            raise InvalidOptionError(
+                f"option {OPTION_SAMPLE_FRACTION} must be a number between 0 and 1, got {fraction_text!r}"
+            )
+    version_text = _option(options, OPTION_VERSION_AS_OF)
+    version: int | None = None
+    if version_text is not None:
+        if not version_text.isdigit():
+            raise InvalidOptionError(
+                f"option {OPTION_VERSION_AS_OF} must be a non-negative integer Delta version, "
+                f"got {version_text!r}"
+            )
+        version = int(version_text)
+    return ReadOptions(path, fraction, version)
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+
+class FilesPartition(InputPartition):
+    """One Spark task: the parquet files it reads and the sample's row filter.
+
+    Everything ``read()`` needs travels here, because Spark pickles the reader for the executors
+    before it asks for the partitions: a plan stored on the reader would not reach them.
+    """
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        weight_range: tuple[int, int] | None,
+        hash_columns: Sequence[str],
+        table_schema_json: str,
+    ) -> None:
+        super().__init__(tuple(paths))
+        self.paths = list(paths)
+        self.weight_range = weight_range
+        self.hash_columns = tuple(hash_columns)
+        self.table_schema_json = table_schema_json
+
+
+def group_files(files: Sequence[Any], target_bytes: int = PARTITION_TARGET_BYTES) -> list[list[str]]:
+    """Pack planned files (``.path``, ``.size``) into tasks of about ``target_bytes`` each."""
+    groups: list[list[str]] = []
+    current: list[str] = []
+    current_bytes = 0
+    for f in sorted(files, key=lambda f: -f.size):
+        if current and current_bytes + f.size > target_bytes:
+            groups.append(current)
+            current, current_bytes = [], 0
+        current.append(f.path)
+        current_bytes += f.size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _conform_column(column: Any, target: Any) -> Any:
+    """Cast one parquet column to the Arrow type Spark expects for the table column."""
+    import pyarrow as pa
+
+    if column.type.equals(target):
+        return column
+    if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
+        # Spark truncates sub-microsecond parts by flooring (INT96 nanoseconds); do the same.
+        raw = column.cast(pa.int64())
+        factor = {"s": None, "ms": None, "us": 1, "ns": 1000}[column.type.unit]
+        if factor == 1000:
+            import numpy as np
+
+            values = np.floor_divide(raw.fill_null(0).to_numpy(), 1000)
+            raw = pa.array(values, pa.int64(), mask=column.is_null().to_numpy(zero_copy_only=False))
+            return raw.cast(pa.timestamp("us", tz=target.tz))
+        return column.cast(pa.timestamp("us", tz=column.type.tz)).cast(target)
+    return column.cast(target)
+
+
+class QbeastDataSourceReader(DataSourceReader):
+    """Plans with the Qbeast index and reads the chosen parquet files with pyarrow."""
+
+    def __init__(self, options: ReadOptions, schema: Any) -> None:
+        self.options = options
+        self.schema = schema
+        self.filters: list[Any] = []
+        self.plan: Any = None
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's API
+        """Keep every filter for pruning and hand all of them back: Spark applies them to rows."""
+        self.filters = list(filters)
+        yield from filters
+
+    def _plan(self) -> Any:
+        from qbeast.spark.filters import from_spark_filters
+        from qbeast.spark.reader import load_snapshot, plan_read
+
+        if self.plan is None:
+            snapshot = load_snapshot(self.options.path, self.options.version)
+            predicate = from_spark_filters(self.filters, self.schema)
+            self.plan = plan_read(snapshot, fraction=self.options.sample_fraction, predicate=predicate)
+        return self.plan
+
+    def partitions(self) -> list[InputPartition]:
+        plan = self._plan()
+        groups = group_files(plan.files)
+        logger.info(
+            "qbeast source %s: %d of %d files in %d tasks", plan.table_path, len(plan.files),
+            plan.total_files, len(groups),
+        )
+        groups = groups or [[]]
+        return [
+            FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json)
+            for group in groups
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        target = to_arrow_schema(self.schema, timezone="UTC")
+        weight_range = partition.weight_range
+        hash_types = _hash_column_types(partition) if weight_range is not None else []
+        started, rows = time.monotonic(), 0
+        for path in partition.paths:
+            parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+            by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
+            present = [by_lower[f.name.lower()] for f in target if f.name.lower() in by_lower]
+            hash_names = [by_lower.get(c.lower()) for c in partition.hash_columns]
+            for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present):
+                arrays = []
+                for f in target:
+                    source = by_lower.get(f.name.lower())
+                    if source is None:
+                        arrays.append(pa.nulls(batch.num_rows, f.type))
+                    else:
+                        arrays.append(_conform_column(batch.column(source), f.type))
+                out = pa.RecordBatch.from_arrays(arrays, schema=target)
+                if weight_range is not None:
+                    out = out.filter(_weight_mask(batch, hash_names, hash_types, weight_range))
+                rows += out.num_rows
+                if out.num_rows:
+                    yield out
+        logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+
+
+def _hash_column_types(partition: FilesPartition) -> list[Any]:
+    """Arrow types of the indexed columns as Spark types them (the hash depends on the type)."""
+    import json
+
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(json.loads(partition.table_schema_json))
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    types = []
+    for name in partition.hash_columns:
+        field = by_lower.get(name.lower())
+        if field is None:
+            raise InvalidOptionError(f"indexed column {name!r} is missing from the table schema")
+        types.append(to_arrow_type(field.dataType, timezone="UTC"))
+    return types
+
+
+def _weight_mask(
+    batch: Any, hash_names: list[str | None], hash_types: list[Any], weight_range: tuple[int, int]
+) -> Any:
+    """Rows of ``batch`` whose weight (Spark's hash of the indexed columns) is in the range."""
+    import pyarrow as pa
+
+    from qbeast.spark.row_weights import spark_hash
+
+    columns = [
+        pa.nulls(batch.num_rows, arrow_type) if source is None
+        else _conform_column(batch.column(source), arrow_type)
+        for source, arrow_type in zip(hash_names, hash_types)
+    ]
+    weights = spark_hash(columns)
+    lo, hi = weight_range
+    return pa.array((weights >= lo) & (weights < hi))
+
+
+class QbeastDataSource(DataSource):
+    """``format("qbeast")``: Qbeast tables (and plain Delta tables) read with index pruning."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> Any:
+        """The table schema from the Delta log (for reads by path)."""
+        from pyspark.sql.types import StructType
+
+        from qbeast.spark.reader import load_snapshot
+
+        options = parse_read_options(self.options)
+        snapshot = load_snapshot(options.path, options.version)
+        return StructType.fromJson(snapshot.delta.schema)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return QbeastDataSourceReader(parse_read_options(self.options, schema), schema)
+
+
+def register(spark: Any) -> None:
+    """Make ``format("qbeast")`` and ``USING qbeast`` available in ``spark``'s session."""
+    spark.dataSource.register(QbeastDataSource)
+
+
+# -- catalog tables ---------------------------------------------------------------------------
+
+
+def _location_of(path: str) -> str:
+    return path if "://" in path or path.startswith("file:") else os.path.abspath(path)
+
+
+def table_schema_with_location(schema: Any, path: str) -> Any:
+    """``schema`` with the table location stored in every column's metadata."""
+    from pyspark.sql.types import StructField, StructType
+
+    location = _location_of(path)
+    return StructType(
+        [
+            StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), LOCATION_KEY: location})
+            for f in schema.fields
+        ]
+    )
+
+
+def create_table(spark: Any, name: str, path: str, *, replace: bool = False) -> None:
+    """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
+
+    The catalog keeps only the schema (with the location in the column metadata); queries always
+    read the latest committed snapshot of ``path``. With ``replace`` an existing table of that
+    name is dropped first (dropping a ``USING qbeast`` table never deletes the data at ``path``).
+    """
+    from pyspark.sql.types import StructType
+
+    from qbeast.spark.reader import load_snapshot
+
+    if not isinstance(name, str) or not name.strip():
+        raise InvalidOptionError(f"table name must be a non-empty string, got {name!r}")
+    register(spark)
+    snapshot = load_snapshot(path)
+    schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path)
+    if replace:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+    spark.catalog.createTable(name, source=SOURCE_NAME, schema=schema)
+    logger.info("created catalog table %s over %s (version %d)", name, path, snapshot.version)
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def create_table_sql(name: str, path: str, schema: Any) -> str:
+    """The ``CREATE TABLE ... USING qbeast`` statement equivalent to :func:`create_table`.
+
+    Plain SQL cannot set column metadata, so this form carries the location in the first
+    column's comment (``qbeast.location=<path>``), which the reader also understands. Prefer
+    :func:`create_table` when a Python session is at hand: tools that rewrite column comments
+    (dbt's ``persist_docs``) would erase this one.
+    """
+    location = _location_of(path)
+    columns = []
+    for i, field in enumerate(schema.fields):
+        column = f"`{field.name.replace('`', '``')}` {field.dataType.simpleString()}"
+        if i == 0:
+            column += f" COMMENT {_sql_string(LOCATION_COMMENT_PREFIX + location)}"
+        columns.append(column)
+    return f"CREATE TABLE {name} ({', '.join(columns)}) USING {SOURCE_NAME}"
+
+
+def describe_location(spark: Any, name: str) -> str | None:
+    """The Qbeast table path behind catalog table ``name`` (None if it carries none)."""
+    return location_from_schema(spark.table(name).schema)
+
+
+__all__ = [
+    "QbeastDataSource",
+    "QbeastDataSourceReader",
+    "ReadOptions",
+    "create_table",
+    "create_table_sql",
+    "describe_location",
+    "location_from_schema",
+    "parse_read_options",
+    "register",
+]

@@ -1,0 +1,236 @@
+"""Read planning: a table snapshot + a sample fraction + a predicate -> the files to open.
+
+Both readers share this plan: the DataFrame API (``QbeastTable.to_df`` / ``sample``), which hands
+the selected files to Spark's native parquet reader and filters rows with ``F.hash`` in the JVM,
+and the ``qbeast`` Python data source, which reads the same files with pyarrow.
+
+Which files (FORMAT §7.2, §7.4):
+
+* every staging file (revision 0: no tags, or ``revision`` "0") - it has no index, only stats;
+* for every revision > 0, the files holding blocks of the cubes the OTree walk selects for the
+  query spaces of the predicate and the weight range of the sample;
+* then Delta min/max stats drop files that cannot hold a matching row, on any column.
+
+Revisions whose files carry pre-0.6 tags (or revision tags without blocks) are read as plain
+Delta until upgraded: all their files, stats pruning only. Tables without Qbeast metadata are
+plain Delta tables: stats pruning only, and sampling is refused (there is no row weight).
+
+The sampled rows are exactly ``Weight(lo) <= hash(indexed columns of the latest revision) <
+Weight(hi)``: the file choice only saves I/O, the row filter decides.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from qbeast.core import expressions as ex
+from qbeast.core.blocks import TagFormat
+from qbeast.core.index_status import IndexStatus
+from qbeast.core.query_space import query_spaces
+from qbeast.core.selection import select_files
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.errors import InvalidOptionError
+from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+from qbeast.spark.filters import column_types
+from qbeast.spark.stats_skipping import file_may_match
+
+logger = logging.getLogger("qbeast.spark.reader")
+
+#: Tag generations whose blocks cannot drive the OTree walk (read as plain Delta until upgraded).
+_UNINDEXED_FORMATS = frozenset({TagFormat.LEGACY_FLAT, TagFormat.NO_BLOCKS})
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """One data file a read opens."""
+
+    path: str  # file-system path (absolute)
+    size: int
+    revision_id: int
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """What a read opens and how it filters rows; plain data, picklable for Python workers."""
+
+    table_path: str
+    version: int
+    schema_json: str
+    files: tuple[PlannedFile, ...]
+    total_files: int
+    total_bytes: int
+    weight_range: tuple[int, int] | None  # [lo, hi) of hash(hash_columns); None = every row
+    hash_columns: tuple[str, ...]
+    predicate: ex.Expression = field(default_factory=ex.AlwaysTrue)
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+    @property
+    def selected_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def spark_schema(self):
+        """The table schema as a ``pyspark.sql.types.StructType``."""
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(json.loads(self.schema_json))
+
+
+def sample_weight_range(fraction: float | None) -> tuple[int, int] | None:
+    """The weight range ``[Weight(0), Weight(fraction))`` of ``sample(fraction)``.
+
+    ``None`` and ``1.0`` mean "every row" (no row filter at all, so that a full sample also keeps
+    rows whose hash is exactly ``Int.MaxValue``).
+    """
+    if fraction is None:
+        return None
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise InvalidOptionError(f"sample fraction must be a number in [0, 1], got {fraction!r}")
+    value = float(fraction)
+    if not 0.0 <= value <= 1.0:
+        raise InvalidOptionError(f"sample fraction must be in [0, 1], got {fraction!r}")
+    if value == 1.0:
+        return None
+    return MIN_WEIGHT, weight_from_fraction(value)
+
+
+def load_snapshot(path: str, version: int | None = None):
+    """The Qbeast view of the table at ``path`` (latest committed version by default)."""
+    if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+        raise InvalidOptionError(f"version must be a non-negative integer, got {version!r}")
+    return QbeastSnapshot.load(path, version=version)
+
+
+def _revision_files(snapshot: Any) -> dict[int, list[Any]]:
+    """Active files grouped by revision id (0 = staging), as the Qbeast snapshot sees them."""
+    if not snapshot.is_qbeast:
+        return {0: list(snapshot.delta.files.values())}
+    return {rid: list(files) for rid, files in snapshot.files_by_revision().items()}
+
+
+def _select_revision(
+    snapshot: Any,
+    revision_id: int,
+    files: list[Any],
+    predicate: ex.Expression,
+    weight_range: tuple[int, int] | None,
+) -> list[Any]:
+    """The files of one indexed revision the OTree walk keeps."""
+    decoded = [(add, snapshot.decoded(add)) for add in files]
+    if snapshot.needs_upgrade or any(tags.format in _UNINDEXED_FORMATS for _, tags in decoded):
+        logger.info(
+            "revision %d of %s has pre-0.6 or block-less tags: read as plain Delta (upgrade the "
+            "table to prune it with the index)", revision_id, snapshot.table_path,
+        )
+        return files
+    revision = snapshot.revisions.get(revision_id)
+    if revision is None:
+        # Files of a revision the metadata does not describe: nothing to prune with.
+        logger.warning("revision %d of %s is not in the table metadata: reading all its files",
+                       revision_id, snapshot.table_path)
+        return files
+    status = IndexStatus.from_files(revision, ((add.path, tags.blocks) for add, tags in decoded))
+    lo, hi = weight_range or (MIN_WEIGHT, MAX_WEIGHT)
+    spaces = query_spaces(revision, None if isinstance(predicate, ex.AlwaysTrue) else predicate)
+    keep = select_files(status, spaces, lo, hi)
+    return [add for add in files if add.path in keep]
+
+
+def plan_read(
+    snapshot: Any,
+    *,
+    fraction: float | None = None,
+    predicate: ex.Expression | None = None,
+) -> ReadPlan:
+    """Plan a read of ``snapshot`` sampled to ``fraction`` and pruned by ``predicate``.
+
+    ``predicate`` must already name the table's columns with literals of their types
+    (:func:`qbeast.spark.filters.normalize_predicate` and friends produce that).
+    """
+    started = time.monotonic()
+    predicate = predicate if predicate is not None else ex.AlwaysTrue()
+    weight_range = sample_weight_range(fraction)
+    hash_columns: tuple[str, ...] = ()
+    if weight_range is not None:
+        if not snapshot.is_qbeast:
+            raise NotAQbeastTableError(
+                f"cannot sample {snapshot.table_path}: it is a plain Delta table without Qbeast "
+                "metadata (qbeast.lastRevisionID), so rows have no weight; read it in full or "
+                "convert it with qbeast.convert_to_qbeast"
+            )
+        hash_columns = tuple(snapshot.latest_revision.columns)
+    delta = snapshot.delta
+    delta.check_readable()
+    schema_json = json.dumps(delta.schema)
+    from pyspark.sql.types import StructType
+
+    types = column_types(StructType.fromJson(delta.schema))
+
+    chosen: list[tuple[int, Any]] = []
+    for revision_id, files in sorted(_revision_files(snapshot).items()):
+        if revision_id == 0:
+            selected = files
+        else:
+            selected = _select_revision(snapshot, revision_id, files, predicate, weight_range)
+        chosen.extend((revision_id, add) for add in selected)
+    kept = [
+        PlannedFile(delta.file_path(add), int(add.size or 0), revision_id)
+        for revision_id, add in chosen
+        if file_may_match(predicate, add.parsed_stats, types)
+    ]
+    plan = ReadPlan(
+        table_path=snapshot.table_path,
+        version=snapshot.version,
+        schema_json=schema_json,
+        files=tuple(sorted(kept, key=lambda f: f.path)),
+        total_files=len(delta.files),
+        total_bytes=sum(int(a.size or 0) for a in delta.files.values()),
+        weight_range=weight_range,
+        hash_columns=hash_columns,
+        predicate=predicate,
+    )
+    logger.info(
+        "planned read of %s v%d: %d of %d files (%d of %d bytes), sample=%s, %.3fs",
+        plan.table_path, plan.version, len(plan.files), plan.total_files, plan.selected_bytes,
+        plan.total_bytes, fraction, time.monotonic() - started,
+    )
+    return plan
+
+
+def weight_filter_column(plan: ReadPlan):
+    """The JVM row filter ``lo <= hash(cols) < hi`` of a sampled plan (None if not sampled)."""
+    if plan.weight_range is None:
+        return None
+    from pyspark.sql import functions as F
+
+    lo, hi = plan.weight_range
+    weight = F.hash(*[F.col(f"`{c}`") for c in plan.hash_columns])
+    condition = weight < F.lit(hi)
+    if lo != MIN_WEIGHT:
+        condition = (weight >= F.lit(lo)) & condition
+    return condition
+
+
+def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
+    """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
+
+    ``df.inputFiles()`` lists the planned files. ``row_filters`` are Spark Columns or SQL strings
+    applied after the sample filter (the user's predicate, so that results are exact).
+    """
+    schema = plan.spark_schema()
+    if plan.files:
+        df = spark.read.schema(schema).parquet(*plan.paths)
+    else:
+        df = spark.createDataFrame([], schema)
+    weight_filter = weight_filter_column(plan)
+    if weight_filter is not None:
+        df = df.filter(weight_filter)
+    for condition in row_filters:
+        df = df.filter(condition)
+    return df

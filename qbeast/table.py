@@ -1,0 +1,138 @@
+"""``QbeastTable``: the Python handle on one Qbeast table (read side; operations live below).
+
+A handle holds only the Spark session and the path: every call reads the Delta log again, so it
+always sees the latest committed snapshot unless a ``version`` is given.
+
+Reading (``to_df``, ``sample``) returns DataFrames from Spark's native parquet reader over only the
+files the read needs, so ``df.inputFiles()`` shows exactly what it touches. Both accept
+``filter=``: a SQL predicate string (``"user_id BETWEEN 10 AND 20 AND brand = 'x'"``) or a
+``qbeast.core.expressions`` predicate. The filter prunes files (OTree on indexed columns, Delta
+stats on any column) and is applied to the rows, so results equal a full scan plus the filter.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from qbeast.core import expressions as ex
+from qbeast.errors import InvalidOptionError
+from qbeast.spark.filters import normalize_predicate, parse_sql_predicate, to_spark_column
+from qbeast.snapshot import NotAQbeastTableError
+from qbeast.spark.reader import (
+    ReadPlan,
+    load_snapshot,
+    plan_dataframe,
+    plan_read,
+)
+
+#: What ``filter=`` accepts.
+Filter = "str | qbeast.core.expressions.Expression | None"
+
+
+class QbeastTable:
+    """A Qbeast (or plain Delta) table at a path, bound to a Spark session."""
+
+    def __init__(self, spark: Any, path: str) -> None:
+        if not isinstance(path, str) or not path:
+            raise InvalidOptionError(f"table path must be a non-empty string, got {path!r}")
+        self.spark = spark
+        self.path = path
+
+    @classmethod
+    def for_path(cls, spark: Any, path: str) -> QbeastTable:
+        """The table stored at ``path`` (a local path or ``file:`` URI)."""
+        return cls(spark, path)
+
+    def __repr__(self) -> str:
+        return f"QbeastTable({self.path!r})"
+
+    # -- metadata -----------------------------------------------------------------------------
+
+    def snapshot(self, version: int | None = None):
+        """The :class:`qbeast.snapshot.QbeastSnapshot` at ``version`` (latest by default)."""
+        return load_snapshot(self.path, version)
+
+    def _qbeast_snapshot(self, what: str):
+        snapshot = self.snapshot()
+        if not snapshot.is_qbeast:
+            raise NotAQbeastTableError(
+                f"{what} needs Qbeast metadata, but {self.path} is a plain Delta table "
+                "(no qbeast.lastRevisionID in its configuration)"
+            )
+        return snapshot
+
+    def revision_ids(self) -> list[int]:
+        """Ids of every revision in the metadata, ascending (0 is the staging revision)."""
+        snapshot = self.snapshot()
+        return sorted(snapshot.revisions) if snapshot.is_qbeast else []
+
+    def latest_revision_id(self) -> int:
+        """Id of the revision new writes index into."""
+        return self._qbeast_snapshot("latest_revision_id").latest_revision_id
+
+    def indexed_columns(self) -> list[str]:
+        """Indexed column names of the latest revision, in index (and hash) order."""
+        return list(self._qbeast_snapshot("indexed_columns").latest_revision.columns)
+
+    def cube_size(self) -> int:
+        """Desired cube size of the latest revision."""
+        return int(self._qbeast_snapshot("cube_size").latest_revision.desired_cube_size)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def read_plan(
+        self,
+        fraction: float | None = None,
+        filter: str | ex.Expression | None = None,  # noqa: A002 - mirrors DataFrame.filter
+        version: int | None = None,
+    ) -> ReadPlan:
+        """The files a read would open (and its row filters), without reading anything."""
+        snapshot = self.snapshot(version)
+        predicate, _ = self._predicate(snapshot, filter)
+        return plan_read(snapshot, fraction=fraction, predicate=predicate)
+
+    def to_df(
+        self,
+        version: int | None = None,
+        filter: str | ex.Expression | None = None,  # noqa: A002
+    ):
+        """The table (at ``version``, latest by default) as a DataFrame, pruned by ``filter``."""
+        return self._read(None, filter, version)
+
+    def sample(
+        self,
+        fraction: float,
+        filter: str | ex.Expression | None = None,  # noqa: A002
+        version: int | None = None,
+    ):
+        """The rows with ``hash(indexed columns) < Weight(fraction)``: about ``fraction`` of them.
+
+        The sample is deterministic (the same rows every time) and reads only the files whose
+        blocks can hold such rows, so small fractions read little data.
+        """
+        if fraction is None:
+            raise InvalidOptionError("sample fraction must be a number in [0, 1], got None")
+        return self._read(fraction, filter, version)
+
+    def _read(self, fraction: float | None, filter: Any, version: int | None):  # noqa: A002
+        snapshot = self.snapshot(version)
+        predicate, row_filter = self._predicate(snapshot, filter)
+        plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
+        return plan_dataframe(self.spark, plan, [row_filter] if row_filter is not None else [])
+
+    @staticmethod
+    def _predicate(snapshot: Any, filter: Any) -> tuple[ex.Expression, Any]:  # noqa: A002
+        """(pruning predicate, row filter) for a user's ``filter`` argument."""
+        if filter is None:
+            return ex.AlwaysTrue(), None
+        from pyspark.sql.types import StructType
+
+        schema = StructType.fromJson(snapshot.delta.schema)
+        if isinstance(filter, str):
+            return parse_sql_predicate(filter, schema), filter
+        if isinstance(filter, ex.Expression):
+            normalized = normalize_predicate(filter, schema)
+            return normalized, to_spark_column(filter, schema)
+        raise InvalidOptionError(
+            f"filter must be a SQL predicate string or a qbeast.core.expressions predicate, "
+            f"got {type(filter).__name__}"
+        )
