@@ -9,22 +9,15 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from qbeast.core.blocks import Block
 from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT, fraction
 from qbeast.errors import FormatError
 
-
-class RevisionLike(Protocol):
-    """What the index status needs from a revision (``qbeast.core.revision.Revision`` fits)."""
-
-    revision_id: int
-    desired_cube_size: int
-
-    @property
-    def dimension_count(self) -> int: ...
+if TYPE_CHECKING:
+    from qbeast.core.revision import Revision
 
 
 @dataclass(frozen=True)
@@ -53,7 +46,7 @@ class CubeStatus:
 class IndexStatus:
     """The cubes of one revision in pre-order, with their thresholds, sizes and blocks."""
 
-    def __init__(self, revision: RevisionLike, cubes: Iterable[CubeStatus]) -> None:
+    def __init__(self, revision: Revision, cubes: Iterable[CubeStatus]) -> None:
         self.revision = revision
         self.cubes: tuple[CubeStatus, ...] = tuple(sorted(cubes, key=lambda s: s.cube))
         self._ids: list[CubeId] = [s.cube for s in self.cubes]
@@ -63,7 +56,7 @@ class IndexStatus:
 
     @classmethod
     def from_files(
-        cls, revision: RevisionLike, files: Iterable[tuple[str, Sequence[Block]]]
+        cls, revision: Revision, files: Iterable[tuple[str, Sequence[Block]]]
     ) -> IndexStatus:
         """Group the blocks of ``files`` (pairs of path and decoded blocks) by cube.
 

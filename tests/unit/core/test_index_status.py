@@ -117,3 +117,30 @@ def test_v07_fixture_index(v07_index):
             assert s.max_weight >= parent.max_weight
             assert min(fb.block.min_weight for fb in s.blocks) > parent.max_weight
     assert status.cube_domains()[root.cube] == 300_000.0
+
+
+def test_pre06_fixture_index(qbeast_fixtures):
+    """A pre-0.6 table (flat string tags, one block per file) gives a consistent index too."""
+    import json
+
+    from qbeast.core.blocks import TagFormat, decode_tags
+    from qbeast.core.revision import Revision
+    from qbeast.core.weight import weight_from_fraction
+
+    log = qbeast_fixtures / "pre06-logs-test-table" / "_delta_log" / "00000000000000000000.json"
+    actions = [json.loads(line) for line in log.read_text().splitlines()]
+    config = next(a["metaData"]["configuration"] for a in actions if "metaData" in a)
+    rev = Revision.from_json(config["qbeast.revision.1"])
+    files = []
+    for a in actions:
+        if "add" in a:
+            decoded = decode_tags(a["add"]["tags"])
+            assert decoded.format is TagFormat.LEGACY_FLAT
+            files.append((a["add"]["path"], decoded.blocks))
+    status = IndexStatus.from_files(rev, files)
+    total = sum(s.element_count for s in status.cubes)
+    assert total == 100_000 and len(status) == len(files) == 20
+    # First write of N rows with cube size dcs: the root threshold is Weight(dcs / N) (§6.2 c).
+    assert status.cubes[0].cube == CubeId.root(2)
+    assert status.cubes[0].max_weight == weight_from_fraction(rev.desired_cube_size / total)
+    assert status.cube_domains()[CubeId.root(2)] == float(total)
