@@ -42,6 +42,16 @@ def histogram(column: str, bins: list[str]) -> tuple[dict, dict]:
     )
 
 
+def quantiles(column: str, data_type: str, values: list[float]) -> tuple[dict, dict]:
+    """A numeric quantiles (CDF) column."""
+    return (
+        {"className": _T + "CDFNumericQuantilesTransformer", "columnName": column,
+         "orderedDataType": data_type},
+        {"className": _T + "CDFNumericQuantilesTransformation", "quantiles": values,
+         "dataType": data_type},
+    )
+
+
 def revision(*columns: tuple[dict, dict], cube_size: int = 100, revision_id: int = 1) -> Any:
     """A real ``qbeast.core.revision.Revision`` parsed from the JSON of these columns."""
     from qbeast.core.revision import Revision  # imported late: only these tests need it
@@ -72,7 +82,7 @@ def linear_revision(dimensions: int, cube_size: int = 100) -> Any:
 def revisions() -> SimpleNamespace:
     """The revision builders above, for tests (test modules cannot import each other)."""
     return SimpleNamespace(
-        linear=linear, hashing=hashing, histogram=histogram, revision=revision,
+        linear=linear, hashing=hashing, histogram=histogram, quantiles=quantiles, revision=revision,
         linear_revision=linear_revision,
     )
 

@@ -278,52 +278,87 @@ def test_bad_predicate(rev):
 # -- the safety property: pruning never loses a qualifying row --------------------------------
 
 
+DAY = 86_400_000
+DATES = [dt.date(2024, 1, 1) + dt.timedelta(days=k) for k in range(0, 40, 3)]
+
+# Candidate values per column (canonical for rows; predicates get the same or Python dates).
+COLUMN_VALUES = {
+    "x": [0, 50, 100, 7, 33, 99, 12.5, -5, 105],
+    "h": ["a", "b", "c", "", "zz", "q"],
+    "b": ["a", "b", "m", "mm", "z", "zz", "A", "", "null"],
+    "q": [0.5, 1.0, 2.0, 2.5, 3.0, 4.0, 7.0],
+    "d": DATES,
+}
+
+
+@pytest.fixture(scope="module")
+def wide_rev(revisions):
+    """Every kind of dimension: linear int, hashed string, histogram, quantiles with duplicated
+    boundaries, linear date (epoch millis of UTC midnights)."""
+    lo, hi = canonical_literal(DATES[0]), canonical_literal(DATES[-1])
+    return revisions.revision(
+        revisions.linear("x", "IntegerDataType", 0, 100, 50),
+        revisions.hashing("h"),
+        revisions.histogram("b", [chr(c) for c in range(ord("a"), ord("z") + 1)]),
+        revisions.quantiles("q", "DoubleDataType", [1.0, 2.0, 2.0, 2.0, 3.0, 5.0]),
+        revisions.linear("d", "DateDataType", lo, hi, lo + 2 * DAY),
+    )
+
+
 def _row_predicate(rng: random.Random, depth: int = 0) -> Expression:
     if depth < 2 and rng.random() < 0.45:
         kind = rng.choice([And, Or, Not])
         if kind is Not:
             return Not(_row_predicate(rng, depth + 1))
         return kind(*(_row_predicate(rng, depth + 1) for _ in range(2)))
-    col = rng.choice(["x", "h", "b", "other"])
-    values = {
-        "x": lambda: rng.choice([rng.randrange(-5, 106), rng.random() * 100, 0, 50, 100]),
-        "h": lambda: rng.choice(["a", "b", "c", "", "zz"]),
-        "b": lambda: rng.choice(["a", "b", "m", "mm", "z", "zz", "A", ""]),
-        "other": lambda: rng.randrange(3),
-    }[col]
+    col = rng.choice([*COLUMN_VALUES, "other"])
+    choices = COLUMN_VALUES.get(col, [0, 1, 2])
     kind = rng.randrange(9)
     if kind == 0:
         return IsNull(col)
     if kind == 1:
         return IsNotNull(col)
     if kind == 2:
-        return In(col, [values() for _ in range(rng.randrange(1, 4))])
+        return In(col, [rng.choice(choices) for _ in range(rng.randrange(1, 4))])
     op = rng.choice([EqualTo, NotEqualTo, LessThan, LessThanOrEqual, GreaterThan, GreaterThanOrEqual])
-    return op(col, values())
+    return op(col, rng.choice(choices))
 
 
-def test_pruning_never_drops_a_qualifying_row(rev):
+def test_pruning_never_drops_a_qualifying_row(wide_rev):
     rng = random.Random(2024)
+    columns = wide_rev.columns
     rows = []
-    for _ in range(400):
-        rows.append(
-            {
-                "x": rng.choice([None, 0, 100, 50, rng.randrange(0, 101)]),
-                "h": rng.choice([None, "a", "b", "c", "", "zz", "q"]),
-                "b": rng.choice([None, "a", "b", "m", "mm", "z", "zz", "A", ""]),
-                "other": rng.randrange(3),
-            }
-        )
-    ts = rev.transformations
-    points = [tuple(t.transform(r[c]) for t, c in zip(ts, ("x", "h", "b"))) for r in rows]
-    cubes = [list(CubeId.containers(p, max_depth=5)) for p in points]
+    for _ in range(300):
+        row = {"other": rng.randrange(3)}
+        for col in columns:
+            # Rows hold values of the column's type within the revision's range.
+            values = [v for v in COLUMN_VALUES[col] if col != "x" or v in range(0, 101)]
+            value = rng.choice([None, *values])
+            row[col] = canonical_literal(value) if value is not None else None
+        rows.append(row)
+    ts = wide_rev.transformations
+    points = [tuple(t.transform(r[c]) for t, c in zip(ts, columns)) for r in rows]
+    cubes = [list(CubeId.containers(p, max_depth=4)) for p in points]
+    pruned = 0
     for _ in range(400):
         predicate = _row_predicate(rng)
-        spaces = query_spaces(rev, predicate)
+        spaces = query_spaces(wide_rev, predicate)
         assert spaces
+        pruned += spaces != [AllSpace()]
         for row, chain in zip(rows, cubes):
             if evaluate(predicate, row) is not True:
                 continue
             assert any(
                 all(space.intersects(c) for c in chain) for space in spaces
             ), (predicate, row, spaces)
+    assert pruned > 100  # the test exercises real pruning, not only AllSpace
+
+
+def test_date_literals_prune_a_date_dimension(wide_rev):
+    (space,) = query_spaces(wide_rev, GreaterThanOrEqual("d", DATES[-1]))
+    # (max - min) * (1 / (max - min)) rounds below 1, as in qbeast-spark; rows at the max share it.
+    assert space.from_[4] == pytest.approx(1.0) and space.to[4] is None
+    assert space.from_[4] == wide_rev.transformations[4].transform(canonical_literal(DATES[-1]))
+    (space,) = query_spaces(wide_rev, LessThan("d", dt.datetime(2024, 1, 1, 12, 0)))
+    # Half a day after the first date, over a 39-day range.
+    assert space.to[4] == pytest.approx(0.5 / 39)
