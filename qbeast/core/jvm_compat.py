@@ -296,61 +296,23 @@ def _dtoa(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple[list[
 
     b_bits = n_fract_bits + b2 + _n5bits(b5)
     ten_s_bits = s2 + 1 + _n5bits(s5 + 1)
-    digits: list[int] = []
-    e_form = lambda de: de < -3 or de >= 8  # noqa: E731 - tiny local predicate
     if b_bits < 64 and ten_s_bits < 64:
-        # int (32-bit) or long (64-bit) arithmetic, with the JVM's overflow behaviour.
         wrap = to_int32 if (b_bits < 32 and ten_s_bits < 32) else to_int64
-        b = wrap((fract_bits * 5**b5) << b2)
-        s = wrap(5**s5 << s2)
-        m = wrap(5**m5 << m2)
-        tens = wrap(s * 10)
-        q = _jdiv(b, s)
-        b = wrap(10 * _jrem(b, s))
-        m = wrap(m * 10)
-        low = b < m
-        high = wrap(b + m) > tens
-        if q == 0 and not high:
-            dec_exp -= 1
-        else:
-            digits.append(q)
-        if e_form(dec_exp):
-            high = low = False
-        while not low and not high:
-            q = _jdiv(b, s)
-            b = wrap(10 * _jrem(b, s))
-            m = wrap(m * 10)
-            if m > 0:
-                low = b < m
-                high = wrap(b + m) > tens
-            else:
-                low = high = True
-            digits.append(q)
-        low_digit_difference = wrap(wrap(b << 1) - tens)
+        gen: _MachineDigits | _BigDigits = _MachineDigits(wrap, fract_bits * 5**b5 << b2, 5**s5 << s2, 5**m5 << m2)
     else:
-        # Arbitrary precision path: B, S, M scaled by 2^shift_bias; note ``high`` uses >=.
-        s_val = 5**s5 << s2
-        b_val = fract_bits * 5**b5 << b2
-        m_val = 5 ** (m5 + 1) << (m2 + 1)
-        ten_s = 5 ** (s5 + 1) << (s2 + 1)
-        q, r = divmod(b_val, s_val)
-        b_val = r * 10
-        low = b_val < m_val
-        high = b_val + m_val >= ten_s
-        if q == 0 and not high:
-            dec_exp -= 1
-        else:
-            digits.append(q)
-        if e_form(dec_exp):
-            high = low = False
-        while not low and not high:
-            q, r = divmod(b_val, s_val)
-            b_val = r * 10
-            m_val *= 10
-            low = b_val < m_val
-            high = b_val + m_val >= ten_s
-            digits.append(q)
-        low_digit_difference = (b_val << 1) - ten_s if (high and low) else 0
+        gen = _BigDigits(fract_bits * 5**b5 << b2, 5**s5 << s2, 5**m5 << m2)
+    digits: list[int] = []
+    q, low, high = gen.step(first=True)
+    if q == 0 and not high:
+        dec_exp -= 1  # the estimate was one too high: drop the leading zero
+    else:
+        digits.append(q)
+    if dec_exp < -3 or dec_exp >= 8:
+        high = low = False  # E-form always prints a second digit
+    while not low and not high:
+        q, low, high = gen.step(first=False)
+        digits.append(q)
+    low_digit_difference = gen.low_digit_difference(low, high)
     dec_exponent = dec_exp + 1
     if high:
         if low:
@@ -362,6 +324,48 @@ def _dtoa(bin_exp: int, fract_bits: int, n_significant_bits: int) -> tuple[list[
         else:
             dec_exponent = _roundup(digits, dec_exponent)
     return digits, dec_exponent
+
+
+class _MachineDigits:
+    """Digit generation in JVM ``int``/``long`` arithmetic (wrapping), used when B and 10·S fit.
+
+    ``high`` is the strict test ``b + m > 10·s``; ``m`` may overflow in the loop, which the JVM
+    code treats as "both low and high".
+    """
+
+    def __init__(self, wrap: Callable[[int], int], b: int, s: int, m: int) -> None:
+        self.wrap = wrap
+        self.b, self.s, self.m = wrap(b), wrap(s), wrap(m)
+        self.tens = wrap(self.s * 10)
+
+    def step(self, first: bool) -> tuple[int, bool, bool]:
+        w = self.wrap
+        q = _jdiv(self.b, self.s)
+        self.b = w(10 * _jrem(self.b, self.s))
+        self.m = w(self.m * 10)
+        if not first and self.m <= 0:
+            return q, True, True
+        return q, self.b < self.m, w(self.b + self.m) > self.tens
+
+    def low_digit_difference(self, low: bool, high: bool) -> int:
+        return self.wrap(self.wrap(self.b << 1) - self.tens)
+
+
+class _BigDigits:
+    """Digit generation with arbitrary precision (FDBigInteger); here ``high`` is ``b + m >= 10·s``."""
+
+    def __init__(self, b: int, s: int, m: int) -> None:
+        self.b, self.s, self.m = b, s, m
+        self.tens = s * 10
+
+    def step(self, first: bool) -> tuple[int, bool, bool]:
+        q, r = divmod(self.b, self.s)
+        self.b = r * 10
+        self.m *= 10
+        return q, self.b < self.m, self.b + self.m >= self.tens
+
+    def low_digit_difference(self, low: bool, high: bool) -> int:
+        return (self.b << 1) - self.tens if (high and low) else 0
 
 
 def _jdiv(a: int, b: int) -> int:

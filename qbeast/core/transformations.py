@@ -164,7 +164,11 @@ def _check_ordered(data_type: QDataType, owner: str) -> None:
 
 
 def _random_between(mn: Any, mx: Any, data_type: QDataType, r: float) -> Any:
-    """``LinearTransformation.generateRandomNumber``: min + r·(max − min) in the column's JVM type."""
+    """``LinearTransformation.generateRandomNumber``: min + r·(max − min) in the column's JVM type.
+
+    Bit-exact, including the JVM's ``int``/``long`` overflow of ``max − min`` on very wide
+    ranges: this is what regenerates the null value of old JSON (FORMAT §3.1).
+    """
     if data_type is QDataType.INTEGER:
         return to_int32(mn + double_to_int(r * to_int32(mx - mn)))
     if data_type in (QDataType.LONG, QDataType.TIMESTAMP, QDataType.DATE):
@@ -172,6 +176,16 @@ def _random_between(mn: Any, mx: Any, data_type: QDataType, r: float) -> Any:
     if data_type is QDataType.FLOAT:
         return to_float32(to_float32(mn) + to_float32(r * to_float32(mx - mn)))
     return mn + r * (mx - mn)
+
+
+def _fresh_null_value(mn: Any, mx: Any, data_type: QDataType, r: float) -> Any:
+    """A new random null value in [min, max] (no overflow: only its range matters, not its bits)."""
+    if data_type.is_integral:
+        return min(mx, mn + int(r * (mx - mn)))
+    value = mn + r * (mx - mn)
+    if data_type is QDataType.FLOAT:
+        value = to_float32(value)
+    return min(max(value, mn), mx)
 
 
 def _data_type_field(obj: Mapping[str, Any], key: str, owner: str) -> QDataType:
@@ -208,7 +222,7 @@ class LinearTransformation(Transformation):
                rng: _random.Random | None = None) -> "LinearTransformation":
         """A new transformation with a uniformly random ``null_value`` in [min, max], as Scala does."""
         r = (rng or _random).random()
-        return cls(min_number, max_number, _random_between(min_number, max_number, data_type, r), data_type)
+        return cls(min_number, max_number, _fresh_null_value(min_number, max_number, data_type, r), data_type)
 
     @property
     def _mn(self) -> float:
@@ -564,15 +578,43 @@ def _position_to_coordinate(found: np.ndarray, index: np.ndarray, n: int) -> np.
     return np.where(found, index / denom, np.where(index == 0, 0.0, (index - 1) / denom))
 
 
-def _string_search_many(boundaries: Sequence[str], texts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    uniq = list(dict.fromkeys(texts.tolist()))
-    ranks = _string_ranks(list(boundaries) + uniq)
-    seq_keys = np.array([ranks[b] for b in boundaries], dtype=np.int64)
-    uniq_keys = np.array([ranks[u] for u in uniq], dtype=np.int64)
-    pos = {u: i for i, u in enumerate(uniq)}
-    inverse = np.fromiter((pos[t] for t in texts.tolist()), dtype=np.int64, count=len(texts))
-    found, index = scala_binary_search_many(seq_keys, uniq_keys)
-    return found[inverse], index[inverse]
+class _StringSearchTransformation(Transformation):
+    """Shared by string quantiles and histograms: binary search over string boundaries.
+
+    Found(i) -> i/(n−1); InsertionPoint(0) -> 0; InsertionPoint(p) -> (p−1)/(n−1), comparing with
+    Java's ``String.compareTo``. Subclasses say what a null becomes (``_null_text``; None = 0.0).
+    """
+
+    _null_text: ClassVar[str | None] = None
+
+    @property
+    def boundaries(self) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def transform(self, value: Any) -> float:
+        if value is None:
+            if self._null_text is None:
+                return 0.0
+            value = self._null_text
+        found, i = scala_binary_search(self.boundaries, java_to_string(value), _string_compare)
+        n = len(self.boundaries)
+        if found:
+            return i / (n - 1)
+        return 0.0 if i == 0 else (i - 1) / (n - 1)
+
+    def transform_many(self, values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarray:
+        values = np.asarray(values)
+        mask = _null_mask(values, nulls)
+        uniq, inverse = _unique_objects(values, mask)
+        texts = [java_to_string(u) for u in uniq]
+        ranks = _string_ranks(list(self.boundaries) + texts)
+        seq_keys = np.array([ranks[b] for b in self.boundaries], dtype=np.int64)
+        keys = np.array([ranks[t] for t in texts], dtype=np.int64)
+        found, index = scala_binary_search_many(seq_keys, keys)
+        out = _position_to_coordinate(found, index, len(self.boundaries))[inverse] if texts else np.zeros(len(values))
+        if mask.any():
+            out[mask] = self.transform(None)
+        return out
 
 
 def _string_compare(a: str, b: str) -> int:
@@ -650,7 +692,7 @@ class CDFNumericQuantilesTransformation(Transformation):
 
 
 @dataclass(frozen=True)
-class CDFStringQuantilesTransformation(Transformation):
+class CDFStringQuantilesTransformation(_StringSearchTransformation):
     """Empirical CDF through string quantiles, without interpolation (FORMAT §3.5)."""
 
     quantiles: tuple[str, ...]
@@ -660,23 +702,9 @@ class CDFStringQuantilesTransformation(Transformation):
     def __post_init__(self) -> None:
         _check_quantiles(self.quantiles, "CDFStringQuantilesTransformation", "quantiles")
 
-    def transform(self, value: Any) -> float:
-        if value is None:
-            return 0.0
-        found, i = scala_binary_search(self.quantiles, java_to_string(value), _string_compare)
-        n = len(self.quantiles)
-        if found:
-            return i / (n - 1)
-        return 0.0 if i == 0 else (i - 1) / (n - 1)
-
-    def transform_many(self, values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarray:
-        values = np.asarray(values)
-        mask = _null_mask(values, nulls)
-        texts = np.array(["" if m else java_to_string(v) for v, m in zip(values.tolist(), mask)], dtype=object)
-        found, index = _string_search_many(self.quantiles, texts)
-        out = _position_to_coordinate(found, index, len(self.quantiles))
-        out[mask] = 0.0
-        return out
+    @property
+    def boundaries(self) -> tuple[str, ...]:
+        return tuple(self.quantiles)
 
     def is_superseded_by(self, other: Transformation) -> bool:
         if isinstance(other, CDFStringQuantilesTransformation):
@@ -698,12 +726,13 @@ class CDFStringQuantilesTransformation(Transformation):
 
 
 @dataclass(frozen=True)
-class StringHistogramTransformation(Transformation):
+class StringHistogramTransformation(_StringSearchTransformation):
     """Deprecated string binning by histogram boundaries; nulls are the string "null" (FORMAT §3.6)."""
 
     histogram: tuple[str, ...] = field(default=DEFAULT_HISTOGRAM)
 
     class_name: ClassVar[str] = PACKAGE + "StringHistogramTransformation"
+    _null_text: ClassVar[str | None] = "null"
 
     def __post_init__(self) -> None:
         _check_quantiles(self.histogram, "StringHistogramTransformation", "histogram")
@@ -713,20 +742,9 @@ class StringHistogramTransformation(Transformation):
         """True for the built-in "a".."z" histogram used when no columnStats histogram is given."""
         return tuple(self.histogram) == DEFAULT_HISTOGRAM
 
-    def transform(self, value: Any) -> float:
-        text = "null" if value is None else java_to_string(value)
-        found, i = scala_binary_search(self.histogram, text, _string_compare)
-        n = len(self.histogram)
-        if found:
-            return i / (n - 1)
-        return 0.0 if i == 0 else (i - 1) / (n - 1)
-
-    def transform_many(self, values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarray:
-        values = np.asarray(values)
-        mask = _null_mask(values, nulls)
-        texts = np.array(["null" if m else java_to_string(v) for v, m in zip(values.tolist(), mask)], dtype=object)
-        found, index = _string_search_many(self.histogram, texts)
-        return _position_to_coordinate(found, index, len(self.histogram))
+    @property
+    def boundaries(self) -> tuple[str, ...]:
+        return tuple(self.histogram)
 
     def is_superseded_by(self, other: Transformation) -> bool:
         if isinstance(other, StringHistogramTransformation):

@@ -113,20 +113,33 @@ def _require_ordered(column: str, data_type: QDataType, type_name: str) -> None:
 
 
 @dataclass(frozen=True)
-class LinearTransformer(Transformer):
-    """Min/max scaling of an ordered column (FORMAT §3.1)."""
+class _TypedTransformer(Transformer):
+    """A transformer that stores its column's data type (all but Empty and string quantiles)."""
 
     column_type: QDataType
 
-    class_name: ClassVar[str] = PACKAGE + "LinearTransformer"
-    type_name: ClassVar[str] = "linear"
+    #: Linear and numeric quantiles need an ordered column type.
+    requires_ordered: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        _require_ordered(self.column_name, self.column_type, self.type_name)
+        if self.requires_ordered:
+            _require_ordered(self.column_name, self.column_type, self.type_name)
 
     @property
     def data_type(self) -> QDataType:
         return self.column_type
+
+    def to_json_obj(self) -> dict[str, Any]:
+        return {"className": self.class_name, "columnName": self.column_name, "dataType": self.column_type.value}
+
+
+@dataclass(frozen=True)
+class LinearTransformer(_TypedTransformer):
+    """Min/max scaling of an ordered column (FORMAT §3.1)."""
+
+    class_name: ClassVar[str] = PACKAGE + "LinearTransformer"
+    type_name: ClassVar[str] = "linear"
+    requires_ordered: ClassVar[bool] = True
 
     def stats_keys(self) -> tuple[str, ...]:
         return (f"{self.column_name}_min", f"{self.column_name}_max")
@@ -152,28 +165,16 @@ class LinearTransformer(Transformer):
             raise InvalidOptionError(f"stats {key_min!r}={mn!r} is greater than {key_max!r}={mx!r}")
         return LinearTransformation.create(mn, mx, self.column_type, rng)
 
-    def to_json_obj(self) -> dict[str, Any]:
-        return {"className": self.class_name, "columnName": self.column_name, "dataType": self.column_type.value}
-
 
 @dataclass(frozen=True)
-class HashTransformer(Transformer):
+class HashTransformer(_TypedTransformer):
     """Murmur hashing of the value's text; needs no stats (FORMAT §3.4)."""
-
-    column_type: QDataType
 
     class_name: ClassVar[str] = PACKAGE + "HashTransformer"
     type_name: ClassVar[str] = "hashing"
 
-    @property
-    def data_type(self) -> QDataType:
-        return self.column_type
-
     def make_transformation(self, stats: Mapping[str, Any], rng: _random.Random | None = None) -> Transformation:
         return HashTransformation.create(rng)
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {"className": self.class_name, "columnName": self.column_name, "dataType": self.column_type.value}
 
 
 def _quantiles_from_stats(stats: Mapping[str, Any], key: str) -> list[Any] | None:
@@ -186,20 +187,12 @@ def _quantiles_from_stats(stats: Mapping[str, Any], key: str) -> list[Any] | Non
 
 
 @dataclass(frozen=True)
-class CDFNumericQuantilesTransformer(Transformer):
+class CDFNumericQuantilesTransformer(_TypedTransformer):
     """Quantile CDF of an ordered column; quantiles come only from ``columnStats`` (FORMAT §3.5)."""
-
-    column_type: QDataType
 
     class_name: ClassVar[str] = PACKAGE + "CDFNumericQuantilesTransformer"
     type_name: ClassVar[str] = "quantiles"
-
-    def __post_init__(self) -> None:
-        _require_ordered(self.column_name, self.column_type, self.type_name)
-
-    @property
-    def data_type(self) -> QDataType:
-        return self.column_type
+    requires_ordered: ClassVar[bool] = True
 
     def stats_keys(self) -> tuple[str, ...]:
         return (f"{self.column_name}_quantiles",)
@@ -262,10 +255,8 @@ class CDFStringQuantilesTransformer(Transformer):
 
 
 @dataclass(frozen=True)
-class StringHistogramTransformer(Transformer):
+class StringHistogramTransformer(_TypedTransformer):
     """Deprecated histogram binning of a string column; default boundaries "a".."z" (FORMAT §3.6)."""
-
-    column_type: QDataType = QDataType.STRING
 
     class_name: ClassVar[str] = PACKAGE + "StringHistogramTransformer"
     type_name: ClassVar[str] = "histogram"
@@ -276,10 +267,6 @@ class StringHistogramTransformer(Transformer):
                 f"column {self.column_name!r} of type {self.column_type.value} cannot use the 'histogram' "
                 f"transformer; it is only for string columns"
             )
-
-    @property
-    def data_type(self) -> QDataType:
-        return self.column_type
 
     def stats_keys(self) -> tuple[str, ...]:
         return (f"{self.column_name}_histogram",)
@@ -296,9 +283,6 @@ class StringHistogramTransformer(Transformer):
         if any(not isinstance(v, str) for v in values):
             raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {values!r}")
         return _build(key, lambda: StringHistogramTransformation(tuple(values)))
-
-    def to_json_obj(self) -> dict[str, Any]:
-        return {"className": self.class_name, "columnName": self.column_name, "dataType": self.column_type.value}
 
 
 @dataclass(frozen=True)

@@ -167,27 +167,16 @@ def to_canonical(value: Any, data_type: QDataType, column: str = "?") -> Any:
         if data_type is QDataType.FLOAT:
             number = float(np.float32(number))
         return number
-    if data_type is QDataType.TIMESTAMP:
-        if isinstance(value, _dt.datetime):
-            return datetime_to_millis(value)
-        if isinstance(value, _dt.date):
-            return date_to_millis(value)
-        if isinstance(value, int):
-            return value
-        raise InvalidOptionError(
-            f"column {column!r}: expected a timestamp (datetime or epoch millis), got {value!r}"
-        )
-    if data_type is QDataType.DATE:
-        if isinstance(value, _dt.datetime):
-            return date_to_millis(value.date())
-        if isinstance(value, _dt.date):
-            return date_to_millis(value)
-        if isinstance(value, int):
-            return value
-        raise InvalidOptionError(
-            f"column {column!r}: expected a date (datetime.date or epoch millis), got {value!r}"
-        )
-    raise AssertionError(data_type)  # pragma: no cover - the enum is exhaustive
+    # Timestamp or Date: epoch millis (a datetime given for a Date column keeps only its date).
+    if isinstance(value, _dt.datetime):
+        return datetime_to_millis(value) if data_type is QDataType.TIMESTAMP else date_to_millis(value.date())
+    if isinstance(value, _dt.date):
+        return date_to_millis(value)
+    if isinstance(value, int):
+        return value
+    raise InvalidOptionError(
+        f"column {column!r}: expected a {data_type.value} (datetime/date or epoch millis), got {value!r}"
+    )
 
 
 def _numpy_datetime_to_millis(value: np.datetime64, data_type: QDataType, column: str) -> int | None:
