@@ -9,10 +9,31 @@ import pyarrow.parquet as pq
 import pytest
 
 from qbeast.core.revision import (
+    DEFAULT_CUBE_SIZE,
     LAST_REVISION_KEY,
+    REPLICATED_SET_PREFIX,
     Revision,
+    compute_revision_change,
+    initial_revision,
+    last_revision_id,
+    plan_transformers,
+    revision_key,
     revisions_from_configuration,
+    staging_revision,
+    staging_revision_for,
+    updated_configuration,
+    without_qbeast_keys,
 )
+from qbeast.core.transformations import (
+    CDFNumericQuantilesTransformation,
+    HashTransformation,
+    IdentityTransformation,
+    LinearTransformation,
+    StringHistogramTransformation,
+)
+from qbeast.core.transformers import EmptyTransformer, HashTransformer, LinearTransformer, StringHistogramTransformer
+from qbeast.core.types import QDataType
+from qbeast.errors import FormatError, InvalidOptionError
 
 SPEC_EXAMPLE = (
     '{"revisionID":12,"timestamp":12,"tableID":"test","desiredCubeSize":100,"columnTransformers":'
@@ -57,3 +78,217 @@ def test_every_fixture_revision_reencodes_identically(qbeast_fixtures):
                 assert json.loads(revision.to_json()) == json.loads(text)
                 checked += 1
     assert checked >= 16
+
+
+# ----------------------------------------------------------------------------- configuration keys
+
+I, D, S, F = QDataType.INTEGER, QDataType.DOUBLE, QDataType.STRING, QDataType.FLOAT
+
+
+def _price_revision(rid=1, lo=0.0, hi=1000.0, cube_size=100) -> Revision:
+    return Revision(rid, 1000, "/t", cube_size, (LinearTransformer("price", D),),
+                    (LinearTransformation(lo, hi, (lo + hi) / 2, D),))
+
+
+def test_staging_revision_matches_the_real_pair(qbeast_fixtures):
+    log = qbeast_fixtures / "v07-ecommerce-300k" / "_delta_log" / "00000000000000000000.json"
+    configuration = next(json.loads(line)["metaData"]["configuration"]
+                         for line in log.read_text().splitlines() if "metaData" in line)
+    revisions = revisions_from_configuration(configuration)
+    assert revisions[0].is_staging and not revisions[1].is_staging
+    assert staging_revision_for(revisions[1]).to_json() == configuration["qbeast.revision.0"]
+    rebuilt = updated_configuration({}, revisions[1])
+    assert rebuilt == {k: v for k, v in configuration.items() if k.startswith("qbeast.")}
+
+
+def test_configuration_helpers():
+    rev1 = _price_revision(1)
+    cfg = updated_configuration({"delta.appendOnly": "false"}, rev1)
+    assert cfg[LAST_REVISION_KEY] == "1" and revision_key(1) in cfg and revision_key(0) in cfg
+    staging = Revision.from_json(cfg[revision_key(0)])
+    assert staging.is_staging and staging.timestamp == rev1.timestamp - 1 and staging.columns == ["price"]
+    cfg2 = updated_configuration(cfg, _price_revision(2, 0.0, 2000.0))
+    assert cfg2[LAST_REVISION_KEY] == "2" and cfg2[revision_key(0)] == cfg[revision_key(0)]
+    assert sorted(revisions_from_configuration(cfg2)) == [0, 1, 2]
+    assert last_revision_id(cfg2) == 2 and last_revision_id({}) is None
+    old = dict(cfg2, **{REPLICATED_SET_PREFIX + "1": '["", "A"]'})
+    assert sorted(revisions_from_configuration(old)) == [0, 1, 2]  # replicated sets are not revisions
+    assert without_qbeast_keys(old) == {"delta.appendOnly": "false"}
+    # a first revision other than 1 gets no staging companion
+    assert revision_key(0) not in updated_configuration({}, _price_revision(3))
+
+
+@pytest.mark.parametrize(
+    "cfg,match",
+    [
+        ({"qbeast.revision.x": SPEC_EXAMPLE}, "revision id"),
+        ({"qbeast.revision.3": SPEC_EXAMPLE}, "holds revision 12"),
+        ({LAST_REVISION_KEY: "one"}, LAST_REVISION_KEY),
+    ],
+)
+def test_configuration_errors(cfg, match):
+    with pytest.raises(FormatError, match=match):
+        revisions_from_configuration(cfg)
+        last_revision_id(cfg)
+
+
+@pytest.mark.parametrize(
+    "mutate,match",
+    [
+        (lambda o: o.pop("revisionID"), "revisionID"),
+        (lambda o: o.update(timestamp="12"), "timestamp"),
+        (lambda o: o.update(desiredCubeSize=1.5), "desiredCubeSize"),
+        (lambda o: o.update(tableID=None), "tableID"),
+        (lambda o: o.update(columnTransformers={}), "arrays"),
+        (lambda o: o["transformations"].append({"className": "io.qbeast.core.transform.EmptyTransformation"}), "1 columnTransformers but 2"),
+        (lambda o: o["columnTransformers"][0].update(className="x.Y"), "x.Y"),
+        (lambda o: o["transformations"][0].update(minNumber=0), "minNumber"),
+    ],
+)
+def test_revision_json_errors(mutate, match):
+    obj = json.loads(SPEC_EXAMPLE)
+    mutate(obj)
+    with pytest.raises(FormatError, match=match):
+        Revision.from_json(json.dumps(obj))
+
+
+def test_revision_json_syntax_errors():
+    with pytest.raises(FormatError, match="not valid JSON"):
+        Revision.from_json("{")
+    with pytest.raises(FormatError, match="NaN"):
+        Revision.from_json(SPEC_EXAMPLE.replace('"maxNumber":10.0', '"maxNumber":NaN'))
+    with pytest.raises(FormatError, match="object"):
+        Revision.from_json("[]")
+
+
+def test_revision_without_transformations_and_deprecated_identity():
+    empty = Revision.from_json(SPEC_EXAMPLE.split(',"transformations"')[0] + ',"transformations":[]}')
+    assert empty.transformations == () and empty.to_json().endswith('"transformations":[]}')
+    old = json.loads(SPEC_EXAMPLE)
+    old["columnTransformers"][0]["dataType"] = "LongDataType"
+    old["transformations"] = [{"className": "io.qbeast.core.transform.IdentityToZeroTransformation", "identityValue": 7}]
+    revision = Revision.from_json(json.dumps(old))
+    assert revision.transformations == (IdentityTransformation(7, QDataType.LONG),)
+
+
+def test_transform_points():
+    revision = Revision(1, 0, "t", 10, (LinearTransformer("a", I), HashTransformer("f", F)),
+                        (LinearTransformation(0, 10, 5, I), HashTransformation(0)))
+    points = revision.transform_points([np.array([0, 10, 7]), np.array([0.1, 1.5, 0.0])],
+                                       [np.array([False, False, True]), None])
+    assert points.shape == (3, 2)
+    assert points[:, 0].tolist() == [0.0, 1.0, 0.5]
+    # a Float column hashes the Float.toString text ("0.1"), not the double's
+    assert points[0, 1] == HashTransformation(0).transform("0.1")
+    assert points[1, 1] == HashTransformation(0).transform("1.5")
+    with pytest.raises(InvalidOptionError, match="2 columns|indexes"):
+        revision.transform_points([np.array([1])])
+    with pytest.raises(InvalidOptionError, match="no transformations"):
+        Revision(0, 0, "t", 1, (LinearTransformer("a", I),)).transform_points([np.array([1])])
+
+
+# ----------------------------------------------------------------------------- FORMAT §3.8
+
+
+def test_append_outside_range_creates_next_revision():
+    # docs example: prices [1000, 2000] appended to a [0, 1000] linear revision
+    latest = _price_revision(4)
+    new = compute_revision_change(latest, None, {"price_min": 1000.0, "price_max": 2000.0}, None, None, 777,
+                                  rng=random.Random(0))
+    assert new is not None and new.revision_id == 5 and new.timestamp == 777
+    assert (new.table_id, new.desired_cube_size, new.column_transformers) == ("/t", 100, latest.column_transformers)
+    t = new.transformations[0]
+    assert (t.min_number, t.max_number) == (0.0, 2000.0) and 0.0 <= t.null_value <= 2000.0
+
+
+def test_append_inside_range_keeps_the_revision():
+    latest = _price_revision()
+    assert compute_revision_change(latest, "price", {"price_min": 10.0, "price_max": 900.0}, 100, None, 5) is None
+    assert compute_revision_change(latest, ["price"], {"price_min": None, "price_max": None}, None, "", 5) is None
+
+
+def test_cube_size_change_copies_transformations():
+    latest = _price_revision()
+    new = compute_revision_change(latest, None, {"price_min": 1.0, "price_max": 2.0}, 500, None, 9)
+    assert new.desired_cube_size == 500 and new.transformations == latest.transformations
+    with pytest.raises(InvalidOptionError, match="cubeSize"):
+        compute_revision_change(latest, None, {}, 0, None, 9)
+
+
+def test_indexed_columns_must_match():
+    latest = Revision(1, 0, "t", 10, (LinearTransformer("a", I), LinearTransformer("b", I)),
+                      (LinearTransformation(0, 1, 0, I), LinearTransformation(0, 1, 0, I)))
+    for spec in ("b,a", "a", "a,b,c"):
+        with pytest.raises(InvalidOptionError, match="overwrite"):
+            compute_revision_change(latest, spec, {}, None, None, 1)
+
+
+def test_explicit_type_change_and_typeless_spec():
+    latest = Revision(1, 0, "t", 10, (LinearTransformer("a", I),), (LinearTransformation(0, 10, 5, I),))
+    assert compute_revision_change(latest, "a", {"a_min": 1, "a_max": 2}, None, None, 1) is None
+    assert compute_revision_change(latest, "a:linear", {"a_min": 1, "a_max": 2}, None, None, 1) is None
+    new = compute_revision_change(latest, "a:hashing", {"a_min": 1, "a_max": 2}, None, None, 1,
+                                  data_types={"a": I})
+    assert new.column_transformers == (HashTransformer("a", I),)
+    assert isinstance(new.transformations[0], HashTransformation)
+    transformers, changed = plan_transformers(latest, "a:hashing")
+    assert changed == [True] and transformers[0].type_name == "hashing"
+
+
+def test_identity_then_linear_sequence():
+    first = compute_revision_change(None, "a", {"a_min": 3, "a_max": 3}, 10, None, 1,
+                                    data_types={"a": I}, table_id="t")
+    assert first.revision_id == 1 and first.transformations == (IdentityTransformation(3, I),)
+    assert compute_revision_change(first, None, {"a_min": 3, "a_max": 3}, None, None, 2) is None
+    second = compute_revision_change(first, None, {"a_min": 1, "a_max": 3}, None, None, 2, rng=random.Random(1))
+    assert isinstance(second.transformations[0], LinearTransformation)
+    assert (second.transformations[0].min_number, second.transformations[0].max_number) == (1, 3)
+
+
+def test_new_table_and_staging_get_all_new_transformations():
+    base = initial_revision("/x", "a,s", {"a": I, "s": S}, None, 50)
+    assert base.revision_id == 0 and base.desired_cube_size == DEFAULT_CUBE_SIZE and base.transformations == ()
+    new = compute_revision_change(base, None, {"a_min": 1, "a_max": 9}, None, None, 60)
+    assert new.revision_id == 1 and [type(t) for t in new.transformations] == [LinearTransformation, HashTransformation]
+    staging = staging_revision("/x", ["a", "s"], 100, 5)
+    assert staging.is_staging and staging.column_transformers == (EmptyTransformer("a"), EmptyTransformer("s"))
+    from_staging = compute_revision_change(staging, "a,s:histogram", {"a_min": 1, "a_max": 1}, None, None, 6,
+                                           data_types={"a": I, "s": S})
+    assert from_staging.revision_id == 1
+    assert from_staging.column_transformers == (LinearTransformer("a", I), StringHistogramTransformer("s", S))
+    assert from_staging.transformations[0] == IdentityTransformation(1, I)
+    with pytest.raises(InvalidOptionError, match="'s' is not in the data"):
+        compute_revision_change(staging, "a,s", {}, None, None, 6, data_types={"a": I})
+    with pytest.raises(InvalidOptionError, match="new table"):
+        compute_revision_change(None, "a", {}, None, None, 1)
+
+
+def test_quantiles_need_column_stats_then_are_kept():
+    base = initial_revision("t", "q:quantiles", {"q": D}, 10, 0)
+    with pytest.raises(InvalidOptionError, match="'q_quantiles'"):
+        compute_revision_change(base, None, {}, None, None, 1)
+    first = compute_revision_change(base, None, {}, None, '{"q_quantiles": [0, 5, 10]}', 1)
+    assert first.transformations == (CDFNumericQuantilesTransformation((0.0, 5.0, 10.0), D),)
+    assert compute_revision_change(first, None, {}, None, None, 2) is None
+    changed = compute_revision_change(first, None, {}, None, {"q_quantiles": [0, 6, 10]}, 2)
+    assert changed.transformations == (CDFNumericQuantilesTransformation((0.0, 6.0, 10.0), D),)
+
+
+def test_linear_column_stats_widen_the_space():
+    latest = _price_revision()
+    new = compute_revision_change(latest, None, {"price_min": 5.0, "price_max": 6.0}, None,
+                                  {"price_min": -50.0, "price_max": 3000.0}, 3)
+    t = new.transformations[0]
+    assert (t.min_number, t.max_number) == (-50.0, 3000.0)
+    with pytest.raises(InvalidOptionError, match="'price_min' and 'price_max'"):
+        compute_revision_change(latest, None, {}, None, {"price_min": -50.0}, 3)
+    with pytest.raises(InvalidOptionError, match="'price_mn'"):
+        compute_revision_change(latest, None, {}, None, {"price_mn": -50.0}, 3)
+
+
+def test_histogram_default_kept_and_custom_from_column_stats():
+    latest = Revision(1, 0, "t", 10, (StringHistogramTransformer("b", S),), (StringHistogramTransformation(),))
+    default_stats = {"b_histogram": list("abcdefghijklmnopqrstuvwxyz")}
+    assert compute_revision_change(latest, None, default_stats, None, None, 1) is None
+    new = compute_revision_change(latest, None, default_stats, None, {"b_histogram": ["a", "n", "z"]}, 1)
+    assert new.transformations == (StringHistogramTransformation(("a", "n", "z")),)
