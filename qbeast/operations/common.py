@@ -1,0 +1,103 @@
+"""Pieces every table operation shares: argument checks and printable result objects.
+
+The operations are called from Python, from the CLI and from dbt run-operations through the
+adapter. All three want the same things from a result: a plain ``dict`` of JSON-friendly values
+(``to_dict``) to hand to Jinja or ``json.dumps``, and a readable text block (``str``) to print.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from qbeast.errors import InvalidOptionError
+
+logger = logging.getLogger("qbeast.operations")
+
+
+class OperationResult:
+    """Base of the operations' result dataclasses: ``to_dict`` and a readable ``__str__``.
+
+    Subclasses are dataclasses and implement :meth:`summary_lines`; nested dataclasses and
+    tuples are converted recursively by ``to_dict``.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly values (tuples become lists, nested results become dicts)."""
+        return _plain(dataclasses.asdict(self))  # type: ignore[call-overload]
+
+    def summary_lines(self) -> list[str]:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return "\n".join(self.summary_lines())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def check_path(path: object, what: str = "path") -> str:
+    """A non-empty table path string (local path or ``file:`` URI)."""
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidOptionError(f"{what} must be a non-empty string naming a table folder, got {path!r}")
+    return path
+
+
+def check_bool(value: object, name: str) -> bool:
+    """A real bool: ``dry_run="false"`` from a template must not silently mean True."""
+    if not isinstance(value, bool):
+        raise InvalidOptionError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def check_optional_int(value: object, name: str, minimum: int) -> int | None:
+    """None, or an int >= ``minimum`` (bools rejected)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidOptionError(f"{name} must be an integer >= {minimum} (or None), got {value!r}")
+    return value
+
+
+def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """Rows as left-aligned text columns under ``headers`` (one string per line)."""
+    text_rows = [[_cell(v) for v in row] for row in rows]
+    widths = [len(h) for h in headers]
+    for row in text_rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines.extend("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in text_rows)
+    return lines
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.1f}" if abs(value) >= 1 else f"{value:.4g}"
+    return str(value)
+
+
+class Phase:
+    """Logs the start and end (with counts and elapsed time) of one phase of an operation."""
+
+    def __init__(self, operation: str, path: str, name: str) -> None:
+        self.operation, self.path, self.name = operation, path, name
+        self.started = time.perf_counter()
+        logger.info("%s %s: %s started", operation, path, name)
+
+    def done(self, **counts: Any) -> None:
+        details = " ".join(f"{k}={v}" for k, v in counts.items())
+        logger.info(
+            "%s %s: %s done %s elapsed=%.2fs",
+            self.operation, self.path, self.name, details, time.perf_counter() - self.started,
+        )

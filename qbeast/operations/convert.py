@@ -1,0 +1,354 @@
+"""``convert_to_qbeast``: make a parquet folder or a Delta table a Qbeast table without rewriting data.
+
+Following qbeast-spark's ConvertToQbeastCommand (FORMAT §9), conversion is metadata only:
+
+* a **Delta table** gets one ``SET TBLPROPERTIES`` commit that merges ``qbeast.lastRevisionID = 0``
+  and ``qbeast.revision.0`` (the staging revision: the indexed columns with empty transformers)
+  into its configuration. Its files keep their (absent) tags, so they are staging files.
+* a **parquet folder** first needs a Delta log. Here it is created by one ``CONVERT`` commit that
+  holds the protocol, the metadata (the schema Spark infers, with the Qbeast properties already
+  in the configuration) and one AddFile per parquet file, with Delta statistics read from the
+  parquet footers — a single atomic commit, so a failed conversion leaves no half-made table.
+
+Partitioned sources are refused (a Qbeast table is never partitioned) and a table that already has
+Qbeast metadata is left alone. After conversion, ``qbeast.write`` appends create revision 1 with
+real transformers, plain Delta appends add more staging files, and ``optimize(revision_id=0)``
+indexes the staging files.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from qbeast.core.revision import (
+    DEFAULT_CUBE_SIZE,
+    LAST_REVISION_KEY,
+    revision_key,
+    staging_revision,
+)
+from qbeast.core.transformers import parse_columns_to_index
+from qbeast.core.types import qdatatype_from_spark_name
+from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
+from qbeast.delta.errors import NotADeltaTableError
+from qbeast.delta.log import LOG_DIR, DeltaLog
+from qbeast.errors import InvalidOptionError
+from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
+from qbeast.spark.delta_stats import StatsAccumulator
+
+logger = logging.getLogger("qbeast.operations.convert")
+
+SOURCE_FORMATS = ("parquet", "delta")
+CUBE_SIZE_CONF = "spark.qbeast.index.defaultCubeSize"
+
+
+class PartitionedTableError(InvalidOptionError):
+    """The source table is partitioned; Qbeast tables cannot be."""
+
+
+@dataclass(frozen=True)
+class ConvertResult(OperationResult):
+    """What ``convert_to_qbeast`` did: the source kind, the commit and the staging revision."""
+
+    path: str
+    source_format: str
+    converted: bool
+    version: int | None
+    file_count: int
+    columns: tuple[str, ...]
+    cube_size: int | None
+    message: str
+
+    def summary_lines(self) -> list[str]:
+        return [self.message]
+
+
+def convert_to_qbeast(
+    spark,
+    path: str,
+    columns_to_index: str | Sequence[str],
+    cube_size: int | None = None,
+    source_format: str | None = None,
+) -> ConvertResult:
+    """Turn the parquet folder or Delta table at ``path`` into a Qbeast table (no data rewritten).
+
+    ``columns_to_index`` are plain column names (list or comma-separated string): the staging
+    revision records only names; the transformer of each column is chosen by the first indexed
+    write. ``cube_size`` defaults to ``spark.qbeast.index.defaultCubeSize`` (5,000,000).
+    ``source_format`` is ``"parquet"``, ``"delta"`` or None to detect it from the ``_delta_log``
+    folder.
+    """
+    check_path(path)
+    fmt = _check_source_format(source_format)
+    columns = _check_columns(columns_to_index)
+    size = check_optional_int(cube_size, "cube_size", 1)
+    if size is None:
+        size = _default_cube_size(spark)
+    log = DeltaLog.for_path(path)
+    has_log = log.table_exists()
+    if fmt == "delta" and not has_log:
+        raise NotADeltaTableError(
+            f"source_format='delta' but {log.table_path} has no Delta log ({LOG_DIR}); use "
+            "source_format='parquet' (or None to detect it) for a folder of parquet files"
+        )
+    if has_log:
+        if fmt == "parquet":
+            logger.info("convert %s: the folder already holds a Delta log; converting it as Delta",
+                        log.table_path)
+        return _convert_delta(log, path, columns, size)
+    return _convert_parquet(spark, log, path, columns, size)
+
+
+# -- arguments ----------------------------------------------------------------------------------
+
+
+def _check_source_format(source_format: object) -> str | None:
+    if source_format is None:
+        return None
+    if not isinstance(source_format, str) or source_format.lower() not in SOURCE_FORMATS:
+        raise InvalidOptionError(
+            f"source_format must be one of {list(SOURCE_FORMATS)} or None (detect), got {source_format!r}"
+        )
+    return source_format.lower()
+
+
+def _check_columns(columns_to_index: object) -> list[str]:
+    if isinstance(columns_to_index, str) or (
+        isinstance(columns_to_index, Sequence)
+        and columns_to_index
+        and all(isinstance(c, str) for c in columns_to_index)
+    ):
+        specs = parse_columns_to_index(columns_to_index)  # type: ignore[arg-type]
+    else:
+        raise InvalidOptionError(
+            "columns_to_index must be a non-empty list of column names or a comma-separated "
+            f"string, got {columns_to_index!r}"
+        )
+    typed = [f"{s.name}:{s.type_name}" for s in specs if s.type_name is not None]
+    if typed:
+        raise InvalidOptionError(
+            f"convert_to_qbeast takes plain column names, got typed specs {typed}; the staging "
+            "revision stores only names and the first indexed write chooses each transformer "
+            "(pass the types to that write's columns_to_index)"
+        )
+    names = [s.name for s in specs]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise InvalidOptionError(f"columns_to_index lists {duplicated} more than once")
+    return names
+
+
+def _default_cube_size(spark) -> int:
+    value = spark.conf.get(CUBE_SIZE_CONF, None) if spark is not None else None
+    if value is None:
+        return DEFAULT_CUBE_SIZE
+    try:
+        size = int(value)
+    except ValueError:
+        size = 0
+    if size <= 0:
+        raise InvalidOptionError(f"Spark conf {CUBE_SIZE_CONF} must be a positive integer, got {value!r}")
+    return size
+
+
+def _check_schema_columns(schema_json: dict, columns: list[str], where: str) -> None:
+    """Every indexed column exists and has a type the index supports."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(schema_json)
+    available = schema.fieldNames()
+    missing = [c for c in columns if c not in available]
+    if missing:
+        raise InvalidOptionError(
+            f"columns_to_index {missing} are not columns of {where}; available columns: {available}"
+        )
+    for column in columns:
+        qdatatype_from_spark_name(schema[column].dataType.simpleString(), column)
+
+
+def _qbeast_properties(table_id: str, columns: list[str], cube_size: int) -> dict[str, str]:
+    staging = staging_revision(table_id, columns, cube_size, now_ms())
+    return {LAST_REVISION_KEY: "0", revision_key(0): staging.to_json()}
+
+
+# -- Delta source -------------------------------------------------------------------------------
+
+
+def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: int) -> ConvertResult:
+    snapshot = log.snapshot()
+    configuration = snapshot.configuration
+    if LAST_REVISION_KEY in configuration:
+        message = (
+            f"{log.table_path} is already a Qbeast table (latest revision "
+            f"{configuration[LAST_REVISION_KEY]}); nothing to convert"
+        )
+        logger.info("convert %s: %s", log.table_path, message)
+        return ConvertResult(log.table_path, "qbeast", False, None, snapshot.num_files,
+                             tuple(columns), None, message)
+    if snapshot.partition_columns:
+        raise PartitionedTableError(
+            f"{log.table_path} is a Delta table partitioned by {snapshot.partition_columns}; "
+            "partitioned tables cannot be converted to Qbeast (rewrite it unpartitioned with "
+            "qbeast.write instead)"
+        )
+    snapshot.check_writable()
+    _check_schema_columns(snapshot.schema, columns, f"the Delta table {log.table_path}")
+    phase = Phase("convert", log.table_path, "metadata commit")
+    properties = _qbeast_properties(table_id, columns, cube_size)
+    old = snapshot.metadata
+    metadata = Metadata(
+        old.id, old.schema_string, [], {**configuration, **properties}, old.created_time,
+        old.name, old.description, old.format_provider, dict(old.format_options),
+    )
+    version = (
+        log.start_transaction(snapshot)
+        .update_metadata(metadata)
+        .commit("SET TBLPROPERTIES", {"properties": properties})
+    )
+    phase.done(version=version, files=snapshot.num_files)
+    message = (
+        f"converted the Delta table {log.table_path} to Qbeast at version {version}: "
+        f"{snapshot.num_files} staging file(s), indexed columns {columns}, cube size {cube_size}"
+    )
+    return ConvertResult(log.table_path, "delta", True, version, snapshot.num_files,
+                         tuple(columns), cube_size, message)
+
+
+# -- parquet source -----------------------------------------------------------------------------
+
+
+def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
+                     cube_size: int) -> ConvertResult:
+    root = log.table_path  # LocalStorage resolves file: URIs to plain absolute paths
+    if not os.path.isdir(root):
+        raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
+    phase = Phase("convert", log.table_path, "listing parquet files")
+    names = list_parquet_files(root)
+    phase.done(files=len(names))
+    phase = Phase("convert", log.table_path, "schema and footer statistics")
+    schema_json = _spark_schema(spark, [os.path.join(root, n) for n in names])
+    _check_schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
+    adds = [parquet_add_file(root, name) for name in names]
+    phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))
+    phase = Phase("convert", log.table_path, "commit")
+    metadata = Metadata.create(json.dumps(schema_json), [], _qbeast_properties(table_id, columns, cube_size))
+    version = (
+        log.start_transaction(None)
+        .update_metadata(metadata)
+        .add_actions(adds)
+        .commit(
+            "CONVERT",
+            {"numFiles": len(adds), "partitionedBy": "[]", "collectStats": True,
+             "sourceFormat": "parquet"},
+            metrics={"numConvertedFiles": len(adds)},
+        )
+    )
+    phase.done(version=version)
+    message = (
+        f"converted the parquet folder {log.table_path} to Qbeast at version {version}: "
+        f"{len(adds)} staging file(s), indexed columns {columns}, cube size {cube_size}"
+    )
+    return ConvertResult(log.table_path, "parquet", True, version, len(adds), tuple(columns),
+                         cube_size, message)
+
+
+def list_parquet_files(root: str) -> list[str]:
+    """Data files of a flat parquet folder, relative to it, sorted.
+
+    Hidden names (``_SUCCESS``, ``.crc`` files, ``_delta_log``) are skipped like Spark does.
+    Sub-folders holding data mean a partitioned (``key=value``) or nested layout; both are refused.
+    """
+    names: list[str] = []
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.name.startswith(("_", ".")):
+            continue
+        if entry.is_dir():
+            if "=" in entry.name:
+                raise PartitionedTableError(
+                    f"{root} holds the hive-style partition folder {entry.name!r}; partitioned "
+                    "parquet tables cannot be converted to Qbeast (rewrite the data "
+                    "unpartitioned with qbeast.write instead)"
+                )
+            raise InvalidOptionError(
+                f"{root} holds the sub-folder {entry.name!r}; only a flat folder of parquet files "
+                "can be converted"
+            )
+        names.append(entry.name)
+    if not names:
+        raise InvalidOptionError(f"{root} holds no parquet files to convert")
+    return names
+
+
+def _spark_schema(spark, files: list[str]) -> dict:
+    """The table schema as Spark reads the files (merged across files), every field nullable."""
+    inferred = spark.read.option("mergeSchema", "true").parquet(*files).schema.jsonValue()
+    for field in inferred["fields"]:
+        field["nullable"] = True
+    return inferred
+
+
+def parquet_add_file(root: str, name: str) -> AddFile:
+    """The AddFile of one existing parquet file, with Delta statistics from its footer."""
+    full = os.path.join(root, name)
+    try:
+        footer = pq.read_metadata(full)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise InvalidOptionError(f"{full} is not a readable parquet file: {exc}") from exc
+    info = os.stat(full)
+    return AddFile(
+        encode_relative_path(name), {}, info.st_size, info.st_mtime_ns // 1_000_000, True,
+        footer_stats(footer),
+    )
+
+
+def footer_stats(footer: pq.FileMetaData) -> str:
+    """Delta stats JSON from the row-group statistics of a parquet footer (no data read).
+
+    Bounds follow :mod:`qbeast.spark.delta_stats`'s safety rules. A column loses its min/max when
+    any non-empty row group lacks them, and floating columns never get them: parquet writers leave
+    NaN out of their statistics, while Spark orders NaN above every number, so a footer max is not
+    a safe bound. A column whose null count is unknown in some row group gets no null count.
+    """
+    schema = footer.schema.to_arrow_schema()
+    acc = StatsAccumulator(schema)
+    acc.num_records = footer.num_rows
+    index = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+    for field in acc.fields:
+        i = index.get(field.name)
+        if i is None:
+            acc.null_counts.pop(field.name, None)
+            continue
+        nulls: int | None = 0
+        low = high = None
+        safe = not pa.types.is_floating(field.type)
+        for g in range(footer.num_row_groups):
+            chunk = footer.row_group(g).column(i)
+            st = chunk.statistics
+            if st is None or not st.has_null_count:
+                nulls = None
+            elif nulls is not None:
+                nulls += st.null_count
+            if st is None:
+                safe = False
+                continue
+            non_null = chunk.num_values - (st.null_count if st.has_null_count else 0)
+            if footer.row_group(g).num_rows == 0 or (st.has_null_count and non_null <= 0):
+                continue
+            if not st.has_min_max:
+                safe = False
+                continue
+            low = st.min if low is None else min(low, st.min)
+            high = st.max if high is None else max(high, st.max)
+        if nulls is None:
+            acc.null_counts.pop(field.name, None)
+        else:
+            acc.null_counts[field.name] = nulls
+        if safe and low is not None:
+            acc.mins[field.name], acc.maxs[field.name] = low, high
+    return acc.to_json()
+

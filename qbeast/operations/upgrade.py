@@ -1,0 +1,186 @@
+"""``upgrade_format``: move a table written by an older qbeast-spark to the current block tags.
+
+Before qbeast-spark 0.6 every file was one block described by flat string tags (``state``,
+``cube``, ``revision``, ``elementCount``, ``minWeight``, ``maxWeight``) and the metadata could hold
+``qbeast.replicatedSet.<revision>`` keys (FORMAT §5.2). Current readers take such files for root
+blocks with no elements, which breaks sampling and appends. The documented migration (FORMAT §5.3)
+is applied without touching data:
+
+1. every ``qbeast.replicatedSet.*`` key leaves the metadata configuration;
+2. every file with flat tags keeps only its ``revision`` tag and gains ``blocks``, a one-element
+   array with the old ``cube`` (under the key ``cubeId``, which the current parser requires),
+   ``minWeight``, ``maxWeight``, ``elementCount`` as JSON numbers, and ``replicated`` true exactly
+   when the old ``state`` was ``REPLICATED`` or ``ANNOUNCED``.
+
+Blocks keyed ``cube`` instead of ``cubeId`` (the form the published format document describes,
+which qbeast-spark itself rejects) are re-keyed in the same pass.
+
+How a file is re-tagged: Delta has no "update tags" action, but its reconciliation rule says that
+of several ``add`` actions for one path the newest wins (Delta's own statistics recomputation
+relies on it). So each file gets a new ``add`` (dataChange=false, same path, size and stats, new
+tags) and **no** ``remove``. A ``remove`` plus ``add`` of one path in one commit is not read the
+same way by every implementation: Delta's Scala replay (and this engine's) applies the actions in
+file order, so the later one wins, while delta-rs and DuckDB's delta extension (delta-kernel) keep
+the first one they meet — tested: with the remove first, both of them drop the file. The add-only
+commit is read identically by all of them. Everything happens in one commit, so the upgrade is
+atomic; a table that needs nothing is left untouched (the operation is idempotent).
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+from qbeast.core.blocks import BLOCKS_TAG, REVISION_TAG, Block, TagFormat, decode_tags
+from qbeast.core.revision import LAST_REVISION_KEY, REPLICATED_SET_PREFIX
+from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.log import DeltaLog
+from qbeast.errors import FormatError
+from qbeast.operations.common import OperationResult, Phase, check_bool, check_path
+from qbeast.snapshot import NotAQbeastTableError
+
+logger = logging.getLogger("qbeast.operations.upgrade")
+
+UPGRADE_OPERATION = "UPGRADE QBEAST FORMAT"
+_OUTDATED = (TagFormat.LEGACY_FLAT, TagFormat.CUBE_KEY)
+_SHOWN_CHANGES = 10
+
+
+@dataclass(frozen=True)
+class TagChange:
+    """The tags of one file before and after the upgrade."""
+
+    path: str
+    old_tags: dict[str, str]
+    new_tags: dict[str, str]
+
+
+@dataclass(frozen=True)
+class UpgradeResult(OperationResult):
+    """What ``upgrade_format`` changed (or, in a dry run, would change)."""
+
+    path: str
+    dry_run: bool
+    read_version: int
+    version: int | None
+    removed_properties: tuple[str, ...]
+    changes: tuple[TagChange, ...]
+
+    @property
+    def needed(self) -> bool:
+        """True when the table held outdated metadata."""
+        return bool(self.removed_properties or self.changes)
+
+    @property
+    def file_count(self) -> int:
+        return len(self.changes)
+
+    def summary_lines(self) -> list[str]:
+        if not self.needed:
+            return [f"{self.path} already uses the current Qbeast metadata format "
+                    f"(version {self.read_version}); nothing to upgrade"]
+        head = (f"dry run: would upgrade {self.path}" if self.dry_run
+                else f"upgraded {self.path} at version {self.version}")
+        lines = [
+            f"{head}: {self.file_count} file(s) re-tagged, "
+            f"{len(self.removed_properties)} property(ies) removed"
+        ]
+        lines += [f"  remove property {key}" for key in self.removed_properties]
+        for change in self.changes[:_SHOWN_CHANGES]:
+            lines.append(f"  {change.path}: {change.new_tags[BLOCKS_TAG]}")
+        if self.file_count > _SHOWN_CHANGES:
+            lines.append(f"  ... and {self.file_count - _SHOWN_CHANGES} more file(s)")
+        return lines
+
+
+def upgraded_tags(tags: dict[str, str]) -> dict[str, str] | None:
+    """The current-format tags of a file with outdated tags, or None if they are current.
+
+    Only the ``revision`` tag is kept; ``blocks`` always carries the ``replicated`` flag so that the
+    old ``state`` is not lost.
+    """
+    decoded = decode_tags(tags)
+    if decoded.format not in _OUTDATED:
+        return None
+    return {
+        REVISION_TAG: tags[REVISION_TAG],
+        BLOCKS_TAG: _blocks_json(decoded.blocks),
+    }
+
+
+def _blocks_json(blocks: tuple[Block, ...]) -> str:
+    return json.dumps(
+        [
+            {
+                "cubeId": b.cube,
+                "minWeight": b.min_weight,
+                "maxWeight": b.max_weight,
+                "elementCount": b.element_count,
+                "replicated": b.replicated,
+            }
+            for b in blocks
+        ],
+        separators=(",", ":"),
+    )
+
+
+def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
+    """Upgrade the Qbeast metadata of the table at ``path`` in place (one commit, data untouched).
+
+    With ``dry_run=True`` nothing is written and the result lists what would change.
+    """
+    check_path(path)
+    check_bool(dry_run, "dry_run")
+    log = DeltaLog.for_path(path)
+    snapshot = log.snapshot()
+    configuration = snapshot.configuration
+    if LAST_REVISION_KEY not in configuration:
+        raise NotAQbeastTableError(
+            f"{log.table_path} has no Qbeast metadata ({LAST_REVISION_KEY}); upgrade_format only "
+            "applies to tables written by qbeast-spark or this engine"
+        )
+    phase = Phase("upgrade", log.table_path, "scan")
+    removed = tuple(sorted(k for k in configuration if k.startswith(REPLICATED_SET_PREFIX)))
+    changes: list[TagChange] = []
+    new_adds: list[AddFile] = []
+    for add in snapshot.files.values():
+        if not add.tags:
+            continue
+        try:
+            tags = upgraded_tags(add.tags)
+        except FormatError as exc:
+            raise FormatError(f"file {add.path} of {log.table_path}: {exc}") from exc
+        if tags is None:
+            continue
+        changes.append(TagChange(add.path, dict(add.tags), tags))
+        new_adds.append(
+            AddFile(add.path, dict(add.partition_values), add.size, add.modification_time,
+                    False, add.stats, tags, dict(add.extra) if add.extra else None)
+        )
+    phase.done(files=len(changes), properties=len(removed), active_files=snapshot.num_files)
+    result = UpgradeResult(log.table_path, dry_run, snapshot.version, None, removed, tuple(changes))
+    if not result.needed or dry_run:
+        logger.info("upgrade %s: %s", log.table_path, result.summary_lines()[0])
+        return result
+    snapshot.check_writable()
+    phase = Phase("upgrade", log.table_path, "commit")
+    transaction = log.start_transaction(snapshot)
+    if removed:
+        old = snapshot.metadata
+        kept = {k: v for k, v in configuration.items() if k not in removed}
+        transaction.update_metadata(
+            Metadata(old.id, old.schema_string, list(old.partition_columns), kept,
+                     old.created_time, old.name, old.description, old.format_provider,
+                     dict(old.format_options))
+        )
+    # Re-adding the same paths replaces their tags; the commit must fail if another writer
+    # removed one of them meanwhile, or the re-add would resurrect a deleted file.
+    transaction.mark_files_read(a.path for a in new_adds)
+    transaction.add_actions(new_adds)
+    version = transaction.commit(
+        UPGRADE_OPERATION,
+        {"removedProperties": list(removed), "retaggedFiles": len(changes)},
+        metrics={"numRetaggedFiles": len(changes), "numRemovedProperties": len(removed)},
+    )
+    phase.done(version=version, files=len(changes))
+    return UpgradeResult(log.table_path, False, snapshot.version, version, removed, tuple(changes))
