@@ -74,7 +74,7 @@ def _null_mask(values: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
     if mask.shape != (n,):
         raise ValueError(f"nulls mask has shape {mask.shape}, expected ({n},)")
     if values.dtype == object:
-        mask |= np.fromiter((v is None for v in values), dtype=bool, count=n)
+        mask |= np.asarray(values == None, dtype=bool)  # noqa: E711 - elementwise test for None
     return mask
 
 
@@ -496,7 +496,7 @@ class HashTransformation(Transformation):
         else:
             # Strings, floats, decimals: encode each distinct value once.
             uniq, inverse = _unique_objects(values, mask)
-            encoded = [self._bytes(u) for u in uniq]
+            encoded = [u.encode("utf-8", "surrogatepass") if type(u) is str else self._bytes(u) for u in uniq]
             lengths = np.fromiter((len(b) for b in encoded), dtype=np.int64, count=len(encoded))
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             hashes = scala212_bytes_hash_many(b"".join(encoded), offsets)[inverse] if len(uniq) else np.zeros(0, np.int32)
@@ -542,6 +542,12 @@ def _unique_objects(values: np.ndarray, mask: np.ndarray) -> tuple[list[Any], np
         u, inv = np.unique(values[keep], return_inverse=True)
         inverse[keep] = inv.ravel()
         return [str(x) for x in u], inverse
+    if values.dtype == object and keep.any():
+        strings = _as_unicode_array(values[keep])
+        if strings is not None:
+            u, inv = np.unique(strings, return_inverse=True)
+            inverse[keep] = inv.ravel()
+            return [str(x) for x in u], inverse
     index: dict[Any, int] = {}
     uniq: list[Any] = []
     for i, v in enumerate(values.tolist() if values.dtype != object else values):
@@ -554,6 +560,21 @@ def _unique_objects(values: np.ndarray, mask: np.ndarray) -> tuple[list[Any], np
             uniq.append(v)
         inverse[i] = pos
     return uniq, inverse
+
+
+def _as_unicode_array(values: np.ndarray) -> np.ndarray | None:
+    """The object array as a numpy unicode array when that loses nothing, else None.
+
+    numpy's fixed-width strings drop trailing NUL characters, so the conversion is only used
+    when every element is a ``str`` and every length survives.
+    """
+    if set(map(type, values)) != {str}:
+        return None
+    converted = values.astype(np.str_)
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    if not np.array_equal(np.char.str_len(converted), lengths):
+        return None
+    return converted
 
 
 # --------------------------------------------------------------------------------------------
@@ -606,15 +627,34 @@ class _StringSearchTransformation(Transformation):
         values = np.asarray(values)
         mask = _null_mask(values, nulls)
         uniq, inverse = _unique_objects(values, mask)
-        texts = [java_to_string(u) for u in uniq]
-        ranks = _string_ranks(list(self.boundaries) + texts)
-        seq_keys = np.array([ranks[b] for b in self.boundaries], dtype=np.int64)
-        keys = np.array([ranks[t] for t in texts], dtype=np.int64)
-        found, index = scala_binary_search_many(seq_keys, keys)
+        texts = [u if type(u) is str else java_to_string(u) for u in uniq]
+        found, index = _search_strings(self.boundaries, texts)
         out = _position_to_coordinate(found, index, len(self.boundaries))[inverse] if texts else np.zeros(len(values))
         if mask.any():
             out[mask] = self.transform(None)
         return out
+
+
+def _search_strings(boundaries: Sequence[str], texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Vector binary search of ``texts`` in ``boundaries`` under Java's ``String.compareTo``.
+
+    When no string holds a character at or above U+D800, UTF-16 order equals code point order
+    and numpy's own string comparisons are used; otherwise every string is ranked by its UTF-16
+    key first and the search runs on the ranks.
+    """
+    keys = _as_unicode_array(np.array(texts, dtype=object))
+    seq = _as_unicode_array(np.array(list(boundaries), dtype=object))
+    if keys is not None and seq is not None and _below_surrogates(keys) and _below_surrogates(seq):
+        return scala_binary_search_many(seq, keys)
+    ranks = _string_ranks(list(boundaries) + texts)
+    seq_keys = np.array([ranks[b] for b in boundaries], dtype=np.int64)
+    text_keys = np.array([ranks[t] for t in texts], dtype=np.int64)
+    return scala_binary_search_many(seq_keys, text_keys)
+
+
+def _below_surrogates(strings: np.ndarray) -> bool:
+    """True when every character is below U+D800 (where UTF-16 and code point orders agree)."""
+    return strings.size == 0 or int(strings.view(np.uint32).max(initial=0)) < 0xD800
 
 
 def _string_compare(a: str, b: str) -> int:

@@ -191,3 +191,22 @@ def _numpy_datetime_to_millis(value: np.datetime64, data_type: QDataType, column
 def is_finite_number(value: Any) -> bool:
     """True for ints and finite floats (NaN/inf cannot be linear bounds)."""
     return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
+
+
+def canonical_array(values: np.ndarray, data_type: QDataType) -> np.ndarray:
+    """Column form of ``to_canonical`` for the numpy arrays the Spark layer gets from Arrow.
+
+    ``datetime64`` arrays (timestamps, or dates as ``datetime64[D]``) become int64 epoch millis,
+    floored like ``Timestamp.getTime``; NaT positions get 0 and must be flagged by the caller's
+    null mask. Float columns stay float32 so that hashing prints them with ``Float.toString``.
+    Other arrays are returned unchanged.
+    """
+    values = np.asarray(values)
+    if values.dtype.kind == "M":
+        if data_type not in (QDataType.TIMESTAMP, QDataType.DATE):
+            raise InvalidOptionError(f"datetime values cannot feed a {data_type.value} column")
+        millis = values.astype("datetime64[ms]").astype(np.int64)
+        return np.where(np.isnat(values), 0, millis)
+    if data_type is QDataType.FLOAT and values.dtype.kind == "f":
+        return values.astype(np.float32)
+    return values

@@ -333,9 +333,11 @@ def test_cdf_string_transform():
     j = CDFStringQuantilesTransformation(("a", "\U0001f600", "\ufffd"))
     assert j.transform("\U0001f600") == 0.5
     assert j.transform("\ue000") == 0.5  # between the surrogate pair and U+FFFD: InsertionPoint(2)
-    values = np.array(["a", "bb", None, "zz", "\U0001f600", "b"], dtype=object)
+    values = np.array(["a", "bb", None, "zz", "\U0001f600", "b", "b\x00"], dtype=object)
     assert _same_bits(t.transform_many(values), [t.transform(v) for v in values])
     assert _same_bits(j.transform_many(values), [j.transform(v) for v in values])
+    bmp = np.array(["a", "bb", "zz", "", "b"], dtype=object)  # numpy-comparison path
+    assert _same_bits(t.transform_many(bmp), [t.transform(v) for v in bmp])
 
 
 def test_cdf_supersession_and_merge():

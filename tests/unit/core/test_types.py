@@ -7,7 +7,7 @@ import decimal
 import numpy as np
 import pytest
 
-from qbeast.core.types import QDataType, qdatatype_from_spark_name, to_canonical
+from qbeast.core.types import QDataType, canonical_array, qdatatype_from_spark_name, to_canonical
 from qbeast.errors import FormatError, InvalidOptionError, UnsupportedTypeError
 
 
@@ -79,3 +79,15 @@ def test_canonical_numbers():
 def test_values_that_do_not_fit_are_errors(value, data_type):
     with pytest.raises(InvalidOptionError, match="column 'c'"):
         to_canonical(value, data_type, "c")
+
+
+def test_canonical_array_of_datetimes_and_floats():
+    stamps = np.array(["1969-12-31T23:59:59.999500", "1970-01-01T00:00:01.001999", "NaT"], dtype="datetime64[us]")
+    assert canonical_array(stamps, QDataType.TIMESTAMP).tolist() == [-1, 1001, 0]
+    days = np.array(["1970-01-02", "1969-12-31"], dtype="datetime64[D]")
+    assert canonical_array(days, QDataType.DATE).tolist() == [86_400_000, -86_400_000]
+    assert canonical_array(np.array([0.1]), QDataType.FLOAT).dtype == np.float32
+    ints = np.array([1, 2])
+    assert canonical_array(ints, QDataType.LONG) is ints
+    with pytest.raises(InvalidOptionError, match="DoubleDataType"):
+        canonical_array(days, QDataType.DOUBLE)
