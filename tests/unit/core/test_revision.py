@@ -292,3 +292,35 @@ def test_histogram_default_kept_and_custom_from_column_stats():
     assert compute_revision_change(latest, None, default_stats, None, None, 1) is None
     new = compute_revision_change(latest, None, default_stats, None, {"b_histogram": ["a", "n", "z"]}, 1)
     assert new.transformations == (StringHistogramTransformation(("a", "n", "z")),)
+
+
+def test_fixture_rows_fall_in_their_files_cubes(qbeast_fixtures):
+    """Real data check of Linear(Int) + StringHistogram coordinates (FORMAT §12).
+
+    Each v07 file holds one cube and its children. With revision 1's transformations every row
+    must fall in the file's shallowest cube, and each block's cube must contain at least its
+    ``elementCount`` rows of the file. A shifted histogram (boundaries "b".."z") or a linear
+    minimum moved by 1e6 breaks the second property, so the check has teeth.
+    """
+    from qbeast.core.cube_id import codes_to_strings, point_codes
+
+    table = qbeast_fixtures / "v07-ecommerce-300k"
+    actions = [json.loads(line) for line in (table / "_delta_log" / "00000000000000000000.json").read_text().splitlines()]
+    configuration = next(a["metaData"]["configuration"] for a in actions if "metaData" in a)
+    revision = revisions_from_configuration(configuration)[1]
+    rows = 0
+    for add in (a["add"] for a in actions if "add" in a):
+        blocks = json.loads(add["tags"]["blocks"])
+        top = min((b["cubeId"] for b in blocks), key=len)
+        data = pq.read_table(table / add["path"], columns=revision.columns)
+        values = [data.column(c).to_numpy(zero_copy_only=False) for c in revision.columns]
+        nulls = [np.asarray(data.column(c).is_null()) for c in revision.columns]
+        points = revision.transform_points(values, nulls)
+        depth = max(len(b["cubeId"]) for b in blocks)  # 2 dimensions -> one symbol per level
+        cubes = np.array(codes_to_strings(2, point_codes(points, depth)))
+        assert all(c.startswith(top) for c in cubes), add["path"]
+        for block in blocks:
+            inside = np.char.startswith(cubes.astype(str), block["cubeId"]).sum()
+            assert inside >= block["elementCount"], (add["path"], block)
+        rows += data.num_rows
+    assert rows == 300_000
