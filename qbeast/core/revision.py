@@ -367,7 +367,7 @@ def _fit(transformer: Transformer, stats: Mapping[str, Any], user_stats: Mapping
             f"columnStats for column {transformer.column_name!r} must give both {lo!r} and {hi!r} with "
             f"{lo} < {hi}; got {own}"
         )
-    return fitted.merge(from_user)
+    return fitted.merge(from_user, rng)
 
 
 def compute_revision_change(
@@ -409,7 +409,7 @@ def compute_revision_change(
         else:
             old = latest.transformations[i]
             if old.is_superseded_by(candidate):
-                chosen = old.merge(candidate)
+                chosen = old.merge(candidate, rng)
                 any_transformation_changed = True
             else:
                 chosen = old

@@ -13,8 +13,8 @@ Integer/Long -> int, Double/Float/Decimal -> float, String -> str, Date/Timestam
 """
 from __future__ import annotations
 
+import abc
 import decimal
-import math
 import random as _random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,30 +78,33 @@ def _null_mask(values: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
     return mask
 
 
-class Transformation:
+class Transformation(abc.ABC):
     """Base class: a value -> [0, 1] function with Scala-compatible JSON and supersession rules."""
 
     class_name: ClassVar[str]
 
+    @abc.abstractmethod
     def transform(self, value: Any) -> float:
         """The coordinate of one canonical value (``None`` = SQL null)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def transform_many(self, values: np.ndarray, nulls: np.ndarray | None = None) -> np.ndarray:
         """Coordinates of a column of canonical values; ``nulls`` marks SQL nulls."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def is_superseded_by(self, other: "Transformation") -> bool:
         """True when data fitted to ``other`` does not fit this transformation (a new revision is due)."""
-        raise NotImplementedError
 
-    def merge(self, other: "Transformation") -> "Transformation":
-        """The transformation of the next revision when ``other`` supersedes this one."""
-        raise NotImplementedError
+    @abc.abstractmethod
+    def merge(self, other: "Transformation", rng: _random.Random | None = None) -> "Transformation":
+        """The transformation of the next revision when ``other`` supersedes this one.
 
+        ``rng`` draws the null value of a widened Linear (tests pass a seeded one).
+        """
+
+    @abc.abstractmethod
     def to_json_obj(self) -> dict[str, Any]:
         """The JSON object qbeast-spark writes (``className`` first); floats marked for Java printing."""
-        raise NotImplementedError
 
     def to_json(self) -> str:
         """Compact JSON text exactly as Jackson prints it."""
@@ -609,8 +612,9 @@ class _StringSearchTransformation(Transformation):
     _null_text: ClassVar[str | None] = None
 
     @property
+    @abc.abstractmethod
     def boundaries(self) -> tuple[str, ...]:
-        raise NotImplementedError
+        """The sorted strings searched (quantiles or histogram)."""
 
     def transform(self, value: Any) -> float:
         if value is None:

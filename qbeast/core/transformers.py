@@ -8,6 +8,7 @@ resulting row (as a dict keyed by alias) to ``make_transformation``. User-provid
 """
 from __future__ import annotations
 
+import abc
 import datetime as _dt
 import json
 import math
@@ -65,7 +66,7 @@ def _alias(column: str, suffix: str) -> str:
 
 
 @dataclass(frozen=True)
-class Transformer:
+class Transformer(abc.ABC):
     """Base class; subclasses fix ``type_name`` and the JSON shape of their Scala counterpart."""
 
     column_name: str
@@ -91,13 +92,13 @@ class Transformer:
         """The stats/columnStats keys this transformer reads."""
         return ()
 
+    @abc.abstractmethod
     def make_transformation(self, stats: Mapping[str, Any], rng: _random.Random | None = None) -> Transformation:
         """Fit the transformation from a stats row (aliases without backticks as keys)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def to_json_obj(self) -> dict[str, Any]:
         """The JSON object qbeast-spark writes for this transformer."""
-        raise NotImplementedError
 
     def to_json(self) -> str:
         """Compact JSON text exactly as Jackson prints it."""
