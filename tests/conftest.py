@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark"
+SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="qbeast-tests-"))
 
