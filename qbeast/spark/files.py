@@ -29,7 +29,10 @@ from qbeast.spark.assignment import WritePlan
 from qbeast.spark.delta_stats import StatsAccumulator
 
 #: Schema of the per-file rows the write tasks return to the driver.
-FILE_SCHEMA = "path string, size long, num_records long, stats string, blocks string"
+FILE_SCHEMA = (
+    "file_id int, path string, size long, modification_time long, num_records long, "
+    "stats string, blocks string"
+)
 
 DEFAULT_ROW_GROUP_ROWS = 128 * 1024
 #: Above this many buffered bytes in a task, the largest buffer is flushed early.
@@ -45,6 +48,7 @@ def nullable_schema(schema: pa.Schema) -> pa.Schema:
 class _OpenFile:
     """One file being written by a task: its writer, pending rows, stats and blocks."""
 
+    file_id: int
     name: str
     writer: pq.ParquetWriter
     stats: StatsAccumulator
@@ -83,11 +87,13 @@ def write_files_function(
     plan: WritePlan,
     user_columns: Sequence[str],
     weight_column: str,
-    file_column: str,
-    cube_column: str,
+    assignment_column: str,
     row_group_rows: int = DEFAULT_ROW_GROUP_ROWS,
 ) -> ArrowMapFunction:
-    """The ``mapInArrow`` function writing a task's files; yields one row per file written."""
+    """The ``mapInArrow`` function writing a task's files; yields one row per file written.
+
+    ``assignment_column`` is the struct ``<file: int, cube: bigint>`` of the assignment step.
+    """
     columns = list(user_columns)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -97,8 +103,9 @@ def write_files_function(
             for batch in batches:
                 if batch.num_rows == 0:
                     continue
-                file_ids = batch.column(file_column).to_numpy()
-                cube_ids = batch.column(cube_column).to_numpy()
+                assignment = batch.column(assignment_column)
+                file_ids = assignment.field("file").to_numpy()
+                cube_ids = assignment.field("cube").to_numpy()
                 weights = batch.column(weight_column).to_numpy().astype(np.int64)
                 data = pa.Table.from_batches([batch.select(columns)])
                 order = np.argsort(file_ids, kind="stable")
@@ -110,7 +117,7 @@ def write_files_function(
                     rows = order[start:end]
                     target = open_files.get(file_id)
                     if target is None:
-                        target = _open(table_dir, data.schema)
+                        target = _open(table_dir, data.schema, file_id)
                         open_files[file_id] = target
                     piece = data.take(pa.array(rows))
                     target.pending.append(piece)
@@ -139,8 +146,10 @@ def write_files_function(
 def _file_arrow_schema() -> pa.Schema:
     return pa.schema(
         [
+            ("file_id", pa.int32()),
             ("path", pa.string()),
             ("size", pa.int64()),
+            ("modification_time", pa.int64()),
             ("num_records", pa.int64()),
             ("stats", pa.string()),
             ("blocks", pa.string()),
@@ -148,13 +157,13 @@ def _file_arrow_schema() -> pa.Schema:
     )
 
 
-def _open(table_dir: str, schema: pa.Schema) -> _OpenFile:
+def _open(table_dir: str, schema: pa.Schema, file_id: int) -> _OpenFile:
     name = f"{uuid.uuid4()}.parquet"
     out_schema = nullable_schema(schema)
     writer = pq.ParquetWriter(
         os.path.join(table_dir, name), out_schema, compression="snappy", store_schema=False
     )
-    return _OpenFile(name, writer, StatsAccumulator(out_schema))
+    return _OpenFile(file_id, name, writer, StatsAccumulator(out_schema))
 
 
 def _close(table_dir: str, plan: WritePlan, target: _OpenFile) -> dict:
@@ -164,9 +173,12 @@ def _close(table_dir: str, plan: WritePlan, target: _OpenFile) -> dict:
     for cube_id in sorted(target.cube_min):
         cube, threshold = plan.cube_and_threshold(cube_id)
         blocks.append([cube, target.cube_min[cube_id], threshold, target.cube_count[cube_id]])
+    info = os.stat(os.path.join(table_dir, target.name))
     return {
+        "file_id": target.file_id,
         "path": target.name,
-        "size": os.path.getsize(os.path.join(table_dir, target.name)),
+        "size": info.st_size,
+        "modification_time": int(info.st_mtime * 1000),
         "num_records": target.stats.num_records,
         "stats": target.stats.to_json(),
         "blocks": json.dumps(blocks, separators=(",", ":")),

@@ -1,0 +1,100 @@
+"""Validation of the arguments and options of ``qbeast.write``, before any Spark job runs.
+
+Every check here raises :class:`qbeast.errors.InvalidOptionError` (or ``UnsupportedTypeError``)
+naming the argument and the accepted values, so a bad call fails fast and writes nothing.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from qbeast.errors import InvalidOptionError, UnsupportedTypeError
+
+MODES = ("append", "overwrite")
+DEFAULT_CUBE_SIZE = 5_000_000  # spark.qbeast.index.defaultCubeSize
+
+#: Internal columns added during the write; user columns may not use these names.
+WEIGHT_COLUMN = "_qbeast_weight"
+FILE_COLUMN = "_qbeast_file"
+CUBE_COLUMN = "_qbeast_cube"
+ASSIGNMENT_COLUMN = "_qbeast_assignment"
+RESERVED_COLUMNS = (WEIGHT_COLUMN, FILE_COLUMN, CUBE_COLUMN, ASSIGNMENT_COLUMN)
+
+#: Spark types that can be stored in a Qbeast (Delta protocol 1/2) table as non-indexed columns.
+_STORABLE_REJECTED = ("timestamp_ntz", "interval", "variant", "void", "null", "calendar")
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """The optional keyword options of ``qbeast.write`` (documented in docs/writer.md)."""
+
+    merge_schema: bool = False
+    buffer_capacity: int | None = None
+    user_metadata: str | None = None
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
+        allowed = {"merge_schema", "buffer_capacity", "user_metadata"}
+        unknown = sorted(set(options) - allowed)
+        if unknown:
+            raise InvalidOptionError(
+                f"unknown write option(s) {unknown}; allowed options: {sorted(allowed)}"
+            )
+        merge = options.get("merge_schema", False)
+        if not isinstance(merge, bool):
+            raise InvalidOptionError(f"merge_schema must be True or False, got {merge!r}")
+        capacity = options.get("buffer_capacity")
+        if capacity is not None:
+            check_positive_int("buffer_capacity", capacity)
+        metadata = options.get("user_metadata")
+        if metadata is not None and not isinstance(metadata, str):
+            raise InvalidOptionError(f"user_metadata must be a string, got {metadata!r}")
+        return cls(merge, capacity, metadata)
+
+
+def check_positive_int(name: str, value: Any) -> int:
+    """``value`` if it is an int > 0, else an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidOptionError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_mode(mode: Any) -> str:
+    """The normalized write mode (``append`` or ``overwrite``, case-insensitive)."""
+    if not isinstance(mode, str) or mode.lower() not in MODES:
+        raise InvalidOptionError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    return mode.lower()
+
+
+def check_txn(app_id: Any, version: Any) -> tuple[str, int] | None:
+    """The idempotent-write pair, or ``None``; both or neither must be given."""
+    if app_id is None and version is None:
+        return None
+    if app_id is None or version is None:
+        raise InvalidOptionError(
+            "txn_app_id and txn_version must be given together (idempotent writes), got "
+            f"txn_app_id={app_id!r}, txn_version={version!r}"
+        )
+    if not isinstance(app_id, str) or not app_id:
+        raise InvalidOptionError(f"txn_app_id must be a non-empty string, got {app_id!r}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise InvalidOptionError(f"txn_version must be an integer >= 0, got {version!r}")
+    return app_id, version
+
+
+def check_storable_schema(schema) -> None:
+    """Reject column types the table protocol cannot hold and internal column names."""
+    for field in schema.fields:
+        if field.name in RESERVED_COLUMNS:
+            raise InvalidOptionError(
+                f"column {field.name!r} clashes with a column the writer adds internally; "
+                f"rename it (reserved names: {list(RESERVED_COLUMNS)})"
+            )
+        simple = field.dataType.simpleString()
+        if any(simple.startswith(bad) or f"<{bad}" in simple or f":{bad}" in simple
+               for bad in _STORABLE_REJECTED):
+            raise UnsupportedTypeError(
+                f"column {field.name!r} has type {simple}, which a Qbeast table (Delta protocol "
+                "1/2) cannot store; cast it (e.g. timestamp_ntz to timestamp, intervals to long)"
+            )

@@ -1,0 +1,136 @@
+"""Independent checks of a written Qbeast table, shared by the writer's Spark tests (no tests here).
+
+Everything is recomputed from the files on disk: the rows are read back with Spark's own parquet
+reader, weights come from Spark's ``hash()`` (never from the writer), cubes from the format core's
+``point_codes``. The checks are the OTree invariants of FORMAT §6.3/§13 and qbeast-spark's
+``IndexTestChecks``.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from qbeast.core.cube_id import CubeId, codes_to_strings, point_codes
+from qbeast.core.selection import select_sample_files
+from qbeast.core.weight import weight_from_fraction
+from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark.arrow_values import canonical_values
+
+
+@dataclass
+class RevisionRows:
+    """The rows of one revision's files: file name, Spark weight and the indexed columns."""
+
+    files: np.ndarray
+    weights: np.ndarray
+    table: pa.Table
+
+
+def read_revision_rows(spark, path: str, snapshot: QbeastSnapshot, revision_id: int) -> RevisionRows:
+    from pyspark.sql import functions as F
+
+    revision = snapshot.revision(revision_id)
+    adds = snapshot.revision_files(revision_id)
+    paths = [os.path.join(path, a.path) for a in adds]
+    cols = [F.col(f"`{c}`") for c in revision.columns]
+    df = spark.read.parquet(*paths).select(
+        F.element_at(F.split(F.input_file_name(), "/"), -1).alias("_file"),
+        F.hash(*cols).alias("_w"),
+        *cols,
+    )
+    table = df.toArrow()
+    return RevisionRows(
+        np.asarray(table.column("_file").to_pylist(), dtype=object),
+        table.column("_w").to_numpy().astype(np.int64),
+        table,
+    )
+
+
+def row_cube_paths(revision, table: pa.Table, depth: int) -> list[list[str]]:
+    """Per depth 0..depth, each row's container cube string at that depth (core computation)."""
+    values, nulls = zip(*(canonical_values(table.column(c)) for c in revision.columns))
+    coords = revision.transform_points(list(values), list(nulls))
+    codes = point_codes(coords, depth)
+    d = revision.dimension_count
+    return [codes_to_strings(d, codes[:, :k]) for k in range(depth + 1)]
+
+
+def check_index(spark, path: str, fractions=(0.1, 0.2, 0.5, 0.7, 0.99)) -> dict[int, int]:
+    """Assert the OTree invariants of every indexed revision; return rows per revision."""
+    snapshot = QbeastSnapshot.load(path)
+    rows_per_revision: dict[int, int] = {}
+    for revision_id in sorted(snapshot.files_by_revision()):
+        if revision_id == 0:
+            continue
+        revision = snapshot.revision(revision_id)
+        status = snapshot.index_status(revision_id)
+        thresholds = {s.cube: s.max_weight for s in status}
+        # every cube's parent exists, and a child's threshold is at least its parent's
+        for cube, weight in thresholds.items():
+            if cube.parent is not None:
+                assert cube.parent in thresholds, f"cube {cube} has no parent in revision {revision_id}"
+                assert weight >= thresholds[cube.parent], f"cube {cube} below its parent's threshold"
+        rows = read_revision_rows(spark, path, snapshot, revision_id)
+        max_depth = max(c.depth for c in thresholds)
+        paths = row_cube_paths(revision, rows.table, max_depth)
+        d = revision.dimension_count
+        assigned = np.empty(len(rows.weights), dtype=object)
+        for add in snapshot.revision_files(revision_id):
+            blocks = {b.cube: b for b in snapshot.blocks(add)}
+            in_file = np.flatnonzero(rows.files == add.path)
+            for i in in_file.tolist():
+                w = int(rows.weights[i])
+                # the first block cube of the row's path (in this file) whose threshold admits it
+                cube = next(
+                    (paths[k][i] for k in range(max_depth + 1)
+                     if paths[k][i] in blocks and w <= blocks[paths[k][i]].max_weight),
+                    None,
+                )
+                assert cube is not None, f"row {i} of {add.path} fits no block of its file"
+                assigned[i] = cube
+            for cube_string, block in blocks.items():
+                members = in_file[assigned[in_file] == cube_string]
+                assert len(members) == block.element_count, (add.path, cube_string)
+                if block.element_count:
+                    assert int(rows.weights[members].min()) == block.min_weight, (add.path, cube_string)
+        # readers' invariant: every row is heavier than the effective threshold of its ancestors
+        for i, cube_string in enumerate(assigned.tolist()):
+            cube = CubeId.from_string(d, cube_string)
+            for ancestor in cube.ancestors():
+                assert rows.weights[i] > thresholds[ancestor], (cube_string, str(ancestor))
+        # a sample reads exactly the rows with weight < Weight(f)
+        for f in fractions:
+            selected = select_sample_files(status, f)
+            limit = weight_from_fraction(f)
+            chosen = np.isin(rows.files, list(selected))
+            assert int(((rows.weights < limit) & chosen).sum()) == int((rows.weights < limit).sum())
+        rows_per_revision[revision_id] = len(rows.weights)
+    return rows_per_revision
+
+
+def sample_count(spark, path: str, f: float) -> int:
+    """Rows with weight < Weight(f) in the files a sample of ``f`` selects, over all revisions."""
+    from pyspark.sql import functions as F
+
+    snapshot = QbeastSnapshot.load(path)
+    total = 0
+    limit = weight_from_fraction(f)
+    for revision_id, adds in snapshot.files_by_revision().items():
+        if revision_id == 0:
+            files = [a.path for a in adds]
+        else:
+            files = sorted(select_sample_files(snapshot.index_status(revision_id), f))
+        if not files:
+            continue
+        columns = snapshot.latest_revision.columns
+        df = spark.read.parquet(*[os.path.join(path, p) for p in files])
+        total += df.where(F.hash(*[F.col(f"`{c}`") for c in columns]) < limit).count()
+    return total
+
+
+def active_paths(path: str) -> list[str]:
+    snapshot = QbeastSnapshot.load(path)
+    return [os.path.join(path, a.path) for a in snapshot.files()]

@@ -1,0 +1,105 @@
+"""OTree invariants and sampling accuracy of tables written by ``qbeast.write``.
+
+Data is generated in Spark (uniform and skewed, 2-4 indexed columns); every table is checked from
+its files by ``write_checks.check_index`` (weights from Spark's hash, cubes from the format core).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import qbeast
+from qbeast.snapshot import QbeastSnapshot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_write_helpers import check_index, sample_count  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+
+def _uniform(spark, n, seed=0, offset=0):
+    return spark.range(offset, offset + n).selectExpr(
+        "id",
+        f"rand({seed}) * 100 as a",
+        f"cast(rand({seed + 1}) * 1000 as int) as b",
+        f"cast(rand({seed + 2}) * 1e6 as bigint) as c",
+        f"rand({seed + 3}) as d",
+    )
+
+
+def _skewed(spark, n, seed=0):
+    # exponential-ish clustering near 0 plus a heavy spike of identical points
+    return spark.range(0, n).selectExpr(
+        "id",
+        f"case when id % 10 = 0 then 5.0 else pow(rand({seed}), 6) * 100 end as a",
+        f"case when id % 10 = 0 then 7 else cast(pow(rand({seed + 1}), 4) * 1000 as int) end as b",
+        f"cast(pow(rand({seed + 2}), 3) * 1e6 as bigint) as c",
+        f"rand({seed + 3}) as d",
+    )
+
+
+@pytest.mark.parametrize(
+    "columns, skewed, cube_size",
+    [
+        ("a,b", False, 200),
+        ("a,b,c", True, 100),
+        ("a,b,c,d", False, 500),
+        ("a,b", True, 50),
+    ],
+)
+def test_first_write_invariants(spark, tmp_path, columns, skewed, cube_size):
+    path = str(tmp_path / "t")
+    df = (_skewed if skewed else _uniform)(spark, 20_000, seed=len(columns))
+    result = qbeast.write(df, path, columns, cube_size=cube_size)
+    assert result.revision_id == 1 and result.rows == 20_000
+    assert check_index(spark, path) == {1: 20_000}
+    status = QbeastSnapshot.load(path).index_status(1)
+    assert len(status) > 1  # the tiny cube size forces a real tree
+
+
+def test_repeated_appends_into_the_same_revision(spark, tmp_path):
+    path = str(tmp_path / "t")
+    space = {"a_min": 0.0, "a_max": 100.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_uniform(spark, 10_000, seed=1), path, "a,b", cube_size=300, column_stats=space)
+    for i in range(3):
+        result = qbeast.write(_uniform(spark, 5_000, seed=10 + i, offset=10_000 + i * 5_000), path, "a,b")
+        assert result.revision_id == 1
+    snapshot = QbeastSnapshot.load(path)
+    assert snapshot.latest_revision_id == 1
+    assert check_index(spark, path) == {1: 25_000}
+
+
+def test_appends_that_grow_the_space_open_new_revisions(spark, tmp_path):
+    path = str(tmp_path / "t")
+    qbeast.write(_skewed(spark, 8_000, seed=3), path, "a,b,c", cube_size=150)
+    bigger = _uniform(spark, 8_000, seed=5).selectExpr("id", "a * 3 as a", "b + 5000 as b", "c", "d")
+    result = qbeast.write(bigger, path, "a,b,c")
+    assert result.revision_id == 2
+    inside = _uniform(spark, 4_000, seed=7).selectExpr(
+        "id", "a + 1 as a", "b + 1 as b", "cast(c * 0.9 as bigint) + 1 as c", "d"
+    )
+    again = qbeast.write(inside, path)
+    assert again.revision_id == 2  # inside revision 2's space
+    assert check_index(spark, path) == {1: 8_000, 2: 12_000}
+
+
+@pytest.mark.parametrize("fractions", [(0.1, 0.2, 0.5, 0.7, 0.99)])
+def test_sampling_accuracy_after_appends(spark, tmp_path, fractions):
+    n = 100_000
+    path = str(tmp_path / "t")
+    space = {"a_min": 0.0, "a_max": 100.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_uniform(spark, n), path, "a,b", cube_size=1000, column_stats=space)
+    for f in fractions:
+        assert abs(sample_count(spark, path, f) - f * n) <= 0.01 * f * n
+    qbeast.write(_uniform(spark, n // 2, seed=9, offset=n), path)  # same revision
+    qbeast.write(
+        _uniform(spark, n // 2, seed=11, offset=2 * n).selectExpr("id", "a + 100 as a", "b", "c", "d"),
+        path,
+    )  # a new revision
+    total = 2 * n
+    assert QbeastSnapshot.load(path).latest_revision_id == 2
+    for f in fractions:
+        assert abs(sample_count(spark, path, f) - f * total) <= 0.01 * f * total
+    check_index(spark, path, fractions)
