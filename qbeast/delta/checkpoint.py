@@ -5,8 +5,9 @@ active ``add`` files and the unexpired ``remove`` tombstones); each row has one 
 named after its action. Readers start from the newest checkpoint and replay only the commits
 after it, which is what keeps loading a long-lived table fast.
 
-Reading is columnar (pyarrow): the ``add`` struct is split into plain Python lists per field
-instead of materialising one dict per row, since a table can have tens of thousands of files.
+Reading is columnar (pyarrow): the ``add`` rows stay in Arrow form behind a path index
+(:mod:`qbeast.delta.file_index`) until a caller looks at a file, since a table can have tens of
+thousands of files and most operations only need some of them.
 Multi-part checkpoints (``<v>.checkpoint.<i>.<n>.parquet``) are read as the union of their parts
 and can be written with ``parts > 1``. V2 checkpoints (sidecar files) are refused: their
 reader feature ``v2Checkpoint`` is not implemented.
@@ -22,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.delta.actions import AddFile, Metadata, Protocol, RemoveFile, SetTransaction, now_ms
+from qbeast.delta.actions import Metadata, Protocol, RemoveFile, SetTransaction, now_ms
 from qbeast.delta.errors import CorruptLogError, UnsupportedFeatureError
+from qbeast.delta.file_index import CheckpointAdds
 from qbeast.delta.storage import Storage
 from qbeast.errors import InvalidOptionError
 
@@ -51,7 +53,7 @@ def checkpoint_file_names(version: int, parts: int = 1) -> list[str]:
 class CheckpointState:
     """The reconciled table state read from a checkpoint."""
 
-    files: dict[str, AddFile] = field(default_factory=dict)
+    adds: CheckpointAdds | None = None
     tombstones: dict[str, RemoveFile] = field(default_factory=dict)
     metadata: Metadata | None = None
     protocol: Protocol | None = None
@@ -142,49 +144,6 @@ def _non_null(table: pa.Table, column: str) -> pa.StructArray | None:
     return array.filter(array.is_valid())
 
 
-def _field_list(struct: pa.StructArray, name: str) -> list[Any] | None:
-    index = struct.type.get_field_index(name)
-    return None if index < 0 else struct.field(index).to_pylist()
-
-
-def _read_adds(struct: pa.StructArray, files: dict[str, AddFile]) -> None:
-    n = len(struct)
-    none = [None] * n
-    paths = _field_list(struct, "path") or none
-    pvs = _field_list(struct, "partitionValues") or none
-    sizes = _field_list(struct, "size") or none
-    mtimes = _field_list(struct, "modificationTime") or none
-    changes = _field_list(struct, "dataChange") or none
-    stats = _field_list(struct, "stats") or none
-    tags = _field_list(struct, "tags") or none
-    extras: dict[str, list[Any]] = {}
-    for sub in struct.type:
-        if sub.name not in _ADD_COLUMNS and struct.field(sub.name).null_count < n:
-            extras[sub.name] = struct.field(sub.name).to_pylist()
-    for i in range(n):
-        extra = None
-        if extras:
-            extra = {k: v[i] for k, v in extras.items() if v[i] is not None} or None
-        pv = pvs[i]
-        tg = tags[i]
-        files[paths[i]] = AddFile(
-            paths[i],
-            dict(pv) if pv else {},
-            sizes[i] or 0,
-            mtimes[i] or 0,
-            bool(changes[i]),
-            stats[i],
-            dict(tg) if tg is not None else None,
-            extra,
-        )
-
-
-_ADD_COLUMNS = frozenset(
-    ["path", "partitionValues", "size", "modificationTime", "dataChange", "stats", "tags",
-     "stats_parsed", "partitionValues_parsed"]
-)
-
-
 def _read_removes(struct: pa.StructArray, tombstones: dict[str, RemoveFile]) -> None:
     for row in struct.to_pylist():
         row["partitionValues"] = _map_to_dict(row.get("partitionValues"))
@@ -195,11 +154,13 @@ def _read_removes(struct: pa.StructArray, tombstones: dict[str, RemoveFile]) -> 
 def read_checkpoint(storage: Storage, paths: list[str]) -> CheckpointState:
     """Read the (one or more) parquet files of a checkpoint into a :class:`CheckpointState`."""
     state = CheckpointState()
+    add_parts: list[tuple[pq.ParquetFile, pa.ChunkedArray]] = []
     for path in paths:
         try:
             parquet = pq.ParquetFile(pa.BufferReader(storage.read_bytes(path)))
-            columns = [c for c in _ACTION_COLUMNS if c in parquet.schema_arrow.names]
-            table = parquet.read(columns=columns)
+            names = parquet.schema_arrow.names
+            columns = [c for c in _ACTION_COLUMNS if c in names and c != "add"]
+            table = parquet.read(columns=columns + (["add.path"] if "add" in names else []))
         except (OSError, pa.ArrowException) as exc:
             raise CorruptLogError(f"checkpoint file {path} cannot be read as parquet: {exc}") from exc
         for unsupported in ("sidecar", "checkpointMetadata"):
@@ -208,9 +169,8 @@ def read_checkpoint(storage: Storage, paths: list[str]) -> CheckpointState:
                     f"checkpoint {path} is a V2 checkpoint ({unsupported} rows); the reader "
                     "feature 'v2Checkpoint' is not implemented"
                 )
-        adds = _non_null(table, "add")
-        if adds is not None:
-            _read_adds(adds, state.files)
+        if "add" in table.column_names:
+            add_parts.append((parquet, table.column("add")))
         removes = _non_null(table, "remove")
         if removes is not None:
             _read_removes(removes, state.tombstones)
@@ -230,6 +190,7 @@ def read_checkpoint(storage: Storage, paths: list[str]) -> CheckpointState:
                 state.txns[row["appId"]] = SetTransaction.from_json(row)
     if state.metadata is None or state.protocol is None:
         raise CorruptLogError(f"checkpoint {paths[0]} lacks its metaData or protocol row")
+    state.adds = CheckpointAdds(add_parts)
     return state
 
 

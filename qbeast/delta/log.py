@@ -13,15 +13,15 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from qbeast.delta.actions import CommitInfo
 from qbeast.delta.checkpoint import read_checkpoint, write_checkpoint
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
+from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
-from qbeast.delta.storage import FileStat, LocalStorage, Storage
+from qbeast.delta.storage import LocalStorage, Storage
 from qbeast.errors import InvalidOptionError
 
 if TYPE_CHECKING:
@@ -39,13 +39,32 @@ def commit_file_name(version: int) -> str:
     return f"{version:020d}.json"
 
 
-@dataclass
 class LogListing:
-    """What ``_delta_log`` holds: commit files by version and checkpoint files by version."""
+    """What ``_delta_log`` holds: commit and checkpoint files by version.
 
-    commits: dict[int, FileStat] = field(default_factory=dict)
-    # version -> number of parts -> {part number: stat}
-    checkpoints: dict[int, dict[int, dict[int, FileStat]]] = field(default_factory=dict)
+    Only names are listed; modification times (needed for commit timestamps only) are fetched
+    on first use, because stat-ing a thousand commit files costs more than replaying ten.
+    """
+
+    def __init__(self, storage: Storage, log_path: str) -> None:
+        self.storage = storage
+        self.commits: dict[int, str] = {}
+        # version -> number of parts -> {part number: path}
+        self.checkpoints: dict[int, dict[int, dict[int, str]]] = {}
+        self._timestamps: dict[int, int] | None = None
+        for name in storage.list_names(log_path):
+            if len(name) == 25 and name.endswith(".json"):  # cheap test first: most names are commits
+                if _COMMIT_RE.match(name):
+                    self.commits[int(name[:20])] = f"{log_path}/{name}"
+                continue
+            match = _CHECKPOINT_RE.match(name) if ".checkpoint." in name else None
+            if match:
+                version = int(match.group(1))
+                part = int(match.group(2) or 1)
+                parts = int(match.group(3) or 1)
+                self.checkpoints.setdefault(version, {}).setdefault(parts, {})[part] = (
+                    f"{log_path}/{name}"
+                )
 
     @property
     def latest_version(self) -> int:
@@ -61,20 +80,30 @@ class LogListing:
                 continue
             for parts, found in sorted(self.checkpoints[version].items()):
                 if len(found) == parts:
-                    out.append((version, [found[i].path for i in sorted(found)]))
+                    out.append((version, [found[i] for i in sorted(found)]))
                     break
         return out
 
     def commit_timestamps(self) -> dict[int, int]:
         """Commit time per version: file mtimes forced to increase strictly with the version."""
-        out: dict[int, int] = {}
-        previous = None
-        for version in sorted(self.commits):
-            ts = self.commits[version].mtime_ms
-            if previous is not None and ts <= previous:
-                ts = previous + 1
-            out[version] = previous = ts
-        return out
+        if self._timestamps is None:
+            out: dict[int, int] = {}
+            previous = None
+            for version in sorted(self.commits):
+                try:
+                    ts = self.storage.stat(self.commits[version]).mtime_ms
+                except FileNotFoundError:  # cleaned up meanwhile: keep the order at least
+                    ts = previous + 1 if previous is not None else 0
+                if previous is not None and ts <= previous:
+                    ts = previous + 1
+                out[version] = previous = ts
+            self._timestamps = out
+        return self._timestamps
+
+    def checkpoint_mtime(self, version: int) -> int:
+        """Modification time of a checkpoint (for versions whose commit file is gone)."""
+        paths = [p for found in self.checkpoints.get(version, {}).values() for p in found.values()]
+        return max((self.storage.stat(p).mtime_ms for p in paths), default=0)
 
 
 class DeltaLog:
@@ -98,20 +127,7 @@ class DeltaLog:
 
     def list_log(self) -> LogListing:
         """List ``_delta_log`` once (commits and classic checkpoints)."""
-        listing = LogListing()
-        for stat in self.storage.list_dir(self.log_path):
-            name = stat.name
-            match = _COMMIT_RE.match(name)
-            if match:
-                listing.commits[int(match.group(1))] = stat
-                continue
-            match = _CHECKPOINT_RE.match(name)
-            if match:
-                version = int(match.group(1))
-                part = int(match.group(2) or 1)
-                parts = int(match.group(3) or 1)
-                listing.checkpoints.setdefault(version, {}).setdefault(parts, {})[part] = stat
-        return listing
+        return LogListing(self.storage, self.log_path)
 
     def table_exists(self) -> bool:
         """True when the log holds at least one version."""
@@ -159,7 +175,8 @@ class DeltaLog:
             raise VersionNotFoundError(
                 f"version {version} of {self.table_path} does not exist; latest version is {latest}"
             )
-        snapshot = self._build(listing, version)
+        with gc_paused():
+            snapshot = self._build(listing, version)
         logger.debug(
             "snapshot loaded: table=%s version=%d checkpoint=%s files=%d elapsed=%.3fs",
             self.table_path, version, snapshot.checkpoint_version, len(snapshot.files),
@@ -178,7 +195,7 @@ class DeltaLog:
                 except CorruptLogError as exc:
                     logger.warning("skipping unreadable checkpoint %d: %s", cp_version, exc)
                     continue
-                state = ReplayState(cp.files, cp.tombstones, cp.metadata, cp.protocol, cp.txns)
+                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns)
                 start = cp_version + 1
                 break
         if state is None:
@@ -199,7 +216,7 @@ class DeltaLog:
         for v in range(start, version + 1):
             state.apply(self.read_commit(v), f"{self.log_path}/{commit_file_name(v)}")
         return Snapshot(
-            self, version, state, self._timestamp_of(listing, version, state), checkpoint_version
+            self, version, state, self._timestamp_source(listing, version, state), checkpoint_version
         )
 
     def _earliest_version(self, listing: LogListing) -> int:
@@ -212,7 +229,8 @@ class DeltaLog:
         return min(ok) if ok else latest
 
     @staticmethod
-    def _timestamp_of(listing: LogListing, version: int, state: ReplayState) -> int:
+    def _timestamp_source(listing: LogListing, version: int, state: ReplayState) -> Callable[[], int]:
+        """How to get the commit time of ``version``; evaluated only if someone asks for it."""
         info = state.commit_info
         if (
             info is not None
@@ -220,12 +238,14 @@ class DeltaLog:
             and state.metadata is not None
             and state.metadata.configuration.get("delta.enableInCommitTimestamps") == "true"
         ):
-            return int(info.in_commit_timestamp)
-        stamps = listing.commit_timestamps()
-        if version in stamps:
-            return stamps[version]
-        parts = listing.checkpoints.get(version, {})
-        return max((s.mtime_ms for found in parts.values() for s in found.values()), default=0)
+            ict = int(info.in_commit_timestamp)
+            return lambda: ict
+
+        def from_files() -> int:
+            stamps = listing.commit_timestamps()
+            return stamps[version] if version in stamps else listing.checkpoint_mtime(version)
+
+        return from_files
 
     def _version_at(self, listing: LogListing, ts_ms: int) -> int:
         stamps = listing.commit_timestamps()

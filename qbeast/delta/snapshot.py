@@ -9,7 +9,7 @@ string exactly as written in the log.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from qbeast.delta.actions import (
@@ -23,6 +23,7 @@ from qbeast.delta.actions import (
 )
 from qbeast.delta.errors import CorruptLogError
 from qbeast.delta.features import check_readable, check_writable
+from qbeast.delta.file_index import FileIndex
 
 if TYPE_CHECKING:
     from qbeast.delta.log import DeltaLog
@@ -58,13 +59,13 @@ class ReplayState:
 
     def __init__(
         self,
-        files: dict[str, AddFile] | None = None,
+        files: FileIndex | None = None,
         tombstones: dict[str, RemoveFile] | None = None,
         metadata: Metadata | None = None,
         protocol: Protocol | None = None,
         txns: dict[str, SetTransaction] | None = None,
     ) -> None:
-        self.files = files if files is not None else {}
+        self.files = files if files is not None else FileIndex()
         self.tombstones = tombstones if tombstones is not None else {}
         self.metadata = metadata
         self.protocol = protocol
@@ -79,11 +80,11 @@ class ReplayState:
             for key, body in parse_commit(data, source):
                 if key == "add":
                     add = AddFile.from_json(body)
-                    files[add.path] = add
+                    files.add(add)
                     tombstones.pop(add.path, None)
                 elif key == "remove":
                     rm = RemoveFile.from_json(body)
-                    files.pop(rm.path, None)
+                    files.remove(rm.path)
                     tombstones[rm.path] = rm
                 elif key == "metaData":
                     self.metadata = Metadata.from_json(body)
@@ -105,7 +106,8 @@ class ReplayState:
 class Snapshot:
     """An immutable view of the table at ``version``.
 
-    ``files`` maps the log path of every active file to its :class:`AddFile` (tags verbatim);
+    ``files`` maps the log path of every active file to its :class:`AddFile` (tags verbatim; a
+    read-only mapping whose entries are built on first access);
     ``timestamp`` is the commit time of ``version`` in epoch milliseconds.
     """
 
@@ -114,7 +116,7 @@ class Snapshot:
         log: DeltaLog,
         version: int,
         state: ReplayState,
-        timestamp: int,
+        timestamp: int | Callable[[], int],
         checkpoint_version: int | None = None,
     ) -> None:
         if state.metadata is None or state.protocol is None:
@@ -126,10 +128,10 @@ class Snapshot:
         self.version = version
         self.metadata: Metadata = state.metadata
         self.protocol: Protocol = state.protocol
-        self.files: dict[str, AddFile] = state.files
+        self.files: Mapping[str, AddFile] = state.files
         self.tombstones: dict[str, RemoveFile] = state.tombstones
         self.txns: dict[str, SetTransaction] = state.txns
-        self.timestamp = timestamp
+        self._timestamp = timestamp
         self.checkpoint_version = checkpoint_version
 
     def __repr__(self) -> str:
@@ -137,6 +139,13 @@ class Snapshot:
             f"Snapshot(table={self.table_path!r}, version={self.version}, "
             f"files={len(self.files)})"
         )
+
+    @property
+    def timestamp(self) -> int:
+        """Commit time of ``version`` in epoch ms (looked up on first access)."""
+        if callable(self._timestamp):
+            self._timestamp = self._timestamp()
+        return self._timestamp
 
     @property
     def table_path(self) -> str:

@@ -61,6 +61,10 @@ class Storage(ABC):
     def list_dir(self, path: str) -> list[FileStat]:
         """Direct children of a directory (files and sub-directories); empty if it is missing."""
 
+    def list_names(self, path: str) -> list[str]:
+        """Names of the direct children of a directory; cheaper than ``list_dir`` on some stores."""
+        return [stat.name for stat in self.list_dir(path)]
+
     @abstractmethod
     def walk(self, path: str) -> Iterator[FileStat]:
         """Every file below a directory, recursively (directories themselves are not yielded)."""
@@ -150,6 +154,12 @@ class LocalStorage(Storage):
                 FileStat(st.st_size, st.st_mtime_ns // 1_000_000, f"{path}/{entry.name}", entry.is_dir())
             )
         return out
+
+    def list_names(self, path: str) -> list[str]:
+        try:
+            return os.listdir(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
 
     def walk(self, path: str) -> Iterator[FileStat]:
         for child in self.list_dir(path):

@@ -22,7 +22,7 @@ _WORKER = textwrap.dedent(
 
     path, worker, mode, start_at, commits = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
     log = DeltaLog.for_path(path)
-    base = log.snapshot()
+    base = log.snapshot(0)  # the version every worker read before racing
     while time.time() < start_at:  # line the processes up so that they really race
         time.sleep(0.001)
     for i in range(commits):
