@@ -13,7 +13,6 @@ carries a deletion vector, and ``changeDataFeed`` only binds writers when
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -151,8 +150,3 @@ def describe_protocol(protocol: Protocol) -> str:
     features = sorted(reader_features(protocol) | writer_features(protocol))
     suffix = f" ({', '.join(features)})" if features else ""
     return f"reader {protocol.min_reader_version} / writer {protocol.min_writer_version}{suffix}"
-
-
-def protocol_json(protocol: Protocol) -> str:
-    """Compact JSON of a protocol action body, for error messages and the CLI."""
-    return json.dumps(protocol.to_json(), separators=(",", ":"))

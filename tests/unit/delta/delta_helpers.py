@@ -5,7 +5,7 @@ import json
 import os
 from pathlib import Path
 
-from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.actions import AddFile
 
 SCHEMA = json.dumps(
     {

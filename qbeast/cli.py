@@ -1,0 +1,224 @@
+"""The ``qbeast`` command line: ``qbeast describe PATH [--version N] [--json] [--files]``.
+
+``describe`` answers "what is in this table?" without starting Spark: the Delta facts (version,
+protocol, schema, properties, file/row/byte counts) from the transaction log, and for a Qbeast
+table its revisions (indexed columns, transformer types, cube size) with their file and cube
+counts, decoded by the format core. ``--files`` adds every active file with its tags, ``--json``
+prints one JSON document for scripts.
+
+Exit codes: 0 success; 2 when the path is not a Delta table, the log or the Qbeast metadata is
+corrupt, or the arguments are wrong (argparse's convention for usage errors).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from qbeast import __version__
+from qbeast.errors import QbeastError
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    stamp = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _type_text(spark_type: Any) -> str:
+    """Spark-like text of a schema type (``struct<a:int>``, ``array<string>``, ``decimal(10,2)``)."""
+    if isinstance(spark_type, str):
+        return spark_type
+    kind = spark_type.get("type")
+    if kind == "struct":
+        inner = ",".join(f"{f['name']}:{_type_text(f['type'])}" for f in spark_type.get("fields", []))
+        return f"struct<{inner}>"
+    if kind == "array":
+        return f"array<{_type_text(spark_type['elementType'])}>"
+    if kind == "map":
+        return f"map<{_type_text(spark_type['keyType'])},{_type_text(spark_type['valueType'])}>"
+    return json.dumps(spark_type, separators=(",", ":"))
+
+
+def _revision_facts(snapshot: Any) -> dict[str, Any]:
+    """Qbeast part of the description (the format core decodes revisions and tags)."""
+    from qbeast.snapshot import QbeastSnapshot
+
+    qs = QbeastSnapshot(snapshot)
+    if not qs.is_qbeast:
+        return {"is_qbeast": False}
+    by_revision = qs.files_by_revision()
+    revisions = []
+    for rid, revision in sorted(qs.revisions.items()):
+        files = by_revision.get(rid, [])
+        cubes = len(qs.index_status(rid).cubes) if files else 0
+        revisions.append({
+            "id": rid,
+            "timestamp": revision.timestamp,
+            "staging": revision.is_staging,
+            "cube_size": revision.desired_cube_size,
+            "columns": [
+                {
+                    "name": t.column_name,
+                    "transformer": t.type_name,
+                    "data_type": t.data_type.value if t.data_type is not None else None,
+                }
+                for t in revision.column_transformers
+            ],
+            "files": len(files),
+            "cubes": cubes,
+        })
+    unknown = sorted(set(by_revision) - set(qs.revisions))
+    return {
+        "is_qbeast": True,
+        "latest_revision_id": qs.latest_revision_id,
+        "needs_upgrade": qs.needs_upgrade,
+        "revisions": revisions,
+        "files_in_unknown_revisions": {str(r): len(by_revision[r]) for r in unknown},
+    }
+
+
+def describe(path: str, version: int | None = None, with_files: bool = False) -> dict[str, Any]:
+    """Everything ``qbeast describe`` shows, as a JSON-ready dict."""
+    from qbeast.delta.errors import UnsupportedFeatureError
+    from qbeast.delta.features import describe_protocol
+    from qbeast.delta.log import DeltaLog
+
+    snapshot = DeltaLog.for_path(path).snapshot(version=version)
+    try:
+        snapshot.check_readable()
+        unsupported = None
+    except UnsupportedFeatureError as exc:
+        unsupported = str(exc)
+    facts: dict[str, Any] = {
+        "path": snapshot.table_path,
+        "version": snapshot.version,
+        "timestamp": _iso(snapshot.timestamp),
+        "protocol": {**snapshot.protocol.to_json(), "summary": describe_protocol(snapshot.protocol)},
+        "unsupported": unsupported,
+        "table_id": snapshot.metadata.id,
+        "schema": [
+            {"name": f["name"], "type": _type_text(f["type"]), "nullable": f.get("nullable", True)}
+            for f in snapshot.schema.get("fields", [])
+        ],
+        "partition_columns": snapshot.partition_columns,
+        "configuration": dict(snapshot.configuration),
+        "num_files": snapshot.num_files,
+        "num_rows": snapshot.num_records,
+        "size_bytes": snapshot.size_bytes,
+        "qbeast": _revision_facts(snapshot),
+    }
+    if with_files:
+        facts["files"] = [
+            {"path": a.path, "size": a.size, "rows": a.num_records,
+             "partition_values": a.partition_values, "tags": a.tags}
+            for a in snapshot.files.values()
+        ]
+    return facts
+
+
+def _bytes_text(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{n} B ({value:.1f} {unit})"
+        value /= 1024
+    return f"{n} B"
+
+
+def _short(text: str, limit: int = 100) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_text(facts: dict[str, Any], out: TextIO) -> None:
+    """Human-readable form of :func:`describe`'s result."""
+    w = out.write
+    w(f"Table:      {facts['path']}\n")
+    w(f"Version:    {facts['version']} (committed {facts['timestamp']})\n")
+    w(f"Protocol:   {facts['protocol']['summary']}\n")
+    if facts["unsupported"]:
+        w(f"Warning:    {facts['unsupported']}\n")
+    w(f"Table id:   {facts['table_id']}\n")
+    rows = facts["num_rows"]
+    w(f"Files:      {facts['num_files']}\n")
+    w(f"Rows:       {rows if rows is not None else 'unknown (some files have no statistics)'}\n")
+    w(f"Bytes:      {_bytes_text(facts['size_bytes'])}\n")
+    w("Schema:\n")
+    width = max((len(f["name"]) for f in facts["schema"]), default=0)
+    for f in facts["schema"]:
+        w(f"  {f['name']:<{width}}  {f['type']}{'' if f['nullable'] else ' not null'}\n")
+    parts = facts["partition_columns"]
+    w(f"Partition columns: {', '.join(parts) if parts else '(none)'}\n")
+    w("Configuration:\n" if facts["configuration"] else "Configuration: (empty)\n")
+    for key, value in sorted(facts["configuration"].items()):
+        w(f"  {key} = {_short(value)}\n")
+    q = facts["qbeast"]
+    if not q["is_qbeast"]:
+        w("Qbeast:     no (plain Delta table: no qbeast.lastRevisionID property)\n")
+    else:
+        w(f"Qbeast:     yes, latest revision {q['latest_revision_id']}"
+          f"{' (pre-0.6 metadata: run upgrade_format)' if q['needs_upgrade'] else ''}\n")
+        w("Revisions:\n")
+        for r in q["revisions"]:
+            cols = ", ".join(
+                f"{c['name']}:{c['transformer']}" + (f"({c['data_type']})" if c["data_type"] else "")
+                for c in r["columns"]
+            )
+            w(f"  revision {r['id']}{' (staging)' if r['staging'] else ''}: cube size "
+              f"{r['cube_size']}, created {_iso(r['timestamp'])}\n")
+            w(f"    columns: {cols}\n")
+            w(f"    files: {r['files']}, cubes: {r['cubes']}\n")
+        for rid, count in q["files_in_unknown_revisions"].items():
+            w(f"  warning: {count} file(s) tagged with revision {rid}, which the metadata lacks\n")
+    if "files" in facts:
+        w("Active files:\n")
+        for f in facts["files"]:
+            w(f"  {f['path']}  size={f['size']} rows={f['rows']}")
+            if f["partition_values"]:
+                w(f" partition={json.dumps(f['partition_values'], separators=(',', ':'))}")
+            w(f" tags={json.dumps(f['tags'], separators=(',', ':'))}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="qbeast", description="Inspect Qbeast (and plain Delta) tables without Spark.")
+    parser.add_argument("--version", action="version", version=f"dbt-qbeast {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    desc = sub.add_parser("describe", help="show a table's version, schema, files and Qbeast revisions")
+    desc.add_argument("path", metavar="PATH", help="table folder (local path or file: URI)")
+    desc.add_argument("--version", dest="table_version", type=int, metavar="N", default=None,
+                      help="describe table version N (time travel) instead of the latest")
+    desc.add_argument("--json", action="store_true", help="print one JSON document")
+    desc.add_argument("--files", action="store_true", help="list the active files with their tags")
+    return parser
+
+
+def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    """Entry point of the ``qbeast`` console script; returns the process exit code."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        facts = describe(args.path, args.table_version, args.files)
+    except QbeastError as exc:
+        err.write(f"qbeast describe: error: {exc}\n")
+        return EXIT_ERROR
+    if args.json:
+        json.dump(facts, out, indent=2)
+        out.write("\n")
+    else:
+        render_text(facts, out)
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
