@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from qbeast.delta.actions import AddFile
+from qbeast.delta.errors import CorruptLogError
 
 # Fields of the checkpoint add struct that AddFile models directly; derived columns
 # (stats_parsed, partitionValues_parsed) are redundant with the JSON ones and skipped.
@@ -52,7 +53,10 @@ class CheckpointAdds:
         self._objects: dict[int, AddFile] = {}
 
     def _load_columns(self) -> dict[str, list[Any]]:
-        chunks = [chunk for pf in self._parts for chunk in pf.read(columns=["add"]).column("add").chunks]
+        try:
+            chunks = [c for pf in self._parts for c in pf.read(columns=["add"]).column("add").chunks]
+        except (OSError, pa.ArrowException) as exc:
+            raise CorruptLogError(f"checkpoint add rows cannot be decoded: {exc}") from exc
         names = list(_MODELLED)
         for struct in chunks:
             names.extend(f.name for f in struct.type if f.name not in _SKIPPED and f.name not in names)

@@ -124,3 +124,28 @@ def test_qbeast_spark_fixture_tags_verbatim(qbeast_fixtures: Path, name: str) ->
     snap = DeltaLog.for_path(str(table)).snapshot()
     assert {p: a.tags for p, a in snap.files.items()} == _raw_tags(table, snap.version)
     assert snap.configuration["qbeast.lastRevisionID"]
+
+
+def test_absolute_file_uris_in_the_log(tmp_path: Path) -> None:
+    """A log may name files outside the table by absolute URI (e.g. after a shallow clone)."""
+    source = tmp_path / "source dir"
+    deltalake.write_deltalake(str(source), _batch(0, 3))
+    data_file = next(source.glob("*.parquet"))
+    table = tmp_path / "clone"
+    (table / "_delta_log").mkdir(parents=True)
+    first = (source / "_delta_log" / f"{0:020d}.json").read_text().splitlines()
+    lines = []
+    for line in first:
+        action = json.loads(line)
+        if "add" in action:
+            action["add"]["path"] = data_file.as_uri()  # file:///.../source%20dir/part-....parquet
+        lines.append(json.dumps(action))
+    (table / "_delta_log" / f"{0:020d}.json").write_text("\n".join(lines) + "\n")
+    ours, theirs = our_view(str(table), 0), deltalake_view(str(table), 0)
+    # delta-rs (and DuckDB) join even absolute URIs to the table root, so only the log facts are
+    # compared with them; our resolution must land on the real file.
+    ours.pop("uris"), theirs.pop("uris")
+    assert ours == theirs
+    snap = DeltaLog.for_path(str(table)).snapshot()
+    assert [snap.file_path(a) for a in snap.files.values()] == [str(data_file)]
+    assert Path(snap.file_path(next(iter(snap.files)))).is_file()
