@@ -214,10 +214,22 @@ class DeltaLog:
             state = ReplayState()
         checkpoint_version = start - 1 if start > 0 else None
         for v in range(start, version + 1):
-            state.apply(self.read_commit(v), f"{self.log_path}/{commit_file_name(v)}")
+            source = f"{self.log_path}/{commit_file_name(v)}"
+            try:
+                data = self.read_commit(v)
+            except FileNotFoundError:
+                raise CorruptLogError(
+                    f"{source} disappeared while the log was being read (concurrent log cleanup?); "
+                    "retry"
+                ) from None
+            state.apply(data, source)
         return Snapshot(
             self, version, state, self._timestamp_source(listing, version, state), checkpoint_version
         )
+
+    def earliest_version(self) -> int:
+        """Oldest version that time travel can reconstruct (older commits may be cleaned up)."""
+        return self._earliest_version(self._require_listing())
 
     def _earliest_version(self, listing: LogListing) -> int:
         """Oldest version that can be reconstructed (a checkpoint followed by every commit)."""

@@ -30,7 +30,7 @@ def _batch(start: int, n: int, part: str | None = None) -> pa.Table:
 def _assert_every_version_matches(path: str) -> int:
     latest = DeltaLog.for_path(path).snapshot().version
     assert latest == deltalake.DeltaTable(path).version()
-    for version in range(DeltaLog.for_path(path)._earliest_version(DeltaLog.for_path(path).list_log()),
+    for version in range(DeltaLog.for_path(path).earliest_version(),
                          latest + 1):
         assert our_view(path, version) == deltalake_view(path, version), f"version {version}"
     return latest
@@ -83,7 +83,7 @@ def test_table_with_log_cleanup_starts_at_checkpoint(tmp_path: Path) -> None:
         (tmp_path / "c" / "_delta_log" / f"{v:020d}.json").unlink()
     deltalake.write_deltalake(path, _batch(50, 1), mode="append")
     assert _assert_every_version_matches(path) == 6
-    assert DeltaLog.for_path(path)._earliest_version(DeltaLog.for_path(path).list_log()) == 5
+    assert DeltaLog.for_path(path).earliest_version() == 5
 
 
 FIXTURES = ["v07-ecommerce-300k", "pre06-logs-test-table", "pre06-logs-with-remove",
