@@ -17,6 +17,7 @@ indexes the staging files.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -200,11 +201,7 @@ def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: 
     _check_schema_columns(snapshot.schema, columns, f"the Delta table {log.table_path}")
     phase = Phase("convert", log.table_path, "metadata commit")
     properties = _qbeast_properties(table_id, columns, cube_size)
-    old = snapshot.metadata
-    metadata = Metadata(
-        old.id, old.schema_string, [], {**configuration, **properties}, old.created_time,
-        old.name, old.description, old.format_provider, dict(old.format_options),
-    )
+    metadata = dataclasses.replace(snapshot.metadata, configuration={**configuration, **properties})
     version = (
         log.start_transaction(snapshot)
         .update_metadata(metadata)

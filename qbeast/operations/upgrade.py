@@ -27,13 +27,14 @@ atomic; a table that needs nothing is left untouched (the operation is idempoten
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from dataclasses import dataclass
 
 from qbeast.core.blocks import BLOCKS_TAG, REVISION_TAG, Block, TagFormat, decode_tags
 from qbeast.core.revision import LAST_REVISION_KEY, REPLICATED_SET_PREFIX
-from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.actions import AddFile
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import FormatError
 from qbeast.operations.common import OperationResult, Phase, check_bool, check_path
@@ -166,13 +167,8 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
     phase = Phase("upgrade", log.table_path, "commit")
     transaction = log.start_transaction(snapshot)
     if removed:
-        old = snapshot.metadata
         kept = {k: v for k, v in configuration.items() if k not in removed}
-        transaction.update_metadata(
-            Metadata(old.id, old.schema_string, list(old.partition_columns), kept,
-                     old.created_time, old.name, old.description, old.format_provider,
-                     dict(old.format_options))
-        )
+        transaction.update_metadata(dataclasses.replace(snapshot.metadata, configuration=kept))
     # Re-adding the same paths replaces their tags; the commit must fail if another writer
     # removed one of them meanwhile, or the re-add would resurrect a deleted file.
     transaction.mark_files_read(a.path for a in new_adds)

@@ -1,0 +1,338 @@
+"""``optimize_table``: rewrite the files of a revision so that every cube is one block (FORMAT §8).
+
+Appends leave a cube spread over many blocks (one per write that reached it) and staging files
+outside the index. Optimize fixes both without changing what a sample returns:
+
+* **Indexed revisions** (id > 0). The chosen files are read, every row's weight is recomputed
+  (Spark's ``hash()``), and rows are assigned with the revision's *existing* effective cube
+  thresholds (the minimum ``maxWeight`` over each cube's blocks): a row goes to the first cube of
+  its container path whose threshold is >= its weight. No threshold is re-estimated and no
+  revision is created. A first job counts the rows per cube exactly, the rollup groups cubes into
+  files with those counts, a second job writes the files, and one commit per revision removes the
+  old files and adds the new ones, all with ``dataChange=false``. Because thresholds are kept,
+  every row stays heavier than the thresholds of all its ancestors, the invariant samples rely on,
+  so samples return the same rows; after optimizing all files of a revision every cube has
+  exactly one block.
+* **Staging** (``revision_id=0``). The staging files (oldest first, until ``fraction`` of their
+  bytes) are indexed with the normal write algorithm into the latest revision — which creates
+  revision 1 on a converted table — and replaced in one commit (``dataChange=false``).
+
+Cubes that exist only as ancestors of other cubes (no block of their own) are not given rows:
+readers walk through them, so rows must keep walking through them too.
+
+The Spark passes reuse the writer's building blocks (plan, assignment UDF, file-writing tasks,
+estimation), so optimized files are written exactly like appended ones.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from qbeast.core.blocks import Block, encode_tags
+from qbeast.core.cube_id import CubeId
+from qbeast.core.index_status import IndexStatus
+from qbeast.core.revision import Revision, updated_configuration
+from qbeast.core.weight import MIN_WEIGHT, fraction as weight_fraction
+from qbeast.delta.actions import AddFile, Metadata
+from qbeast.errors import InvalidOptionError
+from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
+from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+from qbeast.spark.assignment import WritePlan, build_write_plan
+from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, WriteOptions
+
+logger = logging.getLogger("qbeast.operations.optimize")
+
+OPTIMIZE_OPERATION = "OPTIMIZE"
+#: Threshold given to cubes that exist only as ancestors: below every weight, so no row stops.
+_PASS_THROUGH = MIN_WEIGHT - 1
+
+
+@dataclass(frozen=True)
+class RevisionOptimization:
+    """One commit of an optimize: the revision whose files were replaced and by what."""
+
+    revision_id: int
+    target_revision_id: int
+    version: int
+    files_removed: tuple[str, ...]
+    files_added: tuple[str, ...]
+    rows: int
+    blocks_removed: int
+    blocks_added: int
+
+
+@dataclass(frozen=True)
+class OptimizeResult(OperationResult):
+    """The commits an optimize made (none when there was nothing to rewrite)."""
+
+    path: str
+    commits: tuple[RevisionOptimization, ...]
+
+    @property
+    def versions(self) -> tuple[int, ...]:
+        return tuple(c.version for c in self.commits)
+
+    def summary_lines(self) -> list[str]:
+        if not self.commits:
+            return [f"optimize of {self.path}: nothing to rewrite"]
+        lines = [f"optimize of {self.path}: {len(self.commits)} commit(s)"]
+        for c in self.commits:
+            into = (f" into revision {c.target_revision_id}"
+                    if c.target_revision_id != c.revision_id else "")
+            lines.append(
+                f"  revision {c.revision_id}{into}: version {c.version}, "
+                f"{len(c.files_removed)} file(s) / {c.blocks_removed} block(s) replaced by "
+                f"{len(c.files_added)} file(s) / {c.blocks_added} block(s), {c.rows} rows"
+            )
+        return lines
+
+
+def optimize_table(
+    spark,
+    path: str,
+    revision_id: int | None = None,
+    fraction: float = 1.0,
+    files: Sequence[str] | None = None,
+) -> OptimizeResult:
+    """Optimize the Qbeast table at ``path`` (see the module docstring).
+
+    * default: all files of the latest revision;
+    * ``revision_id``: that revision (``0`` = index the staging files into the latest revision);
+    * ``fraction`` in (0, 1]: for an indexed revision, only the files holding a block whose
+      ``minWeight`` is within the first ``fraction`` of the weight range (what a sample of that
+      fraction reads); for staging, the oldest files up to that share of the staging bytes;
+    * ``files``: these files (paths as in the Delta log), one commit per indexed revision they
+      belong to; staging files in the list are ignored. Cannot be combined with the other two.
+    """
+    check_path(path)
+    check_optional_int(revision_id, "revision_id", 0)
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise InvalidOptionError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    if files is not None:
+        if revision_id is not None or fraction != 1.0:
+            raise InvalidOptionError(
+                "optimize takes either files=[...] or revision_id/fraction, not both"
+            )
+        if isinstance(files, str) or not all(isinstance(f, str) and f for f in files):
+            raise InvalidOptionError(
+                f"files must be a list of file paths as written in the Delta log, got {files!r}"
+            )
+    snapshot = QbeastSnapshot.load(path)
+    if not snapshot.is_qbeast:
+        raise NotAQbeastTableError(
+            f"optimize needs a Qbeast table, but {snapshot.table_path} has no Qbeast metadata; "
+            "convert it with qbeast.convert_to_qbeast first"
+        )
+    if snapshot.needs_upgrade:
+        raise InvalidOptionError(
+            f"{snapshot.table_path} still holds pre-0.6 Qbeast metadata; run "
+            "qbeast.upgrade_format on it before optimizing"
+        )
+    started = time.perf_counter()
+    if files is not None:
+        commits = _optimize_listed_files(spark, snapshot, list(files))
+    else:
+        rid = snapshot.latest_revision_id if revision_id is None else revision_id
+        if rid == 0:
+            chosen = _staging_selection(snapshot.staging_files(), fraction)
+            commit = _index_staging(spark, snapshot, chosen) if chosen else None
+        else:
+            revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
+            chosen = _indexed_selection(snapshot, rid, fraction)
+            commit = _rewrite_revision(spark, snapshot, revision, chosen) if chosen else None
+        commits = [commit] if commit is not None else []
+    result = OptimizeResult(snapshot.table_path, tuple(commits))
+    logger.info("optimize %s: finished commits=%d elapsed=%.2fs", snapshot.table_path,
+                len(commits), time.perf_counter() - started)
+    return result
+
+
+# -- which files ----------------------------------------------------------------------------------
+
+
+def _indexed_selection(snapshot: QbeastSnapshot, revision_id: int, fraction: float) -> list[AddFile]:
+    """All files of the revision, or those with a block a sample of ``fraction`` would start in."""
+    files = snapshot.revision_files(revision_id)
+    if fraction >= 1.0:
+        return files
+    return [f for f in files
+            if any(weight_fraction(b.min_weight) <= fraction for b in snapshot.blocks(f))]
+
+
+def _staging_selection(staging: list[AddFile], fraction: float) -> list[AddFile]:
+    """Oldest staging files until their bytes reach ``fraction`` of the total (crossing one kept)."""
+    ordered = sorted(staging, key=lambda f: (f.modification_time, f.path))
+    total = sum(f.size for f in ordered)
+    chosen: list[AddFile] = []
+    size = 0
+    for add in ordered:
+        if chosen and size >= fraction * total:
+            break
+        chosen.append(add)
+        size += add.size
+    return chosen
+
+
+def _optimize_listed_files(spark, snapshot: QbeastSnapshot, paths: list[str]) -> list[RevisionOptimization]:
+    active = snapshot.delta.files
+    unknown = [p for p in paths if p not in active]
+    if unknown:
+        raise InvalidOptionError(
+            f"files {unknown[:5]} are not active files of {snapshot.table_path}; give paths as "
+            "written in the Delta log (e.g. the names listed by QbeastTable.snapshot().files())"
+        )
+    wanted = set(paths)
+    commits = []
+    for rid, files in sorted(snapshot.files_by_revision().items()):
+        chosen = [f for f in files if f.path in wanted]
+        if rid == 0:
+            if chosen:
+                logger.info("optimize %s: ignoring %d staging file(s) of the list (use "
+                            "revision_id=0 to index staging files)", snapshot.table_path, len(chosen))
+            continue
+        if chosen:
+            # each commit starts from the table as the previous one left it
+            current = QbeastSnapshot.load(snapshot.table_path) if commits else snapshot
+            commits.append(_rewrite_revision(spark, current, current.revision(rid), chosen))
+    return commits
+
+
+# -- rewriting an indexed revision ----------------------------------------------------------------
+
+
+def pass_through_thresholds(status: IndexStatus) -> dict[CubeId, int]:
+    """The thresholds rows are re-assigned with: each cube's effective one, and a threshold below
+    every weight for ancestors that have no block (readers descend through them)."""
+    thresholds = {s.cube: s.max_weight for s in status}
+    for cube in list(thresholds):
+        for ancestor in cube.ancestors():
+            if ancestor in thresholds:
+                break
+            thresholds[ancestor] = _PASS_THROUGH
+    return thresholds
+
+
+def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
+                      chosen: list[AddFile]) -> RevisionOptimization:
+    from pyspark.sql import functions as F
+
+    from qbeast.spark.writer import _assignment_udf, _write_files
+
+    table = snapshot.table_path
+    rid = revision.revision_id
+    dims = revision.dimension_count
+    thresholds = pass_through_thresholds(snapshot.index_status(rid))
+    data = _read_files(spark, snapshot, chosen)
+    columns = list(revision.columns)
+
+    phase = Phase("optimize", table, f"revision {rid}: exact cube sizes")
+    counting = build_write_plan(dims, thresholds, {}, revision.desired_cube_size)
+    weighted = data.select(*[F.col(f"`{c}`") for c in columns],
+                           F.hash(*[F.col(f"`{c}`") for c in columns]).alias(WEIGHT_COLUMN))
+    udf = _assignment_udf(revision, counting, columns)
+    counted = (
+        weighted.select(udf(*[F.col(f"`{c}`") for c in columns], F.col(WEIGHT_COLUMN))
+                .alias(ASSIGNMENT_COLUMN))
+        .groupBy(F.col(f"{ASSIGNMENT_COLUMN}.cube").alias("cube"))
+        .count()
+        .collect()
+    )
+    sizes = {CubeId.from_string(dims, counting.cube_and_threshold(int(r["cube"]))[0]): int(r["count"])
+             for r in counted}
+    phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
+
+    phase = Phase("optimize", table, f"revision {rid}: write")
+    plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size)
+    rows = _write_files(data, revision, plan, table) if sizes else []
+    adds = [_optimized_add(row, rid) for row in rows]
+    phase.done(files=len(adds), rows=sum(int(r["num_records"]) for r in rows))
+    return _commit(snapshot, rid, rid, chosen, adds, None,
+                   {"revisionId": rid, "numFilesRewritten": len(chosen)})
+
+
+def _optimized_add(row: dict, revision_id: int) -> AddFile:
+    """The AddFile of one file written by the optimize's write tasks (dataChange=false)."""
+    blocks = [Block(c, lo, hi, n) for c, lo, hi, n in json.loads(row["blocks"])]
+    return AddFile(row["path"], {}, int(row["size"]), int(row["modification_time"]), False,
+                   row["stats"], encode_tags(revision_id, blocks))
+
+
+def _read_files(spark, snapshot: QbeastSnapshot, files: list[AddFile]):
+    """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(snapshot.delta.schema)
+    return spark.read.schema(schema).parquet(*[snapshot.delta.file_path(f) for f in files])
+
+
+# -- indexing the staging files -------------------------------------------------------------------
+
+
+def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> RevisionOptimization:
+    from qbeast.spark.revision_change import choose_revision, index_spec
+    from qbeast.spark.writer import _add_files, _analyze, _write_files
+
+    table = snapshot.table_path
+    latest = snapshot.latest_revision
+    data = _read_files(spark, snapshot, chosen)
+    phase = Phase("optimize", table, "staging: stats")
+    spec = index_spec(data.schema, None, latest)
+    revision, is_new, count = choose_revision(
+        data, spec, latest, latest.desired_cube_size, None, table_id=latest.table_id
+    )
+    phase.done(files=len(chosen), rows=count, revision=revision.revision_id, new_revision=is_new)
+    adds: list[AddFile] = []
+    if count > 0:
+        existing = None if is_new else snapshot.index_status(revision.revision_id)
+        plan: WritePlan = _analyze(spark, data, revision, revision.desired_cube_size, count,
+                                   existing, WriteOptions(), table)
+        phase = Phase("optimize", table, "staging: write")
+        rows = _write_files(data, revision, plan, table)
+        adds, _ = _add_files(rows, revision, plan, existing)
+        for add in adds:
+            add.data_change = False
+        phase.done(files=len(adds), rows=count)
+    metadata = None
+    if is_new and count > 0:
+        metadata = dataclasses.replace(
+            snapshot.delta.metadata,
+            configuration=updated_configuration(snapshot.configuration, revision),
+        )
+    return _commit(snapshot, 0, revision.revision_id, chosen, adds, metadata,
+                   {"revisionId": 0, "targetRevisionId": revision.revision_id,
+                    "numFilesRewritten": len(chosen)})
+
+
+# -- commit ---------------------------------------------------------------------------------------
+
+
+def _commit(snapshot: QbeastSnapshot, revision_id: int, target_revision_id: int,
+            removed: list[AddFile], adds: list[AddFile], metadata: Metadata | None,
+            parameters: dict) -> RevisionOptimization:
+    """One transaction: the old files out, the new ones in, all with ``dataChange=false``."""
+    table = snapshot.table_path
+    phase = Phase("optimize", table, f"revision {revision_id}: commit")
+    transaction = snapshot.delta.log.start_transaction(snapshot.delta)
+    if metadata is not None:
+        transaction.update_metadata(metadata)
+    transaction.mark_files_read(f.path for f in removed)
+    transaction.add_actions([f.remove(data_change=False) for f in removed])
+    transaction.add_actions(adds)
+    rows = sum(a.num_records or 0 for a in adds)
+    version = transaction.commit(
+        OPTIMIZE_OPERATION,
+        parameters,
+        metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds), "numOutputRows": rows,
+                 "numRemovedBytes": sum(f.size for f in removed),
+                 "numAddedBytes": sum(a.size for a in adds)},
+    )
+    blocks_removed = sum(len(snapshot.blocks(f)) for f in removed) if revision_id else 0
+    blocks_added = sum(len(json.loads(a.tags["blocks"])) for a in adds if a.tags)
+    phase.done(version=version, removed=len(removed), added=len(adds), rows=rows)
+    return RevisionOptimization(revision_id, target_revision_id, version,
+                                tuple(f.path for f in removed), tuple(a.path for a in adds),
+                                rows, blocks_removed, blocks_added)

@@ -1,0 +1,237 @@
+"""optimize_table (FORMAT §8): one block per cube, unchanged samples, staging indexed.
+
+Tables are built by several appends into one revision (so cubes hold several blocks); every
+optimized table is re-checked from its files by ``test_write_helpers.check_index`` (weights from
+Spark's ``hash()``, cubes from the format core), and samples are compared row by row.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import qbeast
+from qbeast.core.weight import fraction as weight_fraction
+from qbeast.delta.log import DeltaLog
+from qbeast.errors import InvalidOptionError
+from qbeast.operations.convert import convert_to_qbeast
+from qbeast.operations.optimize import OPTIMIZE_OPERATION, optimize_table
+from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_write_helpers import check_index  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+FRACTIONS = (0.05, 0.3, 0.77)
+
+
+def batch(spark, seed: int, n: int = 3000, offset: int = 0):
+    """Rows whose indexed ranges are pinned (x in [0, 100], y in [0, 1000]): appends stay in the
+    same revision and pile blocks onto the same cubes."""
+    return spark.range(offset, offset + n).selectExpr(
+        "id",
+        f"case when id % {n} = 0 then 0.0 when id % {n} = 1 then 100.0 else rand({seed}) * 100 end as x",
+        f"case when id % {n} = 0 then 0 when id % {n} = 1 then 1000 else cast(rand({seed + 1}) * 1000 as int) end as y",
+    )
+
+
+def samples(spark, path: str) -> dict[float, list[int]]:
+    table = qbeast.QbeastTable.for_path(spark, path)
+    return {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in FRACTIONS}
+
+
+def blocks_per_cube(path: str, revision_id: int) -> dict[str, int]:
+    status = QbeastSnapshot.load(path).index_status(revision_id)
+    return {c.cube.string: len(c.blocks) for c in status}
+
+
+def commit_actions(path: str, version: int) -> list[dict]:
+    return [json.loads(x) for x in DeltaLog.for_path(path).read_commit(version).splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def appended_table(spark, tmp_path_factory):
+    """A revision-1 table built by three appends (written once, copied per test)."""
+    path = str(tmp_path_factory.mktemp("appended") / "t")
+    for seed in (1, 11, 21):
+        assert qbeast.write(batch(spark, seed, offset=seed * 10_000), path, "x,y", cube_size=300).revision_id == 1
+    return path
+
+
+@pytest.fixture
+def table_copy(appended_table, tmp_path):
+    import shutil
+
+    target = tmp_path / "t"
+    shutil.copytree(appended_table, target)
+    return str(target)
+
+
+def test_optimize_leaves_one_block_per_cube_and_the_same_samples(spark, table_copy):
+    before_blocks = blocks_per_cube(table_copy, 1)
+    assert max(before_blocks.values()) > 1  # the appends did spread cubes over several blocks
+    before_samples = samples(spark, table_copy)
+    before_files = set(QbeastSnapshot.load(table_copy).delta.files)
+
+    result = optimize_table(spark, table_copy)
+
+    (commit,) = result.commits
+    assert commit.revision_id == 1 and commit.rows == 9000
+    assert set(commit.files_removed) == before_files
+    after_blocks = blocks_per_cube(table_copy, 1)
+    assert set(after_blocks.values()) == {1}
+    assert sum(c.element_count for c in QbeastSnapshot.load(table_copy).index_status(1)) == 9000
+    assert samples(spark, table_copy) == before_samples
+    assert check_index(spark, table_copy) == {1: 9000}
+    lines = commit_actions(table_copy, commit.version)
+    assert lines[0]["commitInfo"]["operation"] == OPTIMIZE_OPERATION
+    assert all(line[k]["dataChange"] is False for line in lines for k in ("add", "remove") if k in line)
+    assert not any("metaData" in line for line in lines)
+    assert "replaced by" in str(result) and result.to_dict()["commits"][0]["rows"] == 9000
+
+
+def test_optimize_keeps_every_row_and_is_stable(spark, table_copy):
+    ids = sorted(r.id for r in qbeast.QbeastTable.for_path(spark, table_copy).to_df().select("id").collect())
+    optimize_table(spark, table_copy)
+    first = {c: n for c, n in blocks_per_cube(table_copy, 1).items()}
+    status = QbeastSnapshot.load(table_copy).index_status(1)
+    counts = {c.cube.string: c.element_count for c in status}
+    optimize_table(spark, table_copy)  # a second optimize finds nothing to move
+    assert blocks_per_cube(table_copy, 1) == first
+    assert {c.cube.string: c.element_count for c in QbeastSnapshot.load(table_copy).index_status(1)} == counts
+    assert sorted(r.id for r in qbeast.QbeastTable.for_path(spark, table_copy).to_df().select("id").collect()) == ids
+
+
+def test_optimize_fraction_rewrites_only_the_files_a_small_sample_reads(spark, table_copy):
+    snapshot = QbeastSnapshot.load(table_copy)
+    expected = {f.path for f in snapshot.revision_files(1)
+                if any(weight_fraction(b.min_weight) <= 0.1 for b in snapshot.blocks(f))}
+    untouched = set(snapshot.delta.files) - expected
+    assert expected and untouched
+    before = samples(spark, table_copy)
+    (commit,) = optimize_table(spark, table_copy, fraction=0.1).commits
+    assert set(commit.files_removed) == expected
+    assert untouched <= set(QbeastSnapshot.load(table_copy).delta.files)
+    assert samples(spark, table_copy) == before
+    check_index(spark, table_copy)
+
+
+def test_optimize_given_files_and_revision(spark, tmp_path):
+    path = str(tmp_path / "t")
+    for seed in (1, 2):
+        qbeast.write(batch(spark, seed, offset=seed * 10_000), path, "x,y", cube_size=300)
+    # a wider range opens revision 2; its files must survive an optimize of revision 1
+    wide = batch(spark, 3, offset=90_000).selectExpr("id", "x * 3 as x", "y")
+    assert qbeast.write(wide, path).revision_id == 2
+    snapshot = QbeastSnapshot.load(path)
+    rev1 = [f.path for f in snapshot.revision_files(1)]
+    rev2 = [f.path for f in snapshot.revision_files(2)]
+    before = samples(spark, path)
+
+    (commit,) = optimize_table(spark, path, revision_id=1).commits
+    assert set(commit.files_removed) == set(rev1)
+    after = QbeastSnapshot.load(path)
+    assert sorted(f.path for f in after.revision_files(2)) == sorted(rev2)
+    assert set(blocks_per_cube(path, 1).values()) == {1}
+    assert samples(spark, path) == before
+
+    chosen = rev2[:2]
+    (commit,) = optimize_table(spark, path, files=chosen).commits
+    assert commit.revision_id == 2 and sorted(commit.files_removed) == sorted(chosen)
+    remaining = {f.path for f in QbeastSnapshot.load(path).revision_files(2)}
+    assert set(rev2[2:]) <= remaining and not set(chosen) & remaining
+    assert samples(spark, path) == before
+    assert check_index(spark, path) == {1: 6000, 2: 3000}
+
+    with pytest.raises(InvalidOptionError, match="not active files"):
+        optimize_table(spark, path, files=["nope.parquet"])
+    with pytest.raises(InvalidOptionError, match=r"revision 9 does not exist.*\[0, 1, 2\]"):
+        optimize_table(spark, path, revision_id=9)
+
+
+def test_convert_append_optimize_staging_gives_a_fully_indexed_table(spark, tmp_path):
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs makes the plain Delta append")
+    root = tmp_path / "pq"
+    root.mkdir()
+    for part in range(3):
+        ids = range(part * 1000, (part + 1) * 1000)
+        pq.write_table(pa.table({"id": pa.array(ids, pa.int64()),
+                                 "x": pa.array([(i * 37) % 100 * 1.0 for i in ids]),
+                                 "y": pa.array([(i * 91) % 1000 for i in ids], pa.int32())}),
+                       root / f"part-{part}.parquet")
+    path = str(root)
+    convert_to_qbeast(spark, path, ["x", "y"], cube_size=400)
+    deltalake.write_deltalake(path, pa.table({"id": pa.array(range(3000, 3500), pa.int64()),
+                                              "x": pa.array([float(i % 100) for i in range(500)]),
+                                              "y": pa.array([i % 1000 for i in range(500)], pa.int32())}),
+                              mode="append")
+    assert len(QbeastSnapshot.load(path).staging_files()) == 4
+    ids = sorted(r.id for r in qbeast.QbeastTable.for_path(spark, path).to_df().select("id").collect())
+
+    (commit,) = optimize_table(spark, path, revision_id=0).commits
+
+    assert commit.revision_id == 0 and commit.target_revision_id == 1 and commit.rows == 3500
+    snapshot = QbeastSnapshot.load(path)
+    assert snapshot.staging_files() == [] and snapshot.latest_revision_id == 1
+    assert snapshot.revision(0).is_staging and snapshot.revision(1).columns == ["x", "y"]
+    assert snapshot.revision(1).desired_cube_size == 400
+    assert check_index(spark, path) == {1: 3500}
+    table = qbeast.QbeastTable.for_path(spark, path)
+    assert sorted(r.id for r in table.to_df().select("id").collect()) == ids
+    lines = commit_actions(path, commit.version)
+    assert any("metaData" in line for line in lines)  # revision 1 is committed with the data
+    assert all(line[k]["dataChange"] is False for line in lines for k in ("add", "remove") if k in line)
+
+    # later Delta appends are staging again; optimize(0) adds them to revision 1
+    deltalake.write_deltalake(path, pa.table({"id": pa.array([5000, 5001], pa.int64()), "x": [1.0, 2.0],
+                                              "y": pa.array([3, 4], pa.int32())}), mode="append")
+    (commit,) = optimize_table(spark, path, revision_id=0).commits
+    assert commit.target_revision_id == 1 and QbeastSnapshot.load(path).staging_files() == []
+    assert check_index(spark, path) == {1: 3502}
+
+
+def test_staging_fraction_takes_the_oldest_files_first(spark, tmp_path):
+    path = str(tmp_path / "t")
+    qbeast.write(batch(spark, 1), path, "x,y", cube_size=300)
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs makes the plain Delta appends")
+    for part in range(4):
+        deltalake.write_deltalake(path, batch(spark, 50 + part, n=500, offset=50_000 + part * 1000).toArrow(),
+                                  mode="append")
+    staging = sorted(QbeastSnapshot.load(path).staging_files(), key=lambda f: f.modification_time)
+    (commit,) = optimize_table(spark, path, revision_id=0, fraction=0.5).commits
+    total = sum(f.size for f in staging)
+    expected, size = [], 0
+    for f in staging:  # oldest first until half the bytes, the crossing file included
+        if expected and size >= 0.5 * total:
+            break
+        expected.append(f.path)
+        size += f.size
+    assert sorted(commit.files_removed) == sorted(expected)
+    left = QbeastSnapshot.load(path).staging_files()
+    assert sorted(f.path for f in left) == sorted(f.path for f in staging if f.path not in expected)
+    assert commit.target_revision_id == 1
+    assert check_index(spark, path)[1] == 3000 + 500 * len(expected)
+
+
+def test_optimize_argument_errors(spark, tmp_path, appended_table):
+    cases = [
+        (dict(fraction=0), "fraction must be a number in \\(0, 1\\]"),
+        (dict(fraction=1.5), "fraction"),
+        (dict(fraction="0.5"), "fraction"),
+        (dict(revision_id=-1), "revision_id must be an integer >= 0"),
+        (dict(files=["a"], revision_id=1), "either files"),
+        (dict(files="a.parquet"), "list of file paths"),
+    ]
+    for kwargs, message in cases:
+        with pytest.raises(InvalidOptionError, match=message):
+            optimize_table(spark, appended_table, **kwargs)
+    plain = tmp_path / "plain"
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs writes the plain Delta table")
+    deltalake.write_deltalake(str(plain), pa.table({"a": [1, 2]}))
+    with pytest.raises(NotAQbeastTableError, match="convert"):
+        optimize_table(spark, str(plain))
