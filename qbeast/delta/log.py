@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
 
 from qbeast.delta.actions import CommitInfo
-from qbeast.delta.checkpoint import read_checkpoint, write_checkpoint
+from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write_checkpoint
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
@@ -72,16 +72,26 @@ class LogListing:
         candidates = list(self.commits) + list(self.checkpoints)
         return max(candidates) if candidates else -1
 
-    def complete_checkpoints(self, max_version: int) -> list[tuple[int, list[str]]]:
-        """``(version, part paths)`` of the checkpoints with all parts present, newest first."""
+    def complete_checkpoints(
+        self, max_version: int, hint: dict | None = None
+    ) -> list[tuple[int, list[str]]]:
+        """``(version, part paths)`` of every checkpoint with all its parts present, newest first.
+
+        When one version has several checkpoints (a single file and a multi-part set, say), the
+        one ``_last_checkpoint`` (``hint``) describes comes first; the others stay as fallbacks.
+        """
+        hinted_version = hint.get("version") if hint else None
+        hinted_parts = int(hint.get("parts") or 1) if hint else None
         out = []
         for version in sorted(self.checkpoints, reverse=True):
             if version > max_version:
                 continue
-            for parts, found in sorted(self.checkpoints[version].items()):
+            sets = sorted(self.checkpoints[version].items())
+            if version == hinted_version:
+                sets.sort(key=lambda item: item[0] != hinted_parts)
+            for parts, found in sets:
                 if len(found) == parts:
                     out.append((version, [found[i] for i in sorted(found)]))
-                    break
         return out
 
     def commit_timestamps(self) -> dict[int, int]:
@@ -188,12 +198,13 @@ class DeltaLog:
         commits = listing.commits
         state: ReplayState | None = None
         start = 0
-        for cp_version, paths in listing.complete_checkpoints(version):
+        hint = read_last_checkpoint(self.storage, self.log_path) if listing.checkpoints else None
+        for cp_version, paths in listing.complete_checkpoints(version, hint):
             if all(v in commits for v in range(cp_version + 1, version + 1)):
                 try:
                     cp = read_checkpoint(self.storage, paths)
                 except CorruptLogError as exc:
-                    logger.warning("skipping unreadable checkpoint %d: %s", cp_version, exc)
+                    logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)
                     continue
                 state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns)
                 start = cp_version + 1

@@ -164,3 +164,22 @@ def test_other_log_files_are_ignored(history_table: Path) -> None:
     (log_dir / f"{4:020d}.crc").write_text("garbage")
     (log_dir / f"{4:020d}.checkpoint.0a1b2c3d-0000-0000-0000-000000000000.json").write_text("{}")
     assert DeltaLog.for_path(str(history_table)).snapshot().version == 4
+
+
+def test_last_checkpoint_hint_picks_among_checkpoints_of_one_version(history_table: Path, caplog) -> None:
+    log = DeltaLog.for_path(str(history_table))
+    single = log.checkpoint(version=4)
+    parts = log.checkpoint(version=4, parts=2)  # _last_checkpoint now describes the 2-part set
+    Path(single[0]).write_bytes(b"not parquet")
+    snap = DeltaLog.for_path(str(history_table)).snapshot()
+    assert snap.checkpoint_version == 4 and set(snap.files) == {"a", "c"}
+    assert "skipping unreadable checkpoint" not in caplog.text  # the hinted set was read first
+    # without a usable hint the corrupt single file is tried, skipped, and the parts are used
+    (history_table / "_delta_log" / "_last_checkpoint").unlink()
+    snap = DeltaLog.for_path(str(history_table)).snapshot()
+    assert snap.checkpoint_version == 4 and set(snap.files) == {"a", "c"}
+    assert "skipping unreadable checkpoint" in caplog.text and single[0] in caplog.text
+    for path in parts:
+        Path(path).unlink()
+    snap = DeltaLog.for_path(str(history_table)).snapshot()  # only JSON commits left usable
+    assert snap.checkpoint_version is None and set(snap.files) == {"a", "c"}
