@@ -6,7 +6,8 @@ The log lives in ``<table>/_delta_log``: commit files ``<20-digit version>.json`
 V2 checkpoint files, compacted logs) is ignored by the listing.
 
 Commit timestamps used for time travel are the commit files' modification times, made strictly
-increasing along versions as the Delta protocol prescribes (clocks and copies can reorder them).
+increasing along versions as the Delta protocol prescribes (clocks and copies can reorder them),
+or the commits' ``inCommitTimestamp`` from the version where a table enabled those.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Callable
 
-from qbeast.delta.actions import CommitInfo
+from qbeast.delta.actions import CommitInfo, Metadata
 from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write_checkpoint
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("qbeast.delta.log")
 
 LOG_DIR = "_delta_log"
+ICT_ENABLED_KEY = "delta.enableInCommitTimestamps"
+ICT_VERSION_KEY = "delta.inCommitTimestampEnablementVersion"
 _COMMIT_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$")
 
@@ -251,18 +254,15 @@ class DeltaLog:
         ok = [c for c in candidates if all(v in listing.commits for v in range(c + 1, latest + 1))]
         return min(ok) if ok else latest
 
-    @staticmethod
-    def _timestamp_source(listing: LogListing, version: int, state: ReplayState) -> Callable[[], int]:
+    def _timestamp_source(self, listing: LogListing, version: int, state: ReplayState) -> Callable[[], int]:
         """How to get the commit time of ``version``; evaluated only if someone asks for it."""
-        info = state.commit_info
-        if (
-            info is not None
-            and info.in_commit_timestamp is not None
-            and state.metadata is not None
-            and state.metadata.configuration.get("delta.enableInCommitTimestamps") == "true"
-        ):
-            ict = int(info.in_commit_timestamp)
-            return lambda: ict
+        start = _ict_start(state.metadata)
+        if start is not None and version >= start:
+            info = state.commit_info
+            if info is not None and info.in_commit_timestamp is not None:
+                ict = int(info.in_commit_timestamp)
+                return lambda: ict
+            return lambda: self._in_commit_timestamp(version)
 
         def from_files() -> int:
             stamps = listing.commit_timestamps()
@@ -270,10 +270,42 @@ class DeltaLog:
 
         return from_files
 
+    def _in_commit_timestamp(self, version: int) -> int:
+        info = self._commit_info(version, 0)
+        if info.in_commit_timestamp is None:
+            raise CorruptLogError(
+                f"{self.log_path}/{commit_file_name(version)} has no commitInfo.inCommitTimestamp "
+                "although in-commit timestamps are enabled for this version"
+            )
+        return int(info.in_commit_timestamp)
+
     def _version_at(self, listing: LogListing, ts_ms: int) -> int:
-        stamps = listing.commit_timestamps()
+        """Last version committed at or before ``ts_ms``.
+
+        With in-commit timestamps (``delta.enableInCommitTimestamps``) the versions from the
+        enablement version on are searched by their ``inCommitTimestamp`` (monotonic by
+        protocol, so a binary search reading one commitInfo per step); older versions, and
+        tables without the property, by commit file times.
+        """
+        latest = listing.latest_version
         earliest = self._earliest_version(listing)
-        eligible = [v for v, ts in stamps.items() if ts <= ts_ms and v >= earliest]
+        start = _ict_start(self._build(listing, latest).metadata)
+        if start is not None:
+            lo = max(start, earliest)
+            if lo <= latest and self._in_commit_timestamp(lo) <= ts_ms:
+                hi = latest
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if self._in_commit_timestamp(mid) <= ts_ms:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                return lo
+        stamps = listing.commit_timestamps()
+        eligible = [
+            v for v, ts in stamps.items()
+            if ts <= ts_ms and v >= earliest and (start is None or v < start)
+        ]
         if not eligible:
             first = stamps.get(earliest)
             raise VersionNotFoundError(
@@ -331,6 +363,21 @@ class DeltaLog:
     def checkpoint(self, version: int | None = None, parts: int = 1) -> list[str]:
         """Write a checkpoint at ``version`` (default latest); returns the files written."""
         return write_checkpoint(self, self.snapshot(version), parts)
+
+
+def _ict_start(metadata: Metadata | None) -> int | None:
+    """First version whose commit time is its in-commit timestamp; None when they are off."""
+    if metadata is None:
+        return None
+    config = metadata.configuration
+    if config.get(ICT_ENABLED_KEY, "false").lower() != "true":
+        return None
+    try:
+        return int(config.get(ICT_VERSION_KEY, "0"))
+    except ValueError:
+        raise CorruptLogError(
+            f"table property {ICT_VERSION_KEY}={config[ICT_VERSION_KEY]!r} is not a version number"
+        ) from None
 
 
 def _to_epoch_ms(value: int | float | str | datetime) -> int:

@@ -183,3 +183,29 @@ def test_last_checkpoint_hint_picks_among_checkpoints_of_one_version(history_tab
         Path(path).unlink()
     snap = DeltaLog.for_path(str(history_table)).snapshot()  # only JSON commits left usable
     assert snap.checkpoint_version is None and set(snap.files) == {"a", "c"}
+
+
+def test_in_commit_timestamps_drive_time_travel_from_their_enablement(tmp_path: Path) -> None:
+    t = tmp_path / "ict"
+    file_time = T0 + 50_000  # file times all say "later" than the in-commit timestamps
+    write_log_lines(t, 0, [{"commitInfo": {"timestamp": T0}}, PROTO, META, _add("a")], T0)
+    write_log_lines(t, 1, [_add("b")], T0 + 1000)
+    ict_meta = json.loads(json.dumps(META))
+    ict_meta["metaData"]["configuration"] = {
+        "delta.enableInCommitTimestamps": "true",
+        "delta.inCommitTimestampEnablementVersion": "2",
+        "delta.inCommitTimestampEnablementTimestamp": str(T0 + 2000),
+    }
+    write_log_lines(t, 2, [{"commitInfo": {"inCommitTimestamp": T0 + 2000, "timestamp": T0 + 2000}},
+                           ict_meta, _add("c")], file_time)
+    for v, ict in ((3, T0 + 3000), (4, T0 + 4000), (5, T0 + 5000)):
+        write_log_lines(t, v, [{"commitInfo": {"inCommitTimestamp": ict, "timestamp": ict}},
+                               _add(f"f{v}")], file_time)
+    log = DeltaLog.for_path(str(t))
+    assert log.snapshot(4).timestamp == T0 + 4000
+    assert log.snapshot(1).timestamp == T0 + 1000  # before enablement: the file time
+    assert log.snapshot(timestamp=T0 + 3500).version == 3
+    assert log.snapshot(timestamp=T0 + 5000).version == 5
+    assert log.snapshot(timestamp=T0 + 1500).version == 1
+    log.checkpoint(version=4)
+    assert DeltaLog.for_path(str(t)).snapshot(4).timestamp == T0 + 4000  # read from the commit
