@@ -212,6 +212,9 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except QbeastError as exc:
         err.write(f"qbeast describe: error: {exc}\n")
         return EXIT_ERROR
+    except OSError as exc:  # unreadable files: permissions, I/O errors
+        err.write(f"qbeast describe: error: cannot read {args.path}: {exc}\n")
+        return EXIT_ERROR
     if args.json:
         json.dump(facts, out, indent=2)
         out.write("\n")

@@ -94,6 +94,10 @@ def test_errors_exit_with_code_two(tmp_path: Path) -> None:
     (Path(log.log_path) / f"{1:020d}.json").write_text("{not json\n")
     code, _, err = _run("describe", log.table_path)
     assert code == 2 and "00000000000000000001.json line 1 is not valid JSON" in err
+    (Path(log.log_path) / f"{1:020d}.json").unlink()
+    (Path(log.log_path) / f"{1:020d}.json").mkdir()  # a commit "file" that cannot be read
+    code, _, err = _run("describe", log.table_path)
+    assert code == 2 and "cannot read" in err
     with pytest.raises(SystemExit) as exit_info:
         main(["describe", log.table_path, "--version", "latest"])
     assert exit_info.value.code == 2
