@@ -235,3 +235,27 @@ def test_optimize_argument_errors(spark, tmp_path, appended_table):
     deltalake.write_deltalake(str(plain), pa.table({"a": [1, 2]}))
     with pytest.raises(NotAQbeastTableError, match="convert"):
         optimize_table(spark, str(plain))
+
+
+def test_optimize_a_table_written_by_qbeast_spark(spark, qbeast_fixtures, tmp_path):
+    """The v0.7 fixture (linear + string histogram columns): same sample sizes as FORMAT §7.5 before
+    and after, the same sampled rows, and one block per cube."""
+    import shutil
+    import stat
+
+    path = tmp_path / "v07"
+    shutil.copytree(qbeast_fixtures / "v07-ecommerce-300k", path)
+    for folder in (path, path / "_delta_log"):
+        folder.chmod(folder.stat().st_mode | stat.S_IWUSR)
+    table = qbeast.QbeastTable.for_path(spark, str(path))
+
+    def fingerprint(f: float) -> tuple[int, int]:
+        row = table.sample(f).selectExpr("count(1) AS n", "sum(cast(hash(*) AS bigint)) AS h").first()
+        return row["n"], row["h"]
+
+    before = {f: fingerprint(f) for f in (0.01, 0.1, 0.5)}
+    assert {f: n for f, (n, _) in before.items()} == {0.01: 3_096, 0.1: 30_303, 0.5: 150_924}
+    (commit,) = optimize_table(spark, str(path)).commits
+    assert commit.rows == 300_000 and len(commit.files_removed) == 16
+    assert set(blocks_per_cube(str(path), 1).values()) == {1}
+    assert {f: fingerprint(f) for f in (0.01, 0.1, 0.5)} == before
