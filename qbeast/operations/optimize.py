@@ -25,9 +25,11 @@ estimation), so optimized files are written exactly like appended ones.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -127,6 +129,7 @@ def optimize_table(
             f"optimize needs a Qbeast table, but {snapshot.table_path} has no Qbeast metadata; "
             "convert it with qbeast.convert_to_qbeast first"
         )
+    snapshot.delta.check_writable()  # e.g. deletion vectors in use: the rows could not be read
     if snapshot.needs_upgrade:
         raise InvalidOptionError(
             f"{snapshot.table_path} still holds pre-0.6 Qbeast metadata; run "
@@ -323,13 +326,20 @@ def _commit(snapshot: QbeastSnapshot, revision_id: int, target_revision_id: int,
     transaction.add_actions([f.remove(data_change=False) for f in removed])
     transaction.add_actions(adds)
     rows = sum(a.num_records or 0 for a in adds)
-    version = transaction.commit(
-        OPTIMIZE_OPERATION,
-        parameters,
-        metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds), "numOutputRows": rows,
-                 "numRemovedBytes": sum(f.size for f in removed),
-                 "numAddedBytes": sum(a.size for a in adds)},
-    )
+    try:
+        version = transaction.commit(
+            OPTIMIZE_OPERATION,
+            parameters,
+            metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds),
+                     "numOutputRows": rows, "numRemovedBytes": sum(f.size for f in removed),
+                     "numAddedBytes": sum(a.size for a in adds)},
+        )
+    except BaseException:
+        # Nothing references the new files: delete them now rather than leave them to vacuum.
+        for add in adds:
+            with contextlib.suppress(OSError):
+                os.remove(snapshot.delta.file_path(add))
+        raise
     blocks_removed = sum(len(snapshot.blocks(f)) for f in removed) if revision_id else 0
     blocks_added = sum(len(json.loads(a.tags["blocks"])) for a in adds if a.tags)
     phase.done(version=version, removed=len(removed), added=len(adds), rows=rows)

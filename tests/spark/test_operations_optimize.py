@@ -259,3 +259,24 @@ def test_optimize_a_table_written_by_qbeast_spark(spark, qbeast_fixtures, tmp_pa
     assert commit.rows == 300_000 and len(commit.files_removed) == 16
     assert set(blocks_per_cube(str(path), 1).values()) == {1}
     assert {f: fingerprint(f) for f in (0.01, 0.1, 0.5)} == before
+
+
+def test_concurrent_removal_fails_the_optimize_and_drops_its_new_files(spark, table_copy, monkeypatch):
+    from qbeast.delta.errors import ConcurrentDeleteReadError
+    from qbeast.operations import optimize as optimize_module
+
+    real_read = optimize_module._read_files
+    victim = sorted(QbeastSnapshot.load(table_copy).delta.files)[0]
+
+    def read_then_lose_a_file(spark_, snapshot, files):
+        df = real_read(spark_, snapshot, files)
+        log = DeltaLog.for_path(table_copy)  # another writer deletes a file optimize is rewriting
+        log.start_transaction().add_actions(log.snapshot().files[victim].remove()).commit("DELETE")
+        return df
+
+    monkeypatch.setattr(optimize_module, "_read_files", read_then_lose_a_file)
+    data_files = {p.name for p in Path(table_copy).glob("*.parquet")}
+    with pytest.raises(ConcurrentDeleteReadError, match=victim):
+        optimize_table(spark, table_copy)
+    assert {p.name for p in Path(table_copy).glob("*.parquet")} == data_files
+    assert DeltaLog.for_path(table_copy).latest_version() == 3  # 3 appends + the delete
