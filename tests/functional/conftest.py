@@ -36,4 +36,3 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/functional" in str(item.fspath):
             item.add_marker(pytest.mark.dbt)
-            item.add_marker(pytest.mark.spark)

@@ -1,0 +1,51 @@
+"""`dbt debug` on the example project, and what a broken qbeast profile tells the user."""
+from __future__ import annotations
+
+import os
+import sys
+
+import yaml
+
+from dbt.adapters.qbeast.errors import QbeastProfileError
+
+from .example_project import copy_example_project, invoke_dbt
+
+
+def _profile(project_dir, **target):
+    profiles = {"qbeast_demo": {"target": "local", "outputs": {"local": {"type": "qbeast", **target}}}}
+    (project_dir / "profiles.yml").write_text(yaml.safe_dump(profiles))
+
+
+def test_dbt_debug_reports_the_qbeast_adapter_and_connects(spark, tmp_path):
+    project = copy_example_project(tmp_path / "demo")
+    result, messages = invoke_dbt(["debug"], project)
+    assert result.success, messages
+    assert "adapter type: qbeast" in messages
+    assert any("Connection test: [OK connection ok]" in m for m in messages), messages
+
+
+def test_profile_with_only_type_and_schema_connects(spark, tmp_path):
+    project = copy_example_project(tmp_path / "demo")
+    _profile(project, schema="minimal_profile")
+    result, messages = invoke_dbt(["debug"], project)
+    assert result.success, messages
+    assert any("method: session" in m for m in messages), messages
+
+
+def test_unknown_method_is_a_clear_profile_error(tmp_path):
+    project = copy_example_project(tmp_path / "demo")
+    _profile(project, schema="broken", method="thrift")
+    result, _ = invoke_dbt(["parse"], project)
+    assert not result.success
+    message = str(result.exception)
+    assert 'Credentials in profile "qbeast_demo", target "local" invalid' in message
+    assert "method: thrift" in message and "allowed values: session" in message
+    assert isinstance(result.exception.__cause__, QbeastProfileError)
+
+
+def test_connection_pins_python_workers_and_resolves_catalog_in_project(project):
+    """The adapter fixture's connection: catalog under the project root, workers on this Python."""
+    manager = project.adapter.connections
+    assert manager.credentials.catalog_dir == os.path.join(project.project_root, ".qbeast")
+    project.run_sql("select 1")
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
