@@ -52,7 +52,7 @@ class VacuumReport(OperationResult):
 
 def vacuum_table(
     path: str,
-    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    retention_hours: float | None = DEFAULT_RETENTION_HOURS,
     dry_run: bool = False,
     allow_short_retention: bool = False,
 ) -> VacuumReport:
@@ -61,19 +61,21 @@ def vacuum_table(
     The retention rules are the log layer's: active files, files removed less than
     ``retention_hours`` ago and files modified less than that ago are kept. A retention shorter
     than the table's ``delta.deletedFileRetentionDuration`` (7 days by default) needs
-    ``allow_short_retention=True`` because it breaks time travel and running readers.
+    ``allow_short_retention=True`` because it breaks time travel and running readers;
+    ``retention_hours=None`` uses that table property.
     """
     check_path(path)
     check_bool(dry_run, "dry_run")
     check_bool(allow_short_retention, "allow_short_retention")
-    if (
+    if retention_hours is not None and (
         isinstance(retention_hours, bool)
         or not isinstance(retention_hours, (int, float))
         or retention_hours != retention_hours  # NaN
         or retention_hours < 0
     ):
         raise InvalidOptionError(
-            f"retention_hours must be a non-negative number of hours, got {retention_hours!r}"
+            "retention_hours must be a non-negative number of hours (or None for the table's "
+            f"delta.deletedFileRetentionDuration), got {retention_hours!r}"
         )
     log = DeltaLog.for_path(path)
     result = delta_vacuum(

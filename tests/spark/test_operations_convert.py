@@ -61,8 +61,10 @@ def test_parquet_folder_becomes_a_qbeast_table_in_one_commit(spark, tmp_path):
     assert first["minValues"] == {"id": 0, "brand": "b00"}
     assert first["maxValues"] == {"id": 999, "brand": "b12"}
     assert first["nullCount"] == {"id": 0, "price": 0, "brand": len([i for i in range(1000) if i % 11 == 0])}
-    history = qbeast.QbeastTable.for_path(spark, str(root))
-    assert history.to_df().count() == 3000
+    assert qbeast.QbeastTable.for_path(spark, str(root)).to_df().count() == 3000
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs is the independent Delta reader")
+    read_back = deltalake.DeltaTable(str(root)).to_pyarrow_table()
+    assert sorted(read_back.column("id").to_pylist()) == list(range(3000))
 
 
 def test_footer_stats_match_the_data(tmp_path):

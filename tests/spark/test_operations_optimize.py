@@ -93,6 +93,9 @@ def test_optimize_leaves_one_block_per_cube_and_the_same_samples(spark, table_co
     assert all(line[k]["dataChange"] is False for line in lines for k in ("add", "remove") if k in line)
     assert not any("metaData" in line for line in lines)
     assert "replaced by" in str(result) and result.to_dict()["commits"][0]["rows"] == 9000
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs is the independent Delta reader")
+    ids = deltalake.DeltaTable(table_copy).to_pyarrow_table().column("id").to_pylist()
+    assert sorted(ids) == [i for seed in (1, 11, 21) for i in range(seed * 10_000, seed * 10_000 + 3000)]
 
 
 def test_optimize_keeps_every_row_and_is_stable(spark, table_copy):

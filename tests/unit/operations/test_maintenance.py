@@ -63,6 +63,20 @@ def test_vacuum_dry_run_lists_without_deleting(table_with_removed_file):
     assert json.loads(json.dumps(report.to_dict()))["files"] == [removed]
 
 
+def test_vacuum_default_retention_from_the_table_property(make_table):
+    log = make_table([(range(0, 10), None), (range(10, 20), None)],
+                     {"delta.deletedFileRetentionDuration": "interval 300 hours"})
+    removed = sorted(log.snapshot().files)[0]
+    age(Path(log.table_path) / removed, 400)
+    log.start_transaction().add_actions(
+        log.snapshot().files[removed].remove(deletion_timestamp=now_ms() - 200 * HOUR_MS)
+    ).commit("DELETE")
+    report = vacuum_table(log.table_path, retention_hours=None)
+    assert report.retention_hours == 300 and report.files == ()
+    with pytest.raises(InvalidOptionError, match="shorter than the table's 300 hours"):
+        vacuum_table(log.table_path)
+
+
 def test_vacuum_short_retention_needs_explicit_consent(table_with_removed_file):
     log, removed, _ = table_with_removed_file
     with pytest.raises(InvalidOptionError, match="allow_short_retention"):
@@ -71,7 +85,7 @@ def test_vacuum_short_retention_needs_explicit_consent(table_with_removed_file):
     assert report.files == (removed,)
 
 
-@pytest.mark.parametrize("bad", [-1, "168", True, float("nan"), None])
+@pytest.mark.parametrize("bad", [-1, "168", True, float("nan")])
 def test_vacuum_rejects_bad_retention(table_with_removed_file, bad):
     log, _, _ = table_with_removed_file
     with pytest.raises(InvalidOptionError, match="retention_hours"):
