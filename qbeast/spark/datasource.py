@@ -6,7 +6,8 @@ After :func:`register`, a Qbeast table can be read by path or through a catalog 
     SELECT * FROM events WITH ('sampleFraction' = '0.1') WHERE user_id BETWEEN 10 AND 20
 
 Options (case-insensitive): ``sampleFraction`` (0..1, deterministic sample by row weight) and
-``versionAsOf`` (time travel to a Delta version). Filters Spark pushes (comparisons, IN, IS NULL,
+``versionAsOf`` (time travel to a Delta version; for catalog tables use ``qbeastVersionAsOf``,
+because Spark intercepts ``versionAsOf`` there). Filters Spark pushes (comparisons, IN, IS NULL,
 NOT, prefix LIKE on top-level columns; ORs are not pushed by Spark) prune files through the OTree
 and the Delta stats; Spark still applies every filter to the rows it gets back.
 
@@ -43,7 +44,10 @@ LOCATION_KEY = "qbeast.location"
 LOCATION_COMMENT_PREFIX = LOCATION_KEY + "="
 OPTION_SAMPLE_FRACTION = "sampleFraction"
 OPTION_VERSION_AS_OF = "versionAsOf"
-KNOWN_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, "path")
+#: Spark treats ``versionAsOf`` in ``WITH (...)`` of a catalog table as its own (unsupported) time
+#: travel, so catalog reads take the version under this name.
+OPTION_QBEAST_VERSION_AS_OF = "qbeastVersionAsOf"
+KNOWN_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, OPTION_QBEAST_VERSION_AS_OF, "path")
 #: Target bytes of parquet per Spark task (files are grouped up to this size).
 PARTITION_TARGET_BYTES = 128 * 1024 * 1024
 ARROW_BATCH_ROWS = 65536
@@ -106,13 +110,19 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
             raise InvalidOptionError(
                 f"option {OPTION_SAMPLE_FRACTION} must be a number between 0 and 1, got {fraction_text!r}"
             )
-    version_text = _option(options, OPTION_VERSION_AS_OF)
     version: int | None = None
-    if version_text is not None:
+    for name in (OPTION_VERSION_AS_OF, OPTION_QBEAST_VERSION_AS_OF):
+        version_text = _option(options, name)
+        if version_text is None:
+            continue
         if not version_text.isdigit():
             raise InvalidOptionError(
-                f"option {OPTION_VERSION_AS_OF} must be a non-negative integer Delta version, "
-                f"got {version_text!r}"
+                f"option {name} must be a non-negative integer Delta version, got {version_text!r}"
+            )
+        if version is not None and version != int(version_text):
+            raise InvalidOptionError(
+                f"options {OPTION_VERSION_AS_OF} and {OPTION_QBEAST_VERSION_AS_OF} disagree "
+                f"({version} vs {version_text}); give one of them"
             )
         version = int(version_text)
     return ReadOptions(path, fraction, version)
@@ -304,8 +314,27 @@ class QbeastDataSource(DataSource):
 
 
 def register(spark: Any) -> None:
-    """Make ``format("qbeast")`` and ``USING qbeast`` available in ``spark``'s session."""
-    spark.dataSource.register(QbeastDataSource)
+    """Make ``format("qbeast")`` and ``USING qbeast`` available in ``spark``'s session.
+
+    Registrations are per session: a session made with ``newSession()`` needs its own call.
+    Spark checks for a name clash by looking the name up in the *active* session, so registering
+    in a second session while the first is active fails with ``DATA_SOURCE_ALREADY_EXISTS``;
+    ``spark`` is made the active session for the duration of the call to avoid that.
+    """
+    jvm_session = getattr(spark, "_jsparkSession", None)  # absent on Spark Connect
+    if jvm_session is None:
+        spark.dataSource.register(QbeastDataSource)
+        return
+    session_class = spark._jvm.org.apache.spark.sql.SparkSession
+    previous = session_class.getActiveSession()
+    session_class.setActiveSession(jvm_session)
+    try:
+        spark.dataSource.register(QbeastDataSource)
+    finally:
+        if previous.isDefined():
+            session_class.setActiveSession(previous.get())
+        else:
+            session_class.clearActiveSession()
 
 
 # -- catalog tables ---------------------------------------------------------------------------
