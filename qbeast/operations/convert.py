@@ -283,7 +283,17 @@ def list_parquet_files(root: str) -> list[str]:
 
 def _spark_schema(spark, files: list[str]) -> dict:
     """The table schema as Spark reads the files (merged across files), every field nullable."""
-    inferred = spark.read.option("mergeSchema", "true").parquet(*files).schema.jsonValue()
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    try:
+        inferred = spark.read.option("mergeSchema", "true").parquet(*files).schema.jsonValue()
+    except (PySparkException, Py4JJavaError) as exc:
+        folder = os.path.dirname(files[0])
+        raise InvalidOptionError(
+            f"Spark cannot read the parquet files of {folder} as one table (for instance a column "
+            f"has different types in different files): {_first_line(exc)}"
+        ) from exc
     for field in inferred["fields"]:
         field["nullable"] = True
     return inferred
@@ -349,3 +359,9 @@ def footer_stats(footer: pq.FileMetaData) -> str:
             acc.mins[field.name], acc.maxs[field.name] = low, high
     return acc.to_json()
 
+
+def _first_line(exc: BaseException) -> str:
+    """The informative first line of a Spark error (JVM errors start with the Java class)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java if java is not None else exc)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

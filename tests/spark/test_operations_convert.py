@@ -150,6 +150,15 @@ def test_bad_arguments(spark, tmp_path):
     os.replace(tmp_path / "flag.parquet", other / "flag.parquet")
     with pytest.raises(UnsupportedTypeError):
         convert_to_qbeast(spark, str(other), ["flag"])
+    with pytest.raises(InvalidOptionError, match="is not a folder"):
+        convert_to_qbeast(spark, str(tmp_path / "missing"), ["id"])
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    pq.write_table(pa.table({"v": pa.array([1], pa.int64())}), mixed / "a.parquet")
+    pq.write_table(pa.table({"v": pa.array(["x"])}), mixed / "b.parquet")
+    with pytest.raises(InvalidOptionError, match="cannot read the parquet files"):
+        convert_to_qbeast(spark, str(mixed), ["v"])
+    assert not (mixed / "_delta_log").exists()
     with pytest.raises(InvalidOptionError, match="holds no parquet files"):
         (tmp_path / "empty").mkdir()
         convert_to_qbeast(spark, str(tmp_path / "empty"), ["id"])
