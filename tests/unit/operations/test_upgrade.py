@@ -207,3 +207,24 @@ def test_current_fixture_needs_no_upgrade(copy_fixture_log):
     table = copy_fixture_log("v07-ecommerce-300k")
     result = upgrade_format(str(table), dry_run=True)
     assert not result.needed and result.changes == ()
+
+
+def test_a_file_removed_meanwhile_is_not_resurrected(legacy_table, monkeypatch):
+    from qbeast.delta.errors import ConcurrentDeleteReadError
+    from qbeast.operations import upgrade as upgrade_module
+
+    victim = sorted(legacy_table.snapshot().files)[0]
+    real = upgrade_module.upgraded_tags
+    calls = []
+
+    def tags_while_another_writer_deletes(tags):
+        if not calls:  # after the upgrade read its snapshot, another writer removes a file
+            log = DeltaLog.for_path(legacy_table.table_path)
+            log.start_transaction().add_actions(log.snapshot().files[victim].remove()).commit("DELETE")
+        calls.append(tags)
+        return real(tags)
+
+    monkeypatch.setattr(upgrade_module, "upgraded_tags", tags_while_another_writer_deletes)
+    with pytest.raises(ConcurrentDeleteReadError, match=victim):
+        upgrade_format(legacy_table.table_path)
+    assert victim not in legacy_table.snapshot().files and legacy_table.latest_version() == 1
