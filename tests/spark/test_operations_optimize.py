@@ -104,7 +104,7 @@ def test_optimize_keeps_every_row_and_is_stable(spark, table_copy):
     first = {c: n for c, n in blocks_per_cube(table_copy, 1).items()}
     status = QbeastSnapshot.load(table_copy).index_status(1)
     counts = {c.cube.string: c.element_count for c in status}
-    optimize_table(spark, table_copy)  # a second optimize finds nothing to move
+    optimize_table(spark, table_copy)  # rewriting an optimized revision reproduces its layout
     assert blocks_per_cube(table_copy, 1) == first
     assert {c.cube.string: c.element_count for c in QbeastSnapshot.load(table_copy).index_status(1)} == counts
     assert sorted(r.id for r in qbeast.QbeastTable.for_path(spark, table_copy).to_df().select("id").collect()) == ids
