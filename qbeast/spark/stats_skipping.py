@@ -5,8 +5,9 @@ The OTree prunes on indexed columns only; Delta's per-file ``minValues`` / ``max
 index). Stats come from many writers (qbeast-spark via Delta, delta-rs, this engine), so every
 test here is conservative:
 
-* comparisons are checked non-strictly: timestamps are stored in milliseconds (a maximum may be
-  truncated), decimals are JSON numbers read as floats; ``<`` tested as ``<=`` can only keep more;
+* timestamps are stored in milliseconds (a maximum may be truncated) and decimals are JSON
+  numbers read as floats, so for them ``<`` and ``>`` are tested as ``<=`` and ``>=`` (which can
+  only keep more files); integers, floats, strings and dates compare exactly;
 * a string maximum of 32+ characters may be a truncated prefix, so it is not used;
 * a missing or unparsable statistic means "may match".
 """
@@ -22,6 +23,7 @@ _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _MILLI = _dt.timedelta(milliseconds=1)
 _STRING_PREFIX_LENGTH = 32
 _INTEGRAL = {"byte", "short", "integer", "long"}
+_EXACT = {"float", "double", "string", "date"}
 
 
 def _stat_value(type_name: str, raw: Any, upper: bool) -> Any:
@@ -68,6 +70,11 @@ class _FileStats:
     def _type(self, column: str) -> str | None:
         entry = self.types.get(column.lower())
         return None if entry is None else entry[1]
+
+    def exact(self, column: str) -> bool:
+        """Whether the column's stats are exact values (strict comparisons may prune)."""
+        type_name = self._type(column)
+        return type_name is not None and (type_name in _INTEGRAL or type_name in _EXACT)
 
     def bounds(self, column: str) -> tuple[Any, Any]:
         type_name = self._type(column)
@@ -131,10 +138,15 @@ class _MayMatch(ex.ExpressionVisitor[bool]):
                 low is not None and high is not None and _comparable(low, value)
                 and _comparable(high, value) and low == value == high
             )
+        strict = self.stats.exact(column)
         if isinstance(predicate, (ex.LessThan, ex.LessThanOrEqual)):
-            return low is None or not _comparable(low, value) or low <= value
+            if low is None or not _comparable(low, value):
+                return True
+            return low < value if strict and isinstance(predicate, ex.LessThan) else low <= value
         if isinstance(predicate, (ex.GreaterThan, ex.GreaterThanOrEqual)):
-            return high is None or not _comparable(high, value) or high >= value
+            if high is None or not _comparable(high, value):
+                return True
+            return high > value if strict and isinstance(predicate, ex.GreaterThan) else high >= value
         return True
 
     def visit_in(self, predicate: ex.In) -> bool:
