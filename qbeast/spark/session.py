@@ -9,13 +9,24 @@ forgetting any of them gives silently wrong results rather than errors:
   Pinning both the session time zone and the JVM zone to UTC makes that midnight unambiguous.
 * Filter pushdown into Python data sources is off by default in Spark; the ``qbeast`` source needs
   it to prune files.
+
+On a cluster (a non-local master) or through Spark Connect (``spark.remote``) the Python workers
+are not children of this process, so the session also gets the engine's code shipped to them (see
+:mod:`qbeast.spark.shipping`); ``spark.qbeast.shipEngine`` = ``false`` turns that off for clusters
+whose workers have the engine installed.
 """
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Mapping
 from typing import Any
+
+from qbeast.spark.shipping import is_connect_session as _is_connect
+from qbeast.spark.shipping import ship_engine, ship_engine_mode, tasks_leave_process
+
+logger = logging.getLogger("qbeast.spark.session")
 
 ENGINE_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
@@ -43,6 +54,41 @@ def session_conf(conf: Mapping[str, Any] | None = None) -> dict[str, str]:
     return merged
 
 
+#: Settings a Spark Connect client may change in its session: SQL settings (except the static
+#: ones below), the engine's own, and Hadoop file system settings.
+CONNECT_CLIENT_PREFIXES = ("spark.sql.", "spark.qbeast.", "spark.hadoop.")
+#: Settings with those prefixes that only the server's launch can set (catalog, warehouse).
+CONNECT_SERVER_ONLY = (
+    "spark.sql.warehouse.dir",
+    "spark.sql.catalogImplementation",
+    "spark.sql.extensions",
+    "spark.sql.hive.",
+    "spark.hadoop.javax.jdo.",
+    "spark.hadoop.hive.metastore.",
+)
+
+
+def connect_session_conf(merged: Mapping[str, str]) -> dict[str, str]:
+    """The part of ``merged`` a Spark Connect client can apply (plus ``spark.remote``).
+
+    Everything else (driver/executor memory, JVM options, UI, catalog and warehouse) belongs to
+    the server's launch: Spark would refuse each of them with a warning, so they are dropped here
+    and logged once. docs/cluster.md lists what the server must be started with.
+    """
+    kept = {"spark.remote": merged["spark.remote"]}
+    dropped = []
+    for key, value in merged.items():
+        if key == "spark.remote":
+            continue
+        if key.startswith(CONNECT_CLIENT_PREFIXES) and not key.startswith(CONNECT_SERVER_ONLY):
+            kept[key] = value
+        else:
+            dropped.append(key)
+    if dropped:
+        logger.info("Spark Connect: settings left to the server's launch: %s", ", ".join(sorted(dropped)))
+    return kept
+
+
 def get_or_create_session(
     conf: Mapping[str, Any] | None = None,
     *,
@@ -52,18 +98,79 @@ def get_or_create_session(
 ):
     """Return the active Spark session, creating it with the engine's settings if needed.
 
-    ``master`` defaults to ``spark.master`` from ``conf`` and then to ``local[*]``. With ``hive``
-    the session uses a Hive metastore (the dbt adapter keeps it inside the dbt project folder).
+    ``master`` defaults to ``spark.master`` from ``conf`` and then to ``local[*]``; a
+    ``spark.remote`` entry (``sc://host:port``) builds a Spark Connect session instead. With
+    ``hive`` the session uses a Hive metastore (the dbt adapter keeps it inside the dbt project
+    folder; behind Spark Connect the server's catalog applies). When tasks run outside this
+    process the engine's code is shipped to them (``spark.qbeast.shipEngine``: auto, true, false).
     """
     pin_python_workers()
     from pyspark.sql import SparkSession
 
     merged = session_conf(conf)
-    builder = SparkSession.builder.appName(app_name)
-    if "spark.remote" not in merged:
-        builder = builder.master(master or merged.pop("spark.master", "local[*]"))
+    mode = ship_engine_mode(merged)
+    remote = merged.get("spark.remote")
+    builder = SparkSession.builder
+    if remote is None:  # a Connect server names its own application
+        builder = builder.appName(app_name).master(master or merged.pop("spark.master", "local[*]"))
+        if hive:
+            builder = builder.enableHiveSupport()
+    else:
+        merged = connect_session_conf(merged)
     for key, value in merged.items():
         builder = builder.config(key, value)
-    if hive:
-        builder = builder.enableHiveSupport()
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    if mode == "true" or (mode == "auto" and tasks_leave_process(_master_of(session), remote)):
+        ship_engine(session)
+    return session
+
+
+def _master_of(session: Any) -> str | None:
+    """The master the session actually runs on (``getOrCreate`` may return an older session)."""
+    context = getattr(session, "_sc", None)  # absent on Spark Connect sessions
+    return None if context is None else context.master
+
+
+# -- what differs between classic and Spark Connect sessions ----------------------------------
+# Spark Connect sessions have no SparkContext and DataFrames there have no RDD, so code that runs
+# on both kinds of session asks these helpers instead of ``spark.sparkContext`` / ``df.rdd``.
+
+_PARALLELISM_PROBE_ROWS = 1 << 16
+_parallelism_by_session: dict[str, int] = {}
+
+
+def is_connect_session(spark: Any) -> bool:
+    """True for a Spark Connect session (no SparkContext, no RDDs, no broadcast variables)."""
+    return _is_connect(spark)
+
+
+def default_parallelism(spark: Any) -> int:
+    """``SparkContext.defaultParallelism`` of ``spark``, also behind Spark Connect.
+
+    Connect does not expose it; ``spark.range`` without a partition count uses exactly that many
+    partitions, so a tiny range job tells it (run once per session, then remembered).
+    """
+    if not _is_connect(spark):
+        return int(spark.sparkContext.defaultParallelism)
+    key = str(spark.session_id)
+    if key not in _parallelism_by_session:
+        from pyspark.sql import functions as F
+
+        ids = spark.range(0, _PARALLELISM_PROBE_ROWS).select(F.spark_partition_id().alias("p"))
+        _parallelism_by_session[key] = int(ids.agg(F.max("p").alias("p")).first()["p"]) + 1
+    return _parallelism_by_session[key]
+
+
+def partition_count(df: Any) -> int:
+    """Number of partitions of ``df``: ``df.rdd.getNumPartitions()`` where RDDs exist.
+
+    Behind Spark Connect the plan's partitioning is not visible to the client; the highest
+    partition id that holds a row (plus one) is found by running the plan once, so call this only
+    where a pass over the data is acceptable.
+    """
+    if not _is_connect(df.sparkSession):
+        return int(df.rdd.getNumPartitions())
+    from pyspark.sql import functions as F
+
+    highest = df.select(F.spark_partition_id().alias("p")).agg(F.max("p").alias("p")).first()["p"]
+    return 1 if highest is None else int(highest) + 1

@@ -1,0 +1,168 @@
+"""The engine round trip that must give the same answers embedded, on a cluster and via Connect.
+
+``engine_round_trip`` runs on any session: the cluster tests call it in the pytest process on the
+shared local session (the embedded baseline) and, through ``python cluster_scenarios.py``, in a
+separate driver process whose session points at a standalone master or a Spark Connect server
+(a process can hold only one SparkContext, and a Connect client switches pyspark into its remote
+mode for the whole process). The driver process prints one JSON document with the results.
+
+Functions that run inside Spark tasks are nested (pickled by value): the executors can import the
+engine (it ships itself) but not this test module.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from typing import Any
+
+#: Size of the round trip: enough rows for several cubes and files, small enough to stay quick.
+ROUND_TRIP_ROWS = 20000
+ROUND_TRIP_CUBE_SIZE = 2000
+#: Sample fraction whose row count is compared across modes.
+SAMPLE_FRACTION = 0.1
+#: A filter on an indexed column (prunes files) whose row count is compared across modes.
+RANGE_FILTER = "user_id < 500"
+
+
+def events_frame(spark: Any, rows: int, offset: int = 0) -> Any:
+    """``rows`` synthetic events, every column a pure function of the row id (Spark's hash)."""
+    from pyspark.sql import functions as F
+
+    ids = spark.range(offset, offset + rows)
+    return ids.select(
+        F.col("id").alias("event_id"),
+        F.pmod(F.hash(F.col("id"), F.lit("user")), F.lit(5000)).alias("user_id"),
+        (F.pmod(F.hash(F.col("id"), F.lit("price")), F.lit(100000)) / F.lit(100.0)).alias("price"),
+        F.element_at(
+            F.array(F.lit("mobile"), F.lit("desktop"), F.lit("tablet")),
+            (F.pmod(F.hash(F.col("id"), F.lit("device")), F.lit(3)) + 1).cast("int"),
+        ).alias("device"),
+    )
+
+
+def table_counts(spark: Any, path: str) -> dict[str, int]:
+    """Full, sampled and filtered row counts (API and data source) and a sample checksum."""
+    import qbeast
+    from pyspark.sql import functions as F
+
+    table = qbeast.QbeastTable.for_path(spark, path)
+    sample = table.sample(SAMPLE_FRACTION)
+    checksum = sample.agg(F.sum("event_id").alias("s")).first()["s"]
+    qbeast.register(spark)
+    source = spark.read.format("qbeast").load(path)
+    return {
+        "rows": table.to_df().count(),
+        "sample_rows": sample.count(),
+        "sample_id_sum": int(checksum or 0),
+        "filtered_rows": table.to_df(filter=RANGE_FILTER).count(),
+        "source_rows": source.count(),
+        "source_filtered_rows": source.filter(RANGE_FILTER).count(),
+    }
+
+
+def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
+    """Write (create + append), read, sample, filter and optimize the table at ``path``."""
+    import qbeast
+    from qbeast.operations.optimize import optimize_table
+
+    first = qbeast.write(events_frame(spark, rows), path, columns_to_index=["user_id", "price"],
+                         cube_size=cube_size, mode="overwrite")
+    second = qbeast.write(events_frame(spark, rows // 4, offset=rows), path)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    before = table_counts(spark, path)
+    optimized = optimize_table(spark, path)
+    after = table_counts(spark, path)
+    return {
+        "written_rows": [first.rows, second.rows],
+        "revision_ids": table.revision_ids(),
+        "latest_revision_id": table.latest_revision_id(),
+        "indexed_columns": table.indexed_columns(),
+        "before_optimize": before,
+        "after_optimize": after,
+        "optimize_commits": len(optimized.commits),
+        "versions": [first.version, second.version, table.snapshot().version],
+    }
+
+
+def worker_engine_origins(spark: Any, tasks: int = 4) -> list[str]:
+    """Where the Python workers of ``spark``'s tasks import ``qbeast`` from (distinct paths)."""
+
+    def origin(batches):  # nested: pickled by value, runs on the executors
+        import pyarrow as pa
+
+        import qbeast
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"origin": [qbeast.__file__]})
+
+    frame = spark.range(0, tasks * 10, 1, tasks)
+    return sorted(r["origin"] for r in frame.mapInArrow(origin, "origin string").distinct().collect())
+
+
+def session_capabilities(spark: Any) -> dict[str, int]:
+    """What the classic/Connect helpers of qbeast.spark.session report for this session."""
+    from qbeast.spark.session import default_parallelism, partition_count
+
+    return {
+        "default_parallelism": default_parallelism(spark),
+        "three_partitions": partition_count(spark.range(0, 100, 1, 3)),
+    }
+
+
+def driver_conf(master: str | None, remote: str | None) -> dict[str, str]:
+    """Session settings of the driver process for a standalone master or a Connect server."""
+    if remote:
+        return {"spark.remote": remote, "spark.sql.shuffle.partitions": "4"}
+    return {
+        "spark.master": master or "local[2]",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.memory": "1g",
+        "spark.executor.memory": "768m",
+        "spark.executor.cores": "2",
+        "spark.cores.max": "2",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "2",
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="engine round trip in a driver process")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--master", help="spark://host:port of a standalone master")
+    target.add_argument("--remote", help="sc://host:port of a Spark Connect server")
+    parser.add_argument("--table", required=True, help="table folder (visible to the workers)")
+    parser.add_argument("--rows", type=int, default=ROUND_TRIP_ROWS, help="rows of the first write")
+    parser.add_argument("--cube-size", type=int, default=ROUND_TRIP_CUBE_SIZE)
+    parser.add_argument("--read-only", action="store_true",
+                        help="only read the existing table (no write, no optimize)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from qbeast.spark.session import get_or_create_session
+
+    started = time.monotonic()
+    spark = get_or_create_session(driver_conf(args.master, args.remote), app_name="qbeast-cluster-test")
+    result: dict[str, Any] = {
+        "session_type": type(spark).__module__,
+        "seconds": {"session": round(time.monotonic() - started, 1)},
+    }
+    try:
+        result["worker_engine_origins"] = worker_engine_origins(spark)
+        if args.read_only:
+            result["counts"] = table_counts(spark, args.table)
+            result["capabilities"] = session_capabilities(spark)
+        else:
+            result["round_trip"] = engine_round_trip(spark, args.table, args.rows, args.cube_size)
+    finally:
+        spark.stop()
+    result["seconds"]["total"] = round(time.monotonic() - started, 1)
+    print(json.dumps(result, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,112 @@
+"""Fixtures of the cluster tests: real Spark servers on loopback, started once per test run.
+
+* ``standalone_cluster``: a standalone master and one worker (2 cores) started from this
+  virtualenv's pyspark with ``spark-class``;
+* ``connect_server``: a Spark Connect server (``spark-submit`` of its main class, local[2]);
+* ``worker_python``: the Python every executor and the Connect server's workers run: this
+  interpreter with the installed ``qbeast`` hidden, so a task only finds the engine if the engine
+  shipped itself (as it must on a cluster where nobody installed it);
+* ``embedded_round_trip``: the engine round trip on the shared local session, the baseline the
+  cluster results are compared with.
+
+Servers are stopped at the end of the run and also when their start fails. The tests are skipped
+(with the reason) only when no TCP port can be opened on 127.0.0.1.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cluster_processes import (  # noqa: E402 - needs the path above
+    ConnectServer,
+    PortUnavailable,
+    StandaloneCluster,
+    driver_environment,
+    free_loopback_port,
+    python_without_installed_engine,
+    run_driver,
+    start_connect_server,
+    start_standalone_cluster,
+)
+
+from cluster_scenarios import ROUND_TRIP_CUBE_SIZE, ROUND_TRIP_ROWS, engine_round_trip  # noqa: E402
+
+SCENARIO_SCRIPT = HERE / "cluster_scenarios.py"
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test collected below this folder as a cluster test (selectable with -m)."""
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.cluster)
+
+
+@pytest.fixture(scope="session")
+def cluster_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cluster")
+
+
+@pytest.fixture(scope="session")
+def loopback_ports() -> None:
+    """Skip the cluster tests when the loopback interface cannot give a TCP port."""
+    try:
+        free_loopback_port()
+    except PortUnavailable as exc:
+        pytest.skip(f"cluster servers need TCP ports on 127.0.0.1: {exc}")
+
+
+@pytest.fixture(scope="session")
+def worker_python(cluster_dir: Path) -> str:
+    from qbeast.spark.shipping import engine_package_dir
+
+    return python_without_installed_engine(cluster_dir / "worker-python", engine_package_dir())
+
+
+def _serve(start: Callable[[], Any], what: str) -> Iterator[Any]:
+    """Start a server for the whole run and always stop it; skip only if no port can be opened."""
+    try:
+        server = start()
+    except PortUnavailable as exc:
+        pytest.skip(f"{what} needs TCP ports on 127.0.0.1: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def standalone_cluster(loopback_ports, cluster_dir: Path, worker_python: str) -> Iterator[StandaloneCluster]:
+    yield from _serve(lambda: start_standalone_cluster(cluster_dir / "standalone", worker_python),
+                      "the standalone cluster")
+
+
+@pytest.fixture(scope="session")
+def connect_server(loopback_ports, cluster_dir: Path, worker_python: str) -> Iterator[ConnectServer]:
+    yield from _serve(lambda: start_connect_server(cluster_dir / "connect", worker_python),
+                      "the Spark Connect server")
+
+
+@pytest.fixture(scope="session")
+def run_scenario(cluster_dir: Path, worker_python: str):
+    """Run cluster_scenarios.py in a driver process and return its JSON result."""
+
+    def run(*args: str) -> dict[str, Any]:
+        out, _ = run_driver([str(SCENARIO_SCRIPT), *args], driver_environment(worker_python), cluster_dir)
+        return json.loads(out.strip().splitlines()[-1])
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def embedded_round_trip(spark, cluster_dir: Path) -> dict[str, Any]:
+    """The round trip on the shared local session: what every other setup must reproduce."""
+    return engine_round_trip(spark, str(cluster_dir / "embedded-table"), ROUND_TRIP_ROWS,
+                             ROUND_TRIP_CUBE_SIZE)

@@ -1,0 +1,43 @@
+"""The engine on a real standalone cluster (master + worker processes on loopback).
+
+The driver runs in its own process (one SparkContext per process) against ``spark://``; its
+executors run a Python in which the installed engine is hidden, so every task that needs
+``qbeast`` proves that the engine shipped itself. The results must equal the embedded run's.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from cluster_processes import master_status  # noqa: E402
+from cluster_scenarios import ROUND_TRIP_CUBE_SIZE, ROUND_TRIP_ROWS  # noqa: E402
+
+
+def _completed_app_names(ui_port: int) -> list[str]:
+    return [app.get("name") for app in master_status(ui_port).get("completedapps", [])]
+
+
+def test_round_trip_on_standalone_cluster_equals_embedded(
+    standalone_cluster, run_scenario, cluster_dir, embedded_round_trip
+):
+    table = cluster_dir / "standalone-table"
+    result = run_scenario(
+        "--master", standalone_cluster.url, "--table", str(table),
+        "--rows", str(ROUND_TRIP_ROWS), "--cube-size", str(ROUND_TRIP_CUBE_SIZE),
+    )
+
+    assert result["session_type"] == "pyspark.sql.session"
+    # The executors found qbeast only in the archive the driver shipped.
+    origins = result["worker_engine_origins"]
+    assert origins, "the probe job returned no row"
+    assert all("qbeast-engine-" in o and o.endswith(".zip/qbeast/__init__.py") for o in origins), origins
+    # The application really ran on the cluster (the master lists it once the driver stopped).
+    assert "qbeast-cluster-test" in _completed_app_names(standalone_cluster.ui_port)
+    # Same rows, revisions, samples, filtered reads and optimize outcome as embedded.
+    assert result["round_trip"] == embedded_round_trip
+    # The table lives where the workers wrote it: on the shared file system, not in a work dir.
+    assert (table / "_delta_log" / "00000000000000000000.json").is_file()
+    assert not list(standalone_cluster.work_dir.rglob("*.parquet"))
