@@ -23,6 +23,7 @@ threshold (the minimum over its blocks) is the one the new rows were assigned wi
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -182,9 +183,10 @@ def write(
         existing = None
         if not is_new_revision:
             existing = state.index_status(revision)
-        plan = _analyze(spark, data, revision, desired, count, existing, opts, path)
-        phase = _Phase(path, "write")
-        rows = _write_files(data, revision, plan, table_dir)
+        with _larger_arrow_batches(spark):
+            plan = _analyze(spark, data, revision, desired, count, existing, opts, path)
+            phase = _Phase(path, "write")
+            rows = _write_files(data, revision, plan, table_dir)
         adds, blocks_written = _add_files(rows, revision, plan, existing)
         phase.done(files=len(adds), rows=sum(r["num_records"] for r in rows), blocks=blocks_written)
 
@@ -435,6 +437,32 @@ def _threshold_markers(per_file: dict[int, list[Block]], plan: WritePlan, existi
 
 
 # -- small helpers ------------------------------------------------------------------------------
+
+
+_ARROW_BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
+#: Rows per Arrow batch during the write's Python stages. Spark's default (10000) makes the
+#: per-batch overhead visible; larger batches cut the JVM <-> Python transfer time by ~20%
+#: (benchmarks/bench_write.py).
+WRITE_ARROW_BATCH_ROWS = 100_000
+
+
+@contextlib.contextmanager
+def _larger_arrow_batches(spark):
+    """Raise the Arrow batch size for the write's jobs (never lower a user's larger setting)."""
+    previous = spark.conf.get(_ARROW_BATCH_KEY, None)
+    try:
+        current = int(previous) if previous is not None else 10_000
+    except ValueError:
+        current = 10_000
+    if 0 < current < WRITE_ARROW_BATCH_ROWS:
+        spark.conf.set(_ARROW_BATCH_KEY, str(WRITE_ARROW_BATCH_ROWS))
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_ARROW_BATCH_KEY)
+        else:
+            spark.conf.set(_ARROW_BATCH_KEY, previous)
 
 
 def _conf_int(spark, key: str, default: int) -> int:
