@@ -24,10 +24,6 @@ from qbeast.spark.reader import (
     plan_read,
 )
 
-#: What ``filter=`` accepts.
-Filter = "str | qbeast.core.expressions.Expression | None"
-
-
 class QbeastTable:
     """A Qbeast (or plain Delta) table at a path, bound to a Spark session."""
 

@@ -48,8 +48,11 @@ OPTION_VERSION_AS_OF = "versionAsOf"
 #: travel, so catalog reads take the version under this name.
 OPTION_QBEAST_VERSION_AS_OF = "qbeastVersionAsOf"
 KNOWN_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, OPTION_QBEAST_VERSION_AS_OF, "path")
-#: Target bytes of parquet per Spark task (files are grouped up to this size).
+#: Largest bytes of parquet per Spark task (files are grouped up to this size) ...
 PARTITION_TARGET_BYTES = 128 * 1024 * 1024
+#: ... but reads are spread over at least this many tasks when there are enough files, so that
+#: mid-sized tables still use several cores (the Python row filter of samples is single-threaded).
+MIN_TASKS = 8
 ARROW_BATCH_ROWS = 65536
 
 
@@ -152,8 +155,15 @@ class FilesPartition(InputPartition):
         self.table_schema_json = table_schema_json
 
 
-def group_files(files: Sequence[Any], target_bytes: int = PARTITION_TARGET_BYTES) -> list[list[str]]:
-    """Pack planned files (``.path``, ``.size``) into tasks of about ``target_bytes`` each."""
+def group_files(files: Sequence[Any], target_bytes: int | None = None) -> list[list[str]]:
+    """Pack planned files (``.path``, ``.size``) into tasks of at most about ``target_bytes``.
+
+    By default the target is the table share that gives :data:`MIN_TASKS` tasks, capped at
+    :data:`PARTITION_TARGET_BYTES`. Files are never split (a file is one parquet read).
+    """
+    if target_bytes is None:
+        total = sum(f.size for f in files)
+        target_bytes = min(PARTITION_TARGET_BYTES, max(1, -(-total // MIN_TASKS)))
     groups: list[list[str]] = []
     current: list[str] = []
     current_bytes = 0

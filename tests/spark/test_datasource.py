@@ -145,6 +145,12 @@ def test_version_as_of_and_plain_delta_tables(spark, table_path, tmp_path):
     plain = str(tmp_path / "plain")
     deltalake.write_deltalake(plain, spark.createDataFrame(_rows(4, 0, 50), SCHEMA).toArrow())
     assert spark.read.format("qbeast").load(plain).count() == 50
+    plain_table = QbeastTable.for_path(spark, plain)
+    assert plain_table.to_df().count() == 50 and plain_table.revision_ids() == []
+    with pytest.raises(InvalidOptionError, match="plain Delta table"):
+        plain_table.sample(0.5)
+    with pytest.raises(InvalidOptionError, match="Qbeast metadata"):
+        plain_table.indexed_columns()
     with pytest.raises(Exception, match="plain Delta table"):
         spark.read.format("qbeast").option("sampleFraction", "0.5").load(plain).count()
 
@@ -193,6 +199,19 @@ def test_catalog_table_from_plain_sql(spark, table_path):
         assert describe_location(spark, "qb_orders_sql") == table_path
     finally:
         spark.sql("DROP TABLE IF EXISTS qb_orders_sql")
+
+
+def test_files_are_spread_over_tasks_without_splitting_any():
+    from types import SimpleNamespace
+
+    from qbeast.spark.datasource import group_files
+
+    files = [SimpleNamespace(path=f"f{i}", size=size) for i, size in enumerate([50, 10, 10, 10, 5, 5, 5, 5, 200])]
+    groups = group_files(files)
+    assert sorted(p for g in groups for p in g) == sorted(f.path for f in files)
+    assert len(groups) >= 4
+    assert group_files(files, target_bytes=10**9) == [[f.path for f in sorted(files, key=lambda f: -f.size)]]
+    assert group_files([]) == []
 
 
 def test_create_table_rejects_bad_names(spark, table_path):
