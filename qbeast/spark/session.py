@@ -68,6 +68,9 @@ CONNECT_SERVER_ONLY = (
 )
 
 
+_reported_server_settings: set[str] = set()
+
+
 def connect_session_conf(merged: Mapping[str, str]) -> dict[str, str]:
     """The part of ``merged`` a Spark Connect client can apply (plus ``spark.remote``).
 
@@ -84,8 +87,10 @@ def connect_session_conf(merged: Mapping[str, str]) -> dict[str, str]:
             kept[key] = value
         else:
             dropped.append(key)
-    if dropped:
-        logger.info("Spark Connect: settings left to the server's launch: %s", ", ".join(sorted(dropped)))
+    note = ", ".join(sorted(dropped))
+    if note and note not in _reported_server_settings:  # dbt asks for a session per statement
+        _reported_server_settings.add(note)
+        logger.info("Spark Connect: settings left to the server's launch: %s", note)
     return kept
 
 

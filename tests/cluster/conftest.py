@@ -37,9 +37,11 @@ from cluster_processes import (  # noqa: E402 - needs the path above
     start_standalone_cluster,
 )
 
+from cluster_dbt import build_and_measure, copy_project, qbeast_target  # noqa: E402
 from cluster_scenarios import ROUND_TRIP_CUBE_SIZE, ROUND_TRIP_ROWS, engine_round_trip  # noqa: E402
 
 SCENARIO_SCRIPT = HERE / "cluster_scenarios.py"
+DBT_SCRIPT = HERE / "cluster_dbt.py"
 
 
 def pytest_collection_modifyitems(items):
@@ -103,6 +105,29 @@ def run_scenario(cluster_dir: Path, worker_python: str):
         return json.loads(out.strip().splitlines()[-1])
 
     return run
+
+
+@pytest.fixture(scope="session")
+def build_example_project(cluster_dir: Path, worker_python: str):
+    """Build a copy of the example project in a driver process on one profile target.
+
+    ``build(name, server_side_parameters)`` returns the models it built (see cluster_dbt.py).
+    """
+
+    def build(name: str, server_side_parameters: dict[str, str]) -> dict[str, Any]:
+        project = copy_project(cluster_dir / f"dbt-{name}", {name: qbeast_target(server_side_parameters)})
+        out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name],
+                            driver_environment(worker_python), project)
+        return json.loads(out.strip().splitlines()[-1])["models"]
+
+    return build
+
+
+@pytest.fixture(scope="session")
+def embedded_dbt_build(spark, cluster_dir: Path) -> dict[str, Any]:
+    """The example project built in this process on the shared local session (the baseline)."""
+    project = copy_project(cluster_dir / "dbt-embedded", {"embedded": qbeast_target()})
+    return build_and_measure(project, "embedded", lambda: spark)
 
 
 @pytest.fixture(scope="session")

@@ -41,3 +41,17 @@ def test_round_trip_on_standalone_cluster_equals_embedded(
     # The table lives where the workers wrote it: on the shared file system, not in a work dir.
     assert (table / "_delta_log" / "00000000000000000000.json").is_file()
     assert not list(standalone_cluster.work_dir.rglob("*.parquet"))
+
+
+def test_example_project_builds_on_standalone_cluster_like_embedded(
+    standalone_cluster, build_example_project, embedded_dbt_build
+):
+    """`dbt build` with `spark.master: spark://...` in the profile: same models, rows, samples."""
+    from cluster_scenarios import driver_conf
+
+    qbeast_models = {k: v for k, v in embedded_dbt_build.items() if v["materialized"] == "qbeast"}
+    assert qbeast_models, f"the example project has no qbeast model: {embedded_dbt_build}"
+    assert all(0 < m["sample_rows"] < m["rows"] for m in qbeast_models.values()), qbeast_models
+
+    built = build_example_project("standalone", driver_conf(standalone_cluster.url, None))
+    assert built == embedded_dbt_build
