@@ -197,6 +197,8 @@ def write(
     if mode == "overwrite":
         configuration = without_qbeast_keys(configuration)
         if state.snapshot is not None:
+            # an overwrite replaces everything it saw: a concurrent append must conflict
+            transaction.mark_table_read()
             transaction.add_actions([add.remove() for add in state.snapshot.files.values()])
     if is_new_revision:
         configuration = updated_configuration(configuration, revision)
@@ -290,13 +292,20 @@ def _analyze(spark, data, revision: Revision, desired: int, count: int, existing
     from pyspark.sql import functions as F
 
     phase = _Phase(path, "estimation")
+    dims = revision.dimension_count
+    if existing is None and count <= desired:
+        # The whole input fits the root: every domain estimate would give a leaf root holding all
+        # rows in one file, so the estimation job is skipped with the same outcome.
+        root = CubeId.root(dims)
+        plan = build_write_plan(dims, {root: MAX_WEIGHT}, {root: count}, desired)
+        phase.done(rows=count, cubes=1, files=1, skipped="input fits one cube")
+        return plan
     columns = list(revision.columns)
     capacity = opts.buffer_capacity or _conf_int(
         spark, "spark.qbeast.index.cubeDomainsBufferCapacity", DEFAULT_BUFFER_CAPACITY
     )
     partitions = data.rdd.getNumPartitions()
     gcs = group_cube_size(desired, partitions, count, capacity)
-    dims = revision.dimension_count
     thresholds = effective_thresholds(existing) if existing is not None else None
     lookup = ExistingThresholds.from_thresholds(dims, thresholds) if thresholds else None
     indexed = data.select(

@@ -51,10 +51,10 @@ def _skewed(spark, n, seed=0):
 )
 def test_first_write_invariants(spark, tmp_path, columns, skewed, cube_size):
     path = str(tmp_path / "t")
-    df = (_skewed if skewed else _uniform)(spark, 20_000, seed=len(columns))
+    df = (_skewed if skewed else _uniform)(spark, 10_000, seed=len(columns))
     result = qbeast.write(df, path, columns, cube_size=cube_size)
-    assert result.revision_id == 1 and result.rows == 20_000
-    assert check_index(spark, path) == {1: 20_000}
+    assert result.revision_id == 1 and result.rows == 10_000
+    assert check_index(spark, path) == {1: 10_000}
     status = QbeastSnapshot.load(path).index_status(1)
     assert len(status) > 1  # the tiny cube size forces a real tree
 

@@ -213,3 +213,13 @@ def test_failed_write_leaves_the_previous_version_intact(spark, tmp_path):
     after = QbeastSnapshot.load(path)
     assert after.version == before.version
     assert len(_rows(spark, path)) == 800
+
+
+def test_input_smaller_than_a_cube_is_one_root_leaf(spark, tmp_path):
+    path = str(tmp_path / "t")
+    result = qbeast.write(_df(spark, 700), path, "x,y", cube_size=1000)
+    assert (result.file_count, result.blocks, result.rows) == (1, 1, 700)
+    snapshot = QbeastSnapshot.load(path)
+    (block,) = snapshot.blocks(next(snapshot.files()))
+    assert (block.cube, block.max_weight, block.element_count) == ("", 2**31 - 1, 700)
+    assert check_index(spark, path) == {1: 700}
