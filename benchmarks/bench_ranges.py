@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -118,7 +119,7 @@ def run_layouts(spark, data: Dataset, dims: int, cube_size: int, selectivities: 
         p_dir = fresh_dir(f"ranges-parquet-{data.kind}")
         write_parquet(spark, data, p_dir, rows_per_file)
         parquet_path = str(p_dir)
-    p_files, p_bytes = folder_bytes(__import__("pathlib").Path(parquet_path))
+    p_files, p_bytes = folder_bytes(Path(parquet_path))
     z_dir = fresh_dir(f"ranges-zorder-{data.kind}-{dims}d")
     write_delta(data, z_dir)
     zorder_delta(z_dir, columns, max(64 * 1024, q_bytes // q_files))

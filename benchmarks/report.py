@@ -322,9 +322,10 @@ def _charts(r: dict, charts: Path) -> None:
             ax.set_title(f"{rr['dataset']}, {rr['dims']} columns", fontsize=9)
             ax.set_xlabel("selectivity (%)")
             ax.set_ylabel("files read")
-        axes[0][0].legend(fontsize=7)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
         fig.suptitle(f"Range queries: files read vs selectivity ({mode} mode)", fontsize=10)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
         fig.savefig(charts / "ranges_files.png", dpi=90)
         plt.close(fig)
     smp = r.get("sampling")
@@ -336,6 +337,8 @@ def _charts(r: dict, charts: Path) -> None:
                 label="TABLESAMPLE on parquet")
         ax.plot(f, [v * smp["qbeast_table_bytes"] / 1e6 for v in f], "k--", label="f × qbeast table bytes")
         ax.axhline(smp["full_bytes"] / 1e6, color="grey", linestyle=":", label="full parquet scan")
+        ax.axhline(smp["qbeast_table_bytes"] / 1e6, color="tab:blue", linestyle=":",
+                   label="whole qbeast table")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("sample fraction f")
@@ -365,8 +368,18 @@ def _charts(r: dict, charts: Path) -> None:
         plt.close(fig)
 
 
+def outputs(mode: str, root: Path = HERE) -> tuple[Path, Path]:
+    """Where a mode's report and charts go: quick is the committed report, full sits beside it,
+    smoke (a run check) stays in the git-ignored data folder."""
+    if mode == "quick":
+        return root / "REPORT.md", root / "charts"
+    if mode == "full":
+        return root / "REPORT-full.md", root / "charts" / "full"
+    return root / ".data" / "smoke" / "REPORT.md", root / ".data" / "smoke" / "charts"
+
+
 def render(results: dict[str, Any], root: Path = HERE) -> Path:
-    """Write ``REPORT.md`` and ``charts/*.png`` under ``root``; returns the report path."""
+    """Write the mode's report and charts (see :func:`outputs`); returns the report path."""
     lines = _header(results) + _summary(results)
     for name, fn in (("write", _write), ("sampling", _sampling), ("ranges", _ranges), ("sql", _sql),
                      ("metadata", _metadata), ("optimize", _optimize)):
@@ -376,9 +389,13 @@ def render(results: dict[str, Any], root: Path = HERE) -> Path:
                if not results.get(n)]
     if missing:
         lines += [f"Sections not run in this report: {', '.join(missing)}.", ""]
-    _charts(results, root / "charts")
-    out = root / "REPORT.md"
-    out.write_text("\n".join(lines))
+    out, charts = outputs(results["settings"]["mode"], root)
+    _charts(results, charts)
+    text = "\n".join(lines)
+    relative = charts.relative_to(out.parent).as_posix()
+    text = text.replace("](charts/", f"]({relative}/").replace("Charts: `charts/`", f"Charts: `{relative}/`")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
     return out
 
 

@@ -1,5 +1,8 @@
 """Run the whole benchmark suite and write ``benchmarks/REPORT.md`` and ``benchmarks/charts/``.
 
+(Full mode writes ``REPORT-full.md`` and ``charts/full/`` beside them; smoke mode, a run check,
+writes into ``.data/smoke/``.)
+
 ``make bench`` runs ``--quick`` (laptop sizes, about ten minutes on two cores); ``make bench-full``
 runs ``--full`` (data sets up to 20M rows, under an hour on two cores). Every figure compares the
 project with a baseline measured in the same run on the same data; see ``benchmarks/README.md``.
