@@ -1,8 +1,10 @@
 """Build the example dbt project end to end on the embedded Spark (what `make demo` runs).
 
 Runs, in this process through dbt's programmatic runner: `dbt deps` (only when the project
-declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt test`, with the
-profiles.yml that sits beside the project. Exits non-zero as soon as a step fails, and finishes by
+declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt test`, then a second
+`dbt run` (the click stream is a Qbeast table in append mode: it grows by `events_increment` rows,
+and the marts are rebuilt on top) and `dbt test` again, with the profiles.yml that sits beside the
+project. Exits non-zero as soon as a step fails, and finishes by
 printing where the warehouse and each table live.
 
 Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--target NAME]
@@ -69,21 +71,25 @@ def run_dbt(command: Sequence[str], project_dir: Path, extra: Sequence[str]) -> 
     return result.result
 
 
-def table_locations(run_results: Any) -> list[tuple[str, str, str]]:
-    """(relation, type, location) of every relation the run built, read from the live catalog."""
+def table_locations(run_results: Any) -> list[tuple[str, str, str, str]]:
+    """(relation, provider, location, rows) of every relation the run built, from the catalog."""
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.getOrCreate()  # the session dbt's connections started
     rows = []
     for result in getattr(run_results, "results", []):
-        relation = getattr(result.node, "relation_name", None)
-        if not relation:
+        node = result.node
+        if getattr(node, "resource_type", None) != "model" or not getattr(node, "relation_name", None):
             continue
-        info = {
-            r["col_name"]: r["data_type"]
-            for r in spark.sql(f"describe table extended {relation}").collect()
-        }
-        rows.append((relation, info.get("Type", "?"), info.get("Location", "(view: no files)")))
+        # SHOW TABLE EXTENDED (what dbt-spark lists relations with) reports the provider and
+        # location of Python data source tables; DESCRIBE does not.
+        listing = spark.sql(f"show table extended in {node.schema} like '{node.alias}'").collect()
+        info = dict(
+            line.split(": ", 1) for line in listing[0].information.splitlines() if ": " in line
+        ) if listing else {}
+        count = spark.sql(f"select count(*) from {node.relation_name}").collect()[0][0]
+        provider = info.get("Provider") or info.get("Type", "?").lower()
+        rows.append((node.relation_name, provider, info.get("Location", "(view: no files)"), f"{count:,}"))
     return rows
 
 
@@ -104,7 +110,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if needs_deps(args.project_dir):
             run_dbt(["deps"], args.project_dir, [])
         run_dbt(["seed"], args.project_dir, extra)
-        run_results = run_dbt(["run"], args.project_dir, extra)
+        run_dbt(["run"], args.project_dir, extra)
+        run_dbt(["test"], args.project_dir, extra)
+        run_results = run_dbt(["run"], args.project_dir, extra)  # appends to the Qbeast table
         run_dbt(["test"], args.project_dir, extra)
     except DemoStepFailed as exc:
         print(f"demo FAILED: {exc}", file=sys.stderr)
@@ -115,8 +123,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     warehouse = SparkSession.builder.getOrCreate().conf.get("spark.sql.warehouse.dir")
     print(f"\ndemo OK in {time.monotonic() - started:.0f}s")
     print(f"warehouse: {warehouse}")
-    for relation, kind, location in locations:
-        print(f"  {relation:40s} {kind:10s} {location}")
+    print(f"  {'relation':32s} {'format':8s} {'rows':>10s}  location")
+    for relation, provider, location, count in locations:
+        print(f"  {relation:32s} {provider:8s} {count:>10s}  {location}")
     return 0
 
 

@@ -1,24 +1,43 @@
 {#
-  The click stream: `events_rows` synthetic e-commerce events. Every column is a pure function of
-  the row number (Spark's deterministic Murmur3 `hash`), so two builds with the same variables give
-  identical tables and the tests can check exact totals.
+  The click stream: synthetic e-commerce events, materialized as a Qbeast table indexed on time,
+  user and product. Every column is a pure function of the event id (Spark's deterministic
+  Murmur3 `hash`), so builds with the same variables give identical tables and the tests can check
+  exact totals.
+
+  The first build generates `events_rows` events; every later `dbt run` appends the next
+  `events_increment` ids (write_mode='append' makes is_incremental() true once the table exists).
 #}
-{{ config(materialized='table') }}
+{{ config(
+    materialized='qbeast',
+    columns_to_index=['event_time', 'user_id', 'product_id'],
+    cube_size=var('events_cube_size'),
+    write_mode='append',
+) }}
+
+{% if is_incremental() %}
+  {% set first_id = '(select max(event_id) + 1 from ' ~ this ~ ')' %}
+  {% set id_count = var('events_increment') %}
+{% else %}
+  {% set first_id = '0' %}
+  {% set id_count = var('events_rows') %}
+{% endif %}
 
 with dims as (
     select
         (select count(*) from {{ ref('countries') }}) as n_countries,
-        (select count(*) from {{ ref('product_categories') }}) as n_categories
+        (select count(*) from {{ ref('product_categories') }}) as n_categories,
+        {{ first_id }} as first_id
 ),
 
 draws as (
     select
-        id,
-        pmod(hash(id, 'user'), 50000) as user_id,
-        pmod(hash(id, 'product'), 5000) as product_id,
-        pmod(hash(id, 'type'), 100) as type_draw,
-        pmod(hash(id, 'time'), 90 * 86400) as second_offset
-    from range({{ var('events_rows') }})
+        dims.first_id + r.id as id,
+        pmod(hash(dims.first_id + r.id, 'user'), 50000) as user_id,
+        pmod(hash(dims.first_id + r.id, 'product'), 5000) as product_id,
+        pmod(hash(dims.first_id + r.id, 'type'), 100) as type_draw,
+        pmod(hash(dims.first_id + r.id, 'time'), 90 * 86400) as second_offset
+    from range({{ id_count }}) r
+    cross join dims
 )
 
 select

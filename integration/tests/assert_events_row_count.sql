@@ -1,4 +1,7 @@
--- The click stream has exactly `events_rows` rows (fails with one row otherwise).
-select count(*) as actual_rows
+-- The click stream holds ids 0..n-1 exactly once, n = `events_rows` plus whole appended increments.
+select count(*) as actual_rows, count(distinct event_id) as distinct_ids, max(event_id) as max_id
 from {{ ref('events') }}
-having count(*) != {{ var('events_rows') }}
+having count(*) != count(distinct event_id)
+    or count(*) != max(event_id) + 1
+    or count(*) < {{ var('events_rows') }}
+    or (count(*) - {{ var('events_rows') }}) % {{ var('events_increment') }} != 0

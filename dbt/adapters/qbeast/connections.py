@@ -59,10 +59,14 @@ class QbeastSession:
             return session
 
     def _start(self) -> Any:
+        import qbeast
         from qbeast.spark.session import get_or_create_session
 
         started = time.monotonic()
         session = get_or_create_session(self.conf, app_name=APP_NAME, hive=True)
+        # Catalog tables `USING qbeast` (the qbeast models) are only readable once the Python
+        # data source is registered, and registrations are per session.
+        qbeast.register(session)
         log.info(
             "spark session ready for dbt (warehouse %s, %.1fs)",
             session.conf.get("spark.sql.warehouse.dir", "?"),

@@ -1,0 +1,130 @@
+"""materialized='qbeast' end to end: dbt writes the model through the engine and reads it back."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dbt.tests.util import run_dbt, write_file
+
+import qbeast
+
+QBEAST_MODEL = """
+{{ config(materialized='qbeast', columns_to_index=['a', 'b'], cube_size=400) }}
+select id, pmod(hash(id), 1000) as a, cast(id as double) / 7 as b from range(3000)
+"""
+
+APPEND_MODEL = """
+{{ config(materialized='qbeast', columns_to_index='id', cube_size=300, write_mode='append') }}
+{% if is_incremental() %}
+select id + (select max(id) + 1 from {{ this }}) as id from range(500)
+{% else %}
+select id from range(1000)
+{% endif %}
+"""
+
+DOWNSTREAM = """
+select count(*) as n, sum(a) as sum_a from {{ ref('qb') }}
+"""
+
+
+def _describe(spark, name: str) -> dict:
+    """Catalog facts of ``schema.table`` as dbt-spark reads them (SHOW TABLE EXTENDED)."""
+    schema, table = name.split(".")
+    (row,) = spark.sql(f"show table extended in {schema} like '{table}'").collect()
+    return dict(line.split(": ", 1) for line in row.information.splitlines() if ": " in line)
+
+
+def _location(spark, name: str) -> str:
+    return _describe(spark, name)["Location"].removeprefix("file:")
+
+
+class TestQbeastMaterialization:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"qb.sql": QBEAST_MODEL, "grown.sql": APPEND_MODEL, "downstream.sql": DOWNSTREAM}
+
+    def test_write_read_append_and_full_refresh(self, project, spark):
+        results = run_dbt(["run"])
+        assert {r.node.name: r.status for r in results} == {"qb": "success", "grown": "success", "downstream": "success"}
+        qb = f"{project.test_schema}.qb"
+        assert _describe(spark, qb)["Provider"] == "qbeast"
+        location = _location(spark, qb)
+        assert location == os.path.join(
+            spark.catalog.getDatabase(project.test_schema).locationUri.removeprefix("file:"), "qb"
+        )
+        table = qbeast.QbeastTable.for_path(spark, location)
+        assert table.indexed_columns() == ["a", "b"] and table.cube_size() == 400
+        expected = spark.sql("select id, pmod(hash(id), 1000) as a, cast(id as double) / 7 as b from range(3000)")
+        assert spark.table(qb).exceptAll(expected).count() == 0
+        assert expected.exceptAll(spark.table(qb)).count() == 0
+        n, sum_a = spark.table(f"{project.test_schema}.downstream").first()
+        assert n == 3000 and sum_a == expected.groupBy().sum("a").first()[0]
+        adapter_response = next(r for r in results if r.node.name == "qb").adapter_response
+        assert adapter_response["rows_affected"] == 3000
+
+        grown = f"{project.test_schema}.grown"
+        assert spark.table(grown).count() == 1000
+        run_dbt(["run", "--select", "grown"])  # append: is_incremental() selects the next ids
+        ids = [r.id for r in spark.table(grown).orderBy("id").collect()]
+        assert ids == list(range(1500))
+        grown_table = qbeast.QbeastTable.for_path(spark, _location(spark, grown))
+        assert len(grown_table.snapshot().delta.files) >= 2  # appended files beside the first write
+
+        run_dbt(["run", "--select", "qb"])  # overwrite: same rows, a new table version
+        assert spark.table(qb).count() == 3000
+        assert table.snapshot().version == 1
+
+        run_dbt(["run", "--select", "grown", "--full-refresh"])
+        assert spark.table(grown).count() == 1000
+
+
+class TestQbeastReplacesAView:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"was_view.sql": "{{ config(materialized='view') }} select 1 as x"}
+
+    def test_view_is_replaced_by_a_qbeast_table(self, project, spark):
+        run_dbt(["run"])
+        name = f"{project.test_schema}.was_view"
+        assert _describe(spark, name)["Type"] == "VIEW"
+        write_file(
+            "{{ config(materialized='qbeast', columns_to_index=['x']) }} select id as x from range(10)",
+            project.project_root, "models", "was_view.sql",
+        )
+        run_dbt(["run"])
+        assert _describe(spark, name)["Provider"] == "qbeast"
+        assert sorted(r.x for r in spark.table(name).collect()) == list(range(10))
+
+
+BAD_CONFIGS = {
+    "no_columns.sql": "{{ config(materialized='qbeast') }} select 1 as a",
+    "zero_cube.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], cube_size=0) }} select 1 as a",
+    "bad_mode.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], write_mode='merge') }} select 1 as a",
+    "missing_column.sql": "{{ config(materialized='qbeast', columns_to_index=['nope']) }} select 1 as a",
+    "bad_transformer.sql": "{{ config(materialized='qbeast', columns_to_index=['a:zorder']) }} select 1 as a",
+}
+
+EXPECTED_ERRORS = {
+    "no_columns": "needs config columns_to_index",
+    "zero_cube": "invalid config cube_size=0; allowed values: a positive integer",
+    "bad_mode": "invalid config write_mode='merge'; allowed values: overwrite, append",
+    "missing_column": "columns_to_index names nope, which the model's query does not return; allowed values: a",
+    "bad_transformer": "linear, hashing, quantiles, histogram",
+}
+
+
+class TestQbeastConfigErrors:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return BAD_CONFIGS
+
+    def test_each_bad_config_fails_its_model_before_writing(self, project, spark):
+        results = run_dbt(["run"], expect_pass=False)
+        assert {r.node.name: r.status for r in results} == {name: "error" for name in EXPECTED_ERRORS}
+        for result in results:
+            name = result.node.name
+            assert f"model {name}" in result.message and EXPECTED_ERRORS[name] in result.message
+            assert not spark.catalog.tableExists(f"{project.test_schema}.{name}")
+        schema_dir = spark.catalog.getDatabase(project.test_schema).locationUri.removeprefix("file:")
+        assert not os.path.exists(schema_dir) or os.listdir(schema_dir) == []
