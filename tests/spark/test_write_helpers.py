@@ -78,29 +78,32 @@ def check_index(spark, path: str, fractions=(0.1, 0.2, 0.5, 0.7, 0.99)) -> dict[
         paths = row_cube_paths(revision, rows.table, max_depth)
         d = revision.dimension_count
         assigned = np.empty(len(rows.weights), dtype=object)
+        path_arrays = [np.asarray(level, dtype=object) for level in paths]
         for add in snapshot.revision_files(revision_id):
             blocks = {b.cube: b for b in snapshot.blocks(add)}
             in_file = np.flatnonzero(rows.files == add.path)
-            for i in in_file.tolist():
-                w = int(rows.weights[i])
-                # the first block cube of the row's path (in this file) whose threshold admits it
-                cube = next(
-                    (paths[k][i] for k in range(max_depth + 1)
-                     if paths[k][i] in blocks and w <= blocks[paths[k][i]].max_weight),
-                    None,
-                )
-                assert cube is not None, f"row {i} of {add.path} fits no block of its file"
-                assigned[i] = cube
+            w = rows.weights[in_file]
+            cube_of = np.full(len(in_file), None, dtype=object)
+            # the first block cube of each row's path (in this file) whose threshold admits it
+            for k in range(max_depth + 1):
+                level = path_arrays[k][in_file]
+                free = cube_of == None  # noqa: E711 - elementwise on an object array
+                for cube_string, block in blocks.items():
+                    hit = free & (level == cube_string) & (w <= block.max_weight)
+                    cube_of[hit] = cube_string
+            assert not (cube_of == None).any(), f"rows of {add.path} fit no block of their file"  # noqa: E711
+            assigned[in_file] = cube_of
             for cube_string, block in blocks.items():
-                members = in_file[assigned[in_file] == cube_string]
+                members = w[cube_of == cube_string]
                 assert len(members) == block.element_count, (add.path, cube_string)
                 if block.element_count:
-                    assert int(rows.weights[members].min()) == block.min_weight, (add.path, cube_string)
+                    assert int(members.min()) == block.min_weight, (add.path, cube_string)
         # readers' invariant: every row is heavier than the effective threshold of its ancestors
-        for i, cube_string in enumerate(assigned.tolist()):
+        for cube_string in set(assigned.tolist()):
             cube = CubeId.from_string(d, cube_string)
+            lightest = int(rows.weights[assigned == cube_string].min())
             for ancestor in cube.ancestors():
-                assert rows.weights[i] > thresholds[ancestor], (cube_string, str(ancestor))
+                assert lightest > thresholds[ancestor], (cube_string, str(ancestor))
         # a sample reads exactly the rows with weight < Weight(f)
         for f in fractions:
             selected = select_sample_files(status, f)
