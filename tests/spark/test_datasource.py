@@ -178,7 +178,8 @@ def test_catalog_table_in_a_new_session_follows_appends_and_prunes(spark, tmp_pa
     assert _ids(filtered) == _ids(table.to_df().filter(condition))
     assert _scan_rows(filtered) == _planned_rows(table, filter=condition) < 2700
 
-    sampled = other.sql("SELECT * FROM qb_events WITH ('sampleFraction' = '0.1')")
+    # the form a dbt model gets: a quoted, schema-qualified relation followed by the options
+    sampled = other.sql("SELECT * FROM `default`.`qb_events` WITH ('sampleFraction' = '0.1')")
     assert _ids(sampled) == _ids(table.sample(0.1))
     # Spark claims 'versionAsOf' for its own time travel on catalog tables, hence the alias
     old = other.sql("SELECT * FROM default.qb_events WITH ('qbeastVersionAsOf' = '0')")
