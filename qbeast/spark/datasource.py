@@ -370,9 +370,9 @@ def table_schema_with_location(schema: Any, path: str) -> Any:
 def create_table(spark: Any, name: str, path: str, *, replace: bool = False) -> None:
     """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
 
-    The catalog keeps only the schema (with the location in the column metadata); queries always
-    read the latest committed snapshot of ``path``. With ``replace`` an existing table of that
-    name is dropped first (dropping a ``USING qbeast`` table never deletes the data at ``path``).
+    The catalog keeps the schema (with the location in the column metadata) as an external
+    table; queries always read the latest committed snapshot of ``path``. With ``replace`` an
+    existing table of that name is dropped first (dropping it never deletes the data).
     """
     from pyspark.sql.types import StructType
 
@@ -385,7 +385,9 @@ def create_table(spark: Any, name: str, path: str, *, replace: bool = False) -> 
     schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path)
     if replace:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
-    spark.catalog.createTable(name, source=SOURCE_NAME, schema=schema)
+    # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data);
+    # the reader itself takes the location from the column metadata, as Spark does not pass it.
+    spark.catalog.createTable(name, path=_location_of(path), source=SOURCE_NAME, schema=schema)
     logger.info("created catalog table %s over %s (version %d)", name, path, snapshot.version)
 
 
