@@ -247,8 +247,10 @@ class QbeastDataSourceReader(DataSourceReader):
         for path in partition.paths:
             parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
             by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
-            present = [by_lower[f.name.lower()] for f in target if f.name.lower() in by_lower]
             hash_names = [by_lower.get(c.lower()) for c in partition.hash_columns]
+            # the indexed columns are read even when the requested schema leaves them out
+            wanted = [f.name.lower() for f in target] + [c.lower() for c in partition.hash_columns]
+            present = list(dict.fromkeys(by_lower[c] for c in wanted if c in by_lower))
             for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present):
                 arrays = []
                 for f in target:

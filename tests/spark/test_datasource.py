@@ -121,6 +121,12 @@ def test_sample_fraction_option(spark, table_path, fraction):
     assert _ids(source) == expected
     # the sample's row filter runs inside the source (Spark knows nothing of weights)
     assert _scan_rows(source) == len(expected)
+    # a user schema without the indexed columns still samples by them
+    narrow = (
+        spark.read.format("qbeast").schema("id BIGINT").option("sampleFraction", str(fraction))
+        .load(table_path)
+    )
+    assert _ids(narrow) == expected
 
 
 def test_pushed_filters_prune_files(spark, table_path):
