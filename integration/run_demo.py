@@ -7,7 +7,7 @@ and the marts are rebuilt on top) and `dbt test` again, with the profiles.yml th
 project. Exits non-zero as soon as a step fails, and finishes by
 printing where the warehouse and each table live.
 
-Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--target NAME]
+Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--increment N] [--target NAME]
 """
 from __future__ import annotations
 
@@ -38,10 +38,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "--rows", type=int, default=None,
         help="rows of the generated click stream (default: the project's `events_rows`, 1,000,000)",
     )
+    parser.add_argument(
+        "--increment", type=int, default=None,
+        help="rows the second run appends (default: the project's `events_increment`, 100,000)",
+    )
     parser.add_argument("--target", default=None, help="profile target (default: the profile's)")
     args = parser.parse_args(argv)
-    if args.rows is not None and args.rows < 1:
-        parser.error(f"--rows must be a positive integer, got {args.rows}")
+    for option in ("rows", "increment"):
+        value = getattr(args, option)
+        if value is not None and value < 1:
+            parser.error(f"--{option} must be a positive integer, got {value}")
     args.project_dir = args.project_dir.resolve()
     if not (args.project_dir / "dbt_project.yml").is_file():
         parser.error(f"--project-dir {args.project_dir} has no dbt_project.yml")
@@ -101,8 +107,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     engine_log.setLevel(logging.INFO)
     args = parse_args(argv)
     extra: list[str] = []
-    if args.rows is not None:
-        extra += ["--vars", json.dumps({"events_rows": args.rows})]
+    variables = {"events_rows": args.rows, "events_increment": args.increment}
+    variables = {name: value for name, value in variables.items() if value is not None}
+    if variables:
+        extra += ["--vars", json.dumps(variables)]
     if args.target:
         extra += ["--target", args.target]
     started = time.monotonic()

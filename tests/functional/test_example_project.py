@@ -16,6 +16,7 @@ import yaml
 from .example_project import RUN_DEMO, copy_example_project, invoke_dbt
 
 ROWS = 5000
+INCREMENT = 1000
 SUBPROCESS_TIMEOUT_S = 600
 
 
@@ -40,7 +41,11 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
     first_cwd.mkdir()
     second_cwd.mkdir()
 
-    demo = _run([sys.executable, str(RUN_DEMO), "--project-dir", str(project), "--rows", str(ROWS)], first_cwd)
+    demo = _run(
+        [sys.executable, str(RUN_DEMO), "--project-dir", str(project),
+         "--rows", str(ROWS), "--increment", str(INCREMENT)],
+        first_cwd,
+    )
     assert demo.returncode == 0, demo.stdout[-4000:] + demo.stderr[-4000:]
     catalog = project / ".qbeast_demo"
     assert f"warehouse: file:{catalog / 'warehouse'}" in demo.stdout
@@ -48,6 +53,10 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
         location = catalog / "warehouse" / "ecommerce.db" / table
         assert f"file:{location}" in demo.stdout
         assert any(location.glob("*.parquet")), f"no data files under {location}"
+    # The click stream is a Qbeast table and the second run appended one increment to it.
+    events_line = next(line for line in demo.stdout.splitlines() if "ecommerce.events " in line)
+    assert events_line.split()[1:3] == ["qbeast", f"{ROWS + INCREMENT:,}"]
+    assert (catalog / "warehouse" / "ecommerce.db" / "events" / "_delta_log").is_dir()
     assert (catalog / "metastore_db").is_dir()
     assert sorted(p.name for p in first_cwd.iterdir()) == [], "the run left files in its working directory"
 
@@ -55,7 +64,8 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
     dbt = str(Path(sys.executable).with_name("dbt"))
     test = _run(
         [dbt, "test", "--project-dir", str(project), "--profiles-dir", str(project),
-         "--select", "assert_events_row_count", "--vars", json.dumps({"events_rows": ROWS})],
+         "--select", "assert_events_row_count",
+         "--vars", json.dumps({"events_rows": ROWS, "events_increment": INCREMENT})],
         second_cwd,
     )
     assert test.returncode == 0, test.stdout[-4000:] + test.stderr[-4000:]
