@@ -35,6 +35,7 @@ from typing import Any
 
 from qbeast.core.blocks import Block, encode_tags
 from qbeast.core.cube_id import CubeId
+from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.core.revision import (
     LAST_REVISION_KEY,
@@ -278,7 +279,7 @@ def _align_schema(df, state: TableState, mode: str, merge_schema: bool):
         )
     target = StructType(list(table_schema.fields) + new)
     columns = [
-        F.col(f"`{f.name}`") if f.name in by_name else F.lit(None).cast(f.dataType).alias(f.name)
+        F.col(quote_identifier(f.name)) if f.name in by_name else F.lit(None).cast(f.dataType).alias(f.name)
         for f in target.fields
     ]
     return df.select(*columns), target.json(), bool(new)
@@ -309,7 +310,7 @@ def _analyze(spark, data, revision: Revision, desired: int, count: int, existing
     thresholds = effective_thresholds(existing) if existing is not None else None
     lookup = ExistingThresholds.from_thresholds(dims, thresholds) if thresholds else None
     indexed = data.select(
-        *[F.col(f"`{c}`") for c in columns], _weight_expression(columns).alias(WEIGHT_COLUMN)
+        *[F.col(quote_identifier(c)) for c in columns], _weight_expression(columns).alias(WEIGHT_COLUMN)
     )
     domains_fn = partition_domains_function(revision, columns, WEIGHT_COLUMN, gcs, capacity, lookup)
     summed = (
@@ -335,7 +336,7 @@ def _weight_expression(columns: Sequence[str]):
     """Spark's ``hash()`` over the indexed columns in revision order: the row weight."""
     from pyspark.sql import functions as F
 
-    return F.hash(*[F.col(f"`{c}`") for c in columns])
+    return F.hash(*[F.col(quote_identifier(c)) for c in columns])
 
 
 # -- writing ------------------------------------------------------------------------------------
@@ -373,7 +374,7 @@ def _write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> l
     weighted = data.withColumn(WEIGHT_COLUMN, _weight_expression(columns))
     udf = _assignment_udf(revision, plan, columns)
     assigned = weighted.withColumn(
-        ASSIGNMENT_COLUMN, udf(*[F.col(f"`{c}`") for c in columns], F.col(WEIGHT_COLUMN))
+        ASSIGNMENT_COLUMN, udf(*[F.col(quote_identifier(c)) for c in columns], F.col(WEIGHT_COLUMN))
     )
     parallelism = data.sparkSession.sparkContext.defaultParallelism
     tasks = max(1, min(plan.file_count, 4 * parallelism))

@@ -187,3 +187,40 @@ def test_plan_describes_cubes_outside_the_plan_as_leaves():
     assert plan.cube_and_threshold(int(cube_ids[0])) == ("g", MAX_WEIGHT)
     assert plan.cube_and_threshold(int(cube_ids[1])) == ("", 0)
     assert files.tolist() == [0, 0]
+
+
+def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
+    """FORMAT §13: cubes whose threshold rows were placed by get a block even without rows."""
+    from qbeast.core.blocks import Block
+    from qbeast.core.index_status import IndexStatus
+    from qbeast.core.revision import Revision
+    from qbeast.core.transformations import LinearTransformation
+    from qbeast.core.transformers import LinearTransformer
+    from qbeast.core.types import QDataType
+    from qbeast.spark.writer import _threshold_markers
+
+    revision = Revision(1, 0, "t", 100, (LinearTransformer("x", QDataType.DOUBLE),),
+                        (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))
+    root = CubeId.root(1)
+    low, high = root.child(0), root.child(1)
+    deep = high.child(1)
+    existing = IndexStatus.from_files(revision, [("old.parquet", [
+        Block("", -1_900_000_000, -1_000_000_000, 100),
+        Block(low.string, -900_000_000, MAX_WEIGHT, 40),
+        Block(high.string, -900_000_000, MAX_WEIGHT, 40),
+    ])])
+    thresholds = {root: -1_500_000_000, low: MAX_WEIGHT, high: 0, deep: MAX_WEIGHT}
+    plan = build_write_plan(1, thresholds, {root: 100, low: 100, high: 100, deep: 100}, 50)
+    written = {7: [Block(low.string, 5, MAX_WEIGHT, 3), Block(deep.string, 9, MAX_WEIGHT, 4)]}
+    markers = _threshold_markers(written, plan, existing)
+    got = {block.cube: (block.min_weight, block.max_weight, block.element_count)
+           for _, block in markers}
+    assert got == {"": (-1_500_000_000, -1_500_000_000, 0), high.string: (0, 0, 0)}
+    assert {file_id for file_id, _ in markers} == {7}
+    # a threshold that did not go down needs no marker; a new inner cube without rows does
+    same = {root: -1_000_000_000, low: MAX_WEIGHT, high: 0, deep: MAX_WEIGHT}
+    plan = build_write_plan(1, same, {root: 100, low: 100, high: 100, deep: 100}, 50)
+    markers = _threshold_markers(written, plan, existing)
+    assert {block.cube for _, block in markers} == {high.string}
+    fresh = _threshold_markers({0: [Block(deep.string, 9, MAX_WEIGHT, 4)]}, plan, None)
+    assert {block.cube for _, block in fresh} == {"", high.string}

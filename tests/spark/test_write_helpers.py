@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from qbeast.core.cube_id import CubeId, codes_to_strings, point_codes
 from qbeast.core.selection import select_sample_files
+from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import weight_from_fraction
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.arrow_values import canonical_values
@@ -35,7 +36,7 @@ def read_revision_rows(spark, path: str, snapshot: QbeastSnapshot, revision_id: 
     revision = snapshot.revision(revision_id)
     adds = snapshot.revision_files(revision_id)
     paths = [os.path.join(path, a.path) for a in adds]
-    cols = [F.col(f"`{c}`") for c in revision.columns]
+    cols = [F.col(quote_identifier(c)) for c in revision.columns]
     df = spark.read.parquet(*paths).select(
         F.element_at(F.split(F.input_file_name(), "/"), -1).alias("_file"),
         F.hash(*cols).alias("_w"),
@@ -130,7 +131,7 @@ def sample_count(spark, path: str, f: float) -> int:
             continue
         columns = snapshot.latest_revision.columns
         df = spark.read.parquet(*[os.path.join(path, p) for p in files])
-        total += df.where(F.hash(*[F.col(f"`{c}`") for c in columns]) < limit).count()
+        total += df.where(F.hash(*[F.col(quote_identifier(c)) for c in columns]) < limit).count()
     return total
 
 

@@ -223,3 +223,21 @@ def test_input_smaller_than_a_cube_is_one_root_leaf(spark, tmp_path):
     (block,) = snapshot.blocks(next(snapshot.files()))
     assert (block.cube, block.max_weight, block.element_count) == ("", 2**31 - 1, 700)
     assert check_index(spark, path) == {1: 700}
+
+
+def test_single_value_then_more_values_and_odd_column_names(spark, tmp_path):
+    path = str(tmp_path / "t")
+    one = spark.range(0, 300).selectExpr("id", "5 as `odd name`", "cast(null as double) as `n``ull`")
+    first = qbeast.write(one, path, ["odd name", "n`ull"], cube_size=100)
+    revision = QbeastSnapshot.load(path).revisions[1]
+    assert [type(t).__name__ for t in revision.transformations] == [
+        "IdentityTransformation", "IdentityTransformation"]
+    more = spark.range(300, 600).selectExpr(
+        "id", "cast(id % 9 as int) as `odd name`",
+        "case when id % 2 = 0 then cast(id * 0.5 as double) end as `n``ull`")
+    second = qbeast.write(more, path)
+    revision = QbeastSnapshot.load(path).revisions[2]
+    assert (first.revision_id, second.revision_id) == (1, 2)
+    assert [type(t).__name__ for t in revision.transformations] == [
+        "LinearTransformation", "LinearTransformation"]
+    assert check_index(spark, path) == {1: 300, 2: 300}
