@@ -305,7 +305,7 @@ def _analyze(spark, data, revision: Revision, desired: int, count: int, existing
     capacity = opts.buffer_capacity or _conf_int(
         spark, "spark.qbeast.index.cubeDomainsBufferCapacity", DEFAULT_BUFFER_CAPACITY
     )
-    partitions = data.rdd.getNumPartitions()
+    partitions = _input_partitions(data)
     gcs = group_cube_size(desired, partitions, count, capacity)
     thresholds = effective_thresholds(existing) if existing is not None else None
     lookup = ExistingThresholds.from_thresholds(dims, thresholds) if thresholds else None
@@ -376,8 +376,7 @@ def _write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> l
     assigned = weighted.withColumn(
         ASSIGNMENT_COLUMN, udf(*[F.col(quote_identifier(c)) for c in columns], F.col(WEIGHT_COLUMN))
     )
-    parallelism = data.sparkSession.sparkContext.defaultParallelism
-    tasks = max(1, min(plan.file_count, 4 * parallelism))
+    tasks = max(1, min(plan.file_count, 4 * _parallelism(data.sparkSession)))
     shuffled = assigned.repartition(tasks, F.col(f"{ASSIGNMENT_COLUMN}.file"))
     write_fn = write_files_function(table_dir, plan, user_columns, WEIGHT_COLUMN, ASSIGNMENT_COLUMN)
     return [r.asDict() for r in map_in_arrow(shuffled, write_fn, FILE_SCHEMA).collect()]
@@ -473,6 +472,22 @@ def _larger_arrow_batches(spark):
             spark.conf.unset(_ARROW_BATCH_KEY)
         else:
             spark.conf.set(_ARROW_BATCH_KEY, previous)
+
+
+def _input_partitions(data) -> int:
+    """Partitions of the input (1 where the RDD is not reachable, e.g. Spark Connect)."""
+    try:
+        return max(1, data.rdd.getNumPartitions())
+    except Exception:  # noqa: BLE001 - Connect DataFrames have no RDD
+        return 1
+
+
+def _parallelism(spark) -> int:
+    """Cores Spark schedules on (shuffle partitions where the SparkContext is not reachable)."""
+    try:
+        return max(1, spark.sparkContext.defaultParallelism)
+    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+        return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "8")))
 
 
 def _conf_int(spark, key: str, default: int) -> int:
