@@ -192,45 +192,12 @@ def write(
         phase.done(files=len(adds), rows=sum(r["num_records"] for r in rows), blocks=blocks_written)
 
     phase = _Phase(path, "commit")
-    transaction = state.log.start_transaction(state.snapshot)
-    configuration = state.configuration
     metadata_changed = schema_changed or is_new_revision or mode == "overwrite" or not state.exists
-    if mode == "overwrite":
-        configuration = without_qbeast_keys(configuration)
-        if state.snapshot is not None:
-            # an overwrite replaces everything it saw: a concurrent append must conflict
-            transaction.mark_table_read()
-            transaction.add_actions([add.remove() for add in state.snapshot.files.values()])
-    if is_new_revision:
-        configuration = updated_configuration(configuration, revision)
-    if metadata_changed:
-        if state.snapshot is not None and mode == "append":
-            old = state.snapshot.metadata
-            metadata = Metadata(
-                old.id, schema_string, [], configuration, old.created_time, old.name,
-                old.description, old.format_provider, dict(old.format_options),
-            )
-        else:
-            metadata = Metadata.create(schema_string, [], configuration)
-            if state.snapshot is not None:
-                metadata = Metadata(
-                    state.snapshot.metadata.id, schema_string, [], configuration,
-                    state.snapshot.metadata.created_time,
-                )
-        transaction.update_metadata(metadata)
-    transaction.add_actions(adds)
-    if txn is not None:
-        transaction.set_transaction(*txn)
-    parameters: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": "[]"}
-    info = {"userMetadata": opts.user_metadata} if opts.user_metadata is not None else None
-    rows_written = sum(a.num_records or 0 for a in adds)
-    version = transaction.commit(
-        "WRITE",
-        parameters,
-        metrics={"numFiles": len(adds), "numOutputRows": rows_written,
-                 "numOutputBytes": sum(a.size for a in adds)},
-        info=info,
+    version = _commit(
+        state, table_dir, mode, revision if is_new_revision else None,
+        schema_string if metadata_changed else None, adds, txn, opts,
     )
+    rows_written = sum(a.num_records or 0 for a in adds)
     phase.done(version=version, files=len(adds))
     logger.info(
         "write %s: finished version=%d revision=%d rows=%d files=%d blocks=%d elapsed=%.2fs",
@@ -240,6 +207,62 @@ def write(
     return WriteResult(
         version, revision.revision_id, tuple(a.path for a in adds), rows_written, blocks_written
     )
+
+
+def _commit(state: TableState, table_dir: str, mode: str, new_revision: Revision | None,
+            schema_string: str | None, adds: list[AddFile], txn: tuple[str, int] | None,
+            opts: WriteOptions) -> int:
+    """The write's single Delta transaction; returns the committed version.
+
+    Metadata is written only when ``schema_string`` is given (new table, overwrite, new revision
+    or merged schema): plain appends into the latest revision commit none, as qbeast-spark.
+    When the commit fails (e.g. a conflicting concurrent commit), the new files are deleted:
+    nothing references them.
+    """
+    transaction = state.log.start_transaction(state.snapshot)
+    configuration = state.configuration
+    if mode == "overwrite":
+        configuration = without_qbeast_keys(configuration)
+        if state.snapshot is not None:
+            # an overwrite replaces everything it saw: a concurrent append must conflict
+            transaction.mark_table_read()
+            transaction.add_actions([add.remove() for add in state.snapshot.files.values()])
+    if new_revision is not None:
+        configuration = updated_configuration(configuration, new_revision)
+    if schema_string is not None:
+        old = state.snapshot.metadata if state.snapshot is not None else None
+        if old is None:
+            metadata = Metadata.create(schema_string, [], configuration)
+        else:  # the table keeps its identity
+            metadata = Metadata(
+                old.id, schema_string, [], configuration, old.created_time, old.name,
+                old.description, old.format_provider, dict(old.format_options),
+            )
+        transaction.update_metadata(metadata)
+    transaction.add_actions(adds)
+    if txn is not None:
+        transaction.set_transaction(*txn)
+    info = {"userMetadata": opts.user_metadata} if opts.user_metadata is not None else None
+    try:
+        return transaction.commit(
+            "WRITE",
+            {"mode": mode.capitalize(), "partitionBy": "[]"},
+            metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
+                     "numOutputBytes": sum(a.size for a in adds)},
+            info=info,
+        )
+    except BaseException:
+        if transaction.committed_version is None:
+            _delete_files(table_dir, adds)
+        raise
+
+
+def _delete_files(table_dir: str, adds: Sequence[AddFile]) -> None:
+    for add in adds:
+        try:
+            os.remove(os.path.join(table_dir, add.path))
+        except OSError:
+            pass
 
 
 # -- schema -------------------------------------------------------------------------------------

@@ -241,3 +241,25 @@ def test_single_value_then_more_values_and_odd_column_names(spark, tmp_path):
     assert [type(t).__name__ for t in revision.transformations] == [
         "LinearTransformation", "LinearTransformation"]
     assert check_index(spark, path) == {1: 300, 2: 300}
+
+
+def test_conflicting_commit_deletes_the_new_files(spark, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from qbeast.delta.errors import ConcurrentModificationError
+    from qbeast.spark.table_state import TableState
+    from qbeast.spark.write_options import WriteOptions
+    from qbeast.spark.writer import _commit
+
+    path = str(tmp_path / "t")
+    qbeast.write(_df(spark, 300), path, "x", cube_size=100)
+    stale = TableState.load(path)
+    qbeast.write(_df(spark, 300), path, "x", cube_size=50)  # a concurrent new revision
+    orphan = Path(path, "orphan.parquet")
+    pq.write_table(pa.table({"id": [1]}), orphan)
+    add = AddFile("orphan.parquet", {}, orphan.stat().st_size, 0)
+    with pytest.raises(ConcurrentModificationError):
+        _commit(stale, path, "append", None, None, [add], None, WriteOptions())
+    assert not orphan.exists()
+    assert QbeastSnapshot.load(path).version == 1
