@@ -206,13 +206,18 @@ def _metadata(md: dict) -> list[str]:
         "",
         f"Ratios: snapshot load ours/deltalake **{_ratio(load['dbt-qbeast DeltaLog.snapshot'], load['deltalake DeltaTable'])}**"
         f" (with Qbeast revisions: {_ratio(load['dbt-qbeast QbeastSnapshot.load'], load['deltalake DeltaTable'])}); "
-        f"predicate file selection ours/deltalake **"
-        f"{_ratio(sel['dbt-qbeast read_plan(filter)'], sel['deltalake get_fragments(filter)'])}**.",
+        f"predicate file selection ours/deltalake get_fragments **"
+        f"{_ratio(sel['dbt-qbeast read_plan(filter)'], sel['deltalake get_fragments(filter)'])}**"
+        + (f", ours/hand-written selection over deltalake's add actions **"
+           f"{_ratio(sel['dbt-qbeast read_plan(filter)'], sel['deltalake get_add_actions + numpy min/max'])}**"
+           if "deltalake get_add_actions + numpy min/max" in sel else "") + ".",
         f"Files selected for `{md['predicate']}`: {md['selected_files']}. The generated tags place "
         "files in cubes at random, unrelated to their stats, so the counts are not comparable "
         "between engines (qbeast also prunes by cube); only the times are.",
         "",
     ]
+    if md.get("note"):
+        lines += [md["note"], ""]
     return lines
 
 
@@ -285,10 +290,14 @@ def _summary(r: dict) -> list[str]:
                    "time of a native parquet scan for a full aggregate (rows cross into Python).")
     md = r.get("metadata")
     if md:
+        sel = md["select"]
+        handmade = sel.get("deltalake get_add_actions + numpy min/max")
         out.append(f"- Metadata: snapshot load {md['load']['dbt-qbeast DeltaLog.snapshot']:.3f} s vs "
                    f"deltalake {md['load']['deltalake DeltaTable']:.3f} s; predicate file selection "
-                   f"{md['select']['dbt-qbeast read_plan(filter)']:.3f} s vs "
-                   f"{md['select']['deltalake get_fragments(filter)']:.3f} s.")
+                   f"{sel['dbt-qbeast read_plan(filter)']:.3f} s vs deltalake get_fragments "
+                   f"{sel['deltalake get_fragments(filter)']:.3f} s"
+                   + (f" and a numpy filter over deltalake's add actions {handmade:.3f} s" if handmade else "")
+                   + ".")
     op = r.get("optimize")
     if op:
         out.append(f"- Optimize rewrote {op['qbeast']['rewritten_ratio']:.2f}× the revision's bytes "

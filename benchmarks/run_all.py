@@ -59,7 +59,7 @@ QUICK = Settings(mode="quick", write_rows=1_000_000, write_repeat=2,
                  read_repeat=3, optimize_rows=1_000_000, optimize_appends=5, metadata_repeat=11)
 FULL = Settings(mode="full", write_rows=20_000_000, write_repeat=1,
                 scaling_rows=(1_000_000, 2_000_000, 4_000_000, 8_000_000, 16_000_000),
-                range_rows=4_000_000, range_queries=5, read_repeat=3, optimize_rows=4_000_000,
+                range_rows=4_000_000, range_queries=3, read_repeat=3, optimize_rows=4_000_000,
                 optimize_appends=5, metadata_repeat=21, driver_memory="12g")
 
 #: A minutes-long check that every section runs (development and CI); its numbers mean little.
