@@ -91,3 +91,23 @@ def test_data_source_pushes_hashed_equality(spark, typed_table):
     assert _ids(source) == _ids(table.to_df().filter("s = 'v17'"))
     plan = table.read_plan(filter="s = 'v17'")
     assert len(plan.files) < plan.total_files
+
+
+def test_core_expressions_with_dates_and_timestamps(spark, typed_table):
+    """Python-built predicates (canonical millis inside) filter rows like the equivalent SQL."""
+    from qbeast.core import expressions as ex
+
+    table = QbeastTable.for_path(spark, typed_table)
+    expr = ex.And(
+        ex.GreaterThanOrEqual("d", dt.date(2022, 6, 1)),
+        ex.LessThanOrEqual("d", dt.date(2022, 6, 10)),
+        ex.LessThan("ts", dt.datetime(2022, 5, 20, 12, 0, 0, tzinfo=UTC)),
+        ex.Or(ex.In("s", ("v1", "v2")), ex.IsNull("s")),
+    )
+    sql = (
+        "d >= DATE '2022-06-01' AND d <= DATE '2022-06-10' AND ts < TIMESTAMP '2022-05-20 12:00:00' "
+        "AND (s IN ('v1', 'v2') OR s IS NULL)"
+    )
+    got = table.to_df(filter=expr)
+    assert _ids(got) == _ids(table.to_df().filter(sql))
+    assert len(got.inputFiles()) < len(table.to_df().inputFiles())
