@@ -39,11 +39,17 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 def _header(r: dict) -> list[str]:
     m, s = r["machine"], r["settings"]
+    if "total_elapsed_s" in r:
+        duration = f"total {r['total_elapsed_s'] / 60:.1f} min"
+    else:
+        done = [k for k in r.get("elapsed_s", {})]
+        duration = (f"**interrupted** after {sum(r.get('elapsed_s', {}).values()) / 60:.1f} min of "
+                    f"sections ({', '.join(done) or 'none finished'})")
     return [
         "# dbt-qbeast benchmark report",
         "",
         f"**Mode: {s['mode']}** (`benchmarks/run_all.py --{s['mode']}`), started {r['started_utc']}, "
-        f"total {r.get('total_elapsed_s', 0) / 60:.1f} min.",
+        f"{duration}.",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB RAM, {m['os']}; Spark local[2] "
         f"(pyspark {m['pyspark']}), Python {m['python']}, deltalake {m['deltalake']}, "
         f"pyarrow {m['pyarrow']}; code at commit `{m['commit']}` plus the working tree of that time.",

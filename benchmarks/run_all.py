@@ -71,6 +71,18 @@ SQL_RANGE = ("event_time >= TIMESTAMP'2019-11-10 00:00:00' AND event_time < TIME
              " AND price < 40.0")
 
 
+def raw_path(mode: str) -> Path:
+    return HERE / ".data" / f"results-{mode}.json"
+
+
+def save_raw(results: dict) -> Path:
+    """Write the raw results so far (``report.py <file>`` renders them, even from a partial run)."""
+    path = raw_path(results["settings"]["mode"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, default=str))
+    return path
+
+
 def run(settings: Settings, only: tuple[str, ...]) -> dict:
     import bench_metadata_selection
     import bench_optimize
@@ -97,6 +109,7 @@ def run(settings: Settings, only: tuple[str, ...]) -> dict:
         results[name] = action()
         results["elapsed_s"][name] = time.perf_counter() - t0
         logger.info("=== %s: done in %.0fs", name, results["elapsed_s"][name])
+        save_raw(results)  # an interrupted run keeps the sections it finished
 
     def write():
         scaling = [datasets.generate("uniform", n) for n in settings.scaling_rows]
@@ -153,9 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     settings = QUICK if args.quick else FULL if args.full else SMOKE
     results = run(settings, only)
-    raw = HERE / ".data" / f"results-{settings.mode}.json"
-    raw.parent.mkdir(parents=True, exist_ok=True)
-    raw.write_text(json.dumps(results, indent=1, default=str))
+    raw = save_raw(results)
     logger.info("raw results written to %s (total %.0fs)", raw, results["total_elapsed_s"])
     if not args.no_report:
         import report
