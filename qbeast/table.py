@@ -1,4 +1,4 @@
-"""``QbeastTable``: the Python handle on one Qbeast table (read side; operations live below).
+"""``QbeastTable``: the Python handle on one Qbeast table: reads, samples and table operations.
 
 A handle holds only the Spark session and the path: every call reads the Delta log again, so it
 always sees the latest committed snapshot unless a ``version`` is given.
@@ -8,6 +8,9 @@ files the read needs, so ``df.inputFiles()`` shows exactly what it touches. Both
 ``filter=``: a SQL predicate string (``"user_id BETWEEN 10 AND 20 AND brand = 'x'"``) or a
 ``qbeast.core.expressions`` predicate. The filter prunes files (OTree on indexed columns, Delta
 stats on any column) and is applied to the rows, so results equal a full scan plus the filter.
+
+The maintenance methods (``optimize``, ``vacuum``, ``history``, ``index_metrics``) are thin
+wrappers over :mod:`qbeast.operations`, where the work and the argument checks live.
 """
 from __future__ import annotations
 
@@ -132,3 +135,49 @@ class QbeastTable:
             f"filter must be a SQL predicate string or a qbeast.core.expressions predicate, "
             f"got {type(filter).__name__}"
         )
+
+    # -- table operations (see qbeast.operations) -------------------------------------------------
+
+    def optimize(
+        self,
+        revision_id: int | None = None,
+        fraction: float = 1.0,
+        files: list[str] | None = None,
+    ):
+        """Rewrite files so every cube of the revision has one block (latest revision by default).
+
+        ``revision_id=0`` indexes the staging files into the latest revision; ``fraction`` limits
+        the rewrite to the files a sample of that fraction starts in; ``files`` names files as they
+        appear in the Delta log. Returns a :class:`qbeast.operations.OptimizeResult`.
+        """
+        from qbeast.operations.optimize import optimize_table
+
+        return optimize_table(self.spark, self.path, revision_id=revision_id, fraction=fraction, files=files)
+
+    def vacuum(
+        self,
+        retention_hours: float | None = 168,
+        dry_run: bool = False,
+        allow_short_retention: bool = False,
+    ):
+        """Delete data files no version inside the retention window uses (7 days by default)."""
+        from qbeast.operations.maintenance import vacuum_table
+
+        return vacuum_table(
+            self.path,
+            retention_hours=retention_hours,
+            dry_run=dry_run,
+            allow_short_retention=allow_short_retention,
+        )
+
+    def history(self, limit: int | None = None):
+        """The table's commits, newest first, with operation, parameters and metrics."""
+        from qbeast.operations.maintenance import table_history
+
+        return table_history(self.path, limit=limit)
+
+    def index_metrics(self, revision_id: int | None = None):
+        """Cube, block, file and element-count statistics of a revision (latest by default)."""
+        from qbeast.operations.metrics import index_metrics
+
+        return index_metrics(self.path, revision_id=revision_id)
