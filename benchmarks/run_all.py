@@ -60,7 +60,7 @@ QUICK = Settings(mode="quick", write_rows=1_000_000, write_repeat=2,
 FULL = Settings(mode="full", write_rows=20_000_000, write_repeat=1,
                 scaling_rows=(1_000_000, 2_000_000, 4_000_000, 8_000_000, 16_000_000),
                 range_rows=4_000_000, range_queries=3, read_repeat=3, optimize_rows=4_000_000,
-                optimize_appends=5, metadata_repeat=21, driver_memory="12g")
+                optimize_appends=5, metadata_repeat=11, driver_memory="12g")
 
 #: A minutes-long check that every section runs (development and CI); its numbers mean little.
 SMOKE = Settings(mode="smoke", write_rows=60_000, write_repeat=1, scaling_rows=(20_000, 40_000),
@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for noisy in ("qbeast.spark", "qbeast.delta", "qbeast.operations", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    # The writer's phases (stats, estimation, write, commit) show progress inside long writes.
+    logging.getLogger("qbeast.spark.writer").setLevel(logging.INFO)
     settings = QUICK if args.quick else FULL if args.full else SMOKE
     results = run(settings, only)
     raw = save_raw(results)
