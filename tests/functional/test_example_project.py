@@ -54,7 +54,9 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
         assert f"file:{location}" in demo.stdout
         assert any(location.glob("*.parquet")), f"no data files under {location}"
     # The click stream is a Qbeast table and the second run appended one increment to it.
-    events_line = next(line for line in demo.stdout.splitlines() if "ecommerce.events " in line)
+    events_line = next(
+        line for line in demo.stdout.splitlines() if line.strip().startswith("ecommerce.events ")
+    )
     assert events_line.split()[1:3] == ["qbeast", f"{ROWS + INCREMENT:,}"]
     assert (catalog / "warehouse" / "ecommerce.db" / "events" / "_delta_log").is_dir()
     assert (catalog / "metastore_db").is_dir()

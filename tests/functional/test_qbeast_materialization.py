@@ -84,16 +84,22 @@ class TestQbeastReplacesAView:
     def models(self):
         return {"was_view.sql": "{{ config(materialized='view') }} select 1 as x"}
 
-    def test_view_is_replaced_by_a_qbeast_table(self, project, spark):
+    def test_view_is_replaced_by_a_qbeast_table_under_location_root(self, project, spark):
         run_dbt(["run"])
         name = f"{project.test_schema}.was_view"
         assert _describe(spark, name)["Type"] == "VIEW"
         write_file(
-            "{{ config(materialized='qbeast', columns_to_index=['x']) }} select id as x from range(10)",
+            "{{ config(materialized='qbeast', columns_to_index=['x'], location_root='qbeast_data') }}"
+            " select id as x from range(10)",
             project.project_root, "models", "was_view.sql",
         )
         run_dbt(["run"])
-        assert _describe(spark, name)["Provider"] == "qbeast"
+        facts = _describe(spark, name)
+        assert facts["Provider"] == "qbeast"
+        # A relative location_root hangs off the dbt project folder.
+        expected = os.path.join(str(project.project_root), "qbeast_data", "was_view")
+        assert facts["Location"].removeprefix("file:") == expected
+        assert os.path.isdir(os.path.join(expected, "_delta_log"))
         assert sorted(r.x for r in spark.table(name).collect()) == list(range(10))
 
 
