@@ -112,6 +112,12 @@ def session_capabilities(spark: Any) -> dict[str, int]:
     }
 
 
+def assert_engine_was_shipped(origins: list[str]) -> None:
+    """Every probed worker imported ``qbeast`` from the archive the engine ships, nowhere else."""
+    assert origins, "the probe job returned no row"
+    assert all("qbeast-engine-" in o and o.endswith(".zip/qbeast/__init__.py") for o in origins), origins
+
+
 def driver_conf(master: str | None, remote: str | None) -> dict[str, str]:
     """Session settings of the driver process for a standalone master or a Connect server."""
     if remote:

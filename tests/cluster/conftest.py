@@ -1,16 +1,17 @@
-"""Fixtures of the cluster tests: real Spark servers on loopback, started once per test run.
+"""Fixtures of the cluster tests: real Spark servers on loopback, each started once.
 
-* ``standalone_cluster``: a standalone master and one worker (2 cores) started from this
-  virtualenv's pyspark with ``spark-class``;
-* ``connect_server``: a Spark Connect server (``spark-submit`` of its main class, local[2]);
+* ``standalone_cluster`` (per module): a standalone master and one worker (2 cores) started
+  from this virtualenv's pyspark with ``spark-class``;
+* ``connect_server`` (per module): a Spark Connect server (``spark-submit`` of its main class,
+  local[2]);
 * ``worker_python``: the Python every executor and the Connect server's workers run: this
   interpreter with the installed ``qbeast`` hidden, so a task only finds the engine if the engine
   shipped itself (as it must on a cluster where nobody installed it);
-* ``embedded_round_trip``: the engine round trip on the shared local session, the baseline the
-  cluster results are compared with.
+* ``embedded_round_trip`` / ``embedded_dbt_build``: the engine round trip and the example project
+  built on the shared local session, the baselines the cluster results are compared with.
 
-Servers are stopped at the end of the run and also when their start fails. The tests are skipped
-(with the reason) only when no TCP port can be opened on 127.0.0.1.
+Servers are stopped when their module is done and also when their start fails. The tests are
+skipped (with the reason) only when no TCP port can be opened on 127.0.0.1.
 """
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def worker_python(cluster_dir: Path) -> str:
 
 
 def _serve(start: Callable[[], Any], what: str) -> Iterator[Any]:
-    """Start a server for the whole run and always stop it; skip only if no port can be opened."""
+    """Start a server for the fixture's scope and always stop it; skip only if no port opens."""
     try:
         server = start()
     except PortUnavailable as exc:
@@ -84,13 +85,16 @@ def _serve(start: Callable[[], Any], what: str) -> Iterator[Any]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+# The servers are module-scoped: each is used by one test module, and stopping it when that module
+# is done gives its memory and CPU back to the rest of the suite (`make test` runs everything in
+# one process).
+@pytest.fixture(scope="module")
 def standalone_cluster(loopback_ports, cluster_dir: Path, worker_python: str) -> Iterator[StandaloneCluster]:
     yield from _serve(lambda: start_standalone_cluster(cluster_dir / "standalone", worker_python),
                       "the standalone cluster")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def connect_server(loopback_ports, cluster_dir: Path, worker_python: str) -> Iterator[ConnectServer]:
     yield from _serve(lambda: start_connect_server(cluster_dir / "connect", worker_python),
                       "the Spark Connect server")
@@ -126,8 +130,20 @@ def build_example_project(cluster_dir: Path, worker_python: str):
 @pytest.fixture(scope="session")
 def embedded_dbt_build(spark, cluster_dir: Path) -> dict[str, Any]:
     """The example project built in this process on the shared local session (the baseline)."""
+    from qbeast.spark.session import ENGINE_DEFAULTS
+
     project = copy_project(cluster_dir / "dbt-embedded", {"embedded": qbeast_target()})
-    return build_and_measure(project, "embedded", lambda: spark)
+    # The adapter re-applies the engine's runtime defaults to the shared session (e.g. 8 shuffle
+    # partitions); put back what the rest of the test run expects.
+    saved = {key: spark.conf.get(key, None) for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)}
+    try:
+        return build_and_measure(project, "embedded", lambda: spark)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cluster_processes import master_status  # noqa: E402
-from cluster_scenarios import ROUND_TRIP_CUBE_SIZE, ROUND_TRIP_ROWS  # noqa: E402
+from cluster_scenarios import (  # noqa: E402
+    ROUND_TRIP_CUBE_SIZE,
+    ROUND_TRIP_ROWS,
+    assert_engine_was_shipped,
+    driver_conf,
+)
 
 
 def _completed_app_names(ui_port: int) -> list[str]:
@@ -31,9 +36,7 @@ def test_round_trip_on_standalone_cluster_equals_embedded(
 
     assert result["session_type"] == "pyspark.sql.session"
     # The executors found qbeast only in the archive the driver shipped.
-    origins = result["worker_engine_origins"]
-    assert origins, "the probe job returned no row"
-    assert all("qbeast-engine-" in o and o.endswith(".zip/qbeast/__init__.py") for o in origins), origins
+    assert_engine_was_shipped(result["worker_engine_origins"])
     # The application really ran on the cluster (the master lists it once the driver stopped).
     assert "qbeast-cluster-test" in _completed_app_names(standalone_cluster.ui_port)
     # Same rows, revisions, samples, filtered reads and optimize outcome as embedded.
@@ -47,8 +50,6 @@ def test_example_project_builds_on_standalone_cluster_like_embedded(
     standalone_cluster, build_example_project, embedded_dbt_build
 ):
     """`dbt build` with `spark.master: spark://...` in the profile: same models, rows, samples."""
-    from cluster_scenarios import driver_conf
-
     qbeast_models = {k: v for k, v in embedded_dbt_build.items() if v["materialized"] == "qbeast"}
     assert qbeast_models, f"the example project has no qbeast model: {embedded_dbt_build}"
     assert all(0 < m["sample_rows"] < m["rows"] for m in qbeast_models.values()), qbeast_models
