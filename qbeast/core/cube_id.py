@@ -283,14 +283,28 @@ def point_codes(coords: np.ndarray, depth: int) -> np.ndarray:
         )
     out = np.zeros((n, depth), dtype=np.int64)
     for level in range(depth):
-        code = out[:, level]
-        for j in range(d):
-            col = x[:, j]
-            col *= 2.0
-            upper = col >= 1.0
-            col[upper] -= 1.0
-            code |= upper.astype(np.int64) << (d - 1 - j)
+        out[:, level] = descend_one_level(x)
     return out
+
+
+def descend_one_level(coords: np.ndarray) -> np.ndarray:
+    """One level of :func:`point_codes`: the child codes of ``coords`` and their next coordinates.
+
+    ``coords`` (``(n, d)`` float64, already checked to lie in [0, 1]) is rewritten in place into
+    the coordinates relative to the chosen child (double, subtract 1 in the upper half), so a
+    caller can stop descending for some rows and keep going for others with the exact float
+    operations :func:`point_codes` performs. Bit ``d-1-j`` of a code is set for the upper half
+    along dimension ``j``.
+    """
+    n, d = coords.shape
+    codes = np.zeros(n, dtype=np.int64)
+    for j in range(d):
+        col = coords[:, j]
+        col *= 2.0
+        upper = col >= 1.0
+        col[upper] -= 1.0
+        codes |= upper.astype(np.int64) << (d - 1 - j)
+    return codes
 
 
 def codes_to_strings(dimensions: int, codes: np.ndarray) -> list[str]:

@@ -223,7 +223,7 @@ def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
                       chosen: list[AddFile]) -> RevisionOptimization:
     from pyspark.sql import functions as F
 
-    from qbeast.spark.writer import _assignment_udf, _write_files
+    from qbeast.spark.write_steps import assignment_udf, write_files
 
     table = snapshot.table_path
     rid = revision.revision_id
@@ -236,7 +236,7 @@ def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
     counting = build_write_plan(dims, thresholds, {}, revision.desired_cube_size)
     weighted = data.select(*[F.col(f"`{c}`") for c in columns],
                            F.hash(*[F.col(f"`{c}`") for c in columns]).alias(WEIGHT_COLUMN))
-    udf = _assignment_udf(revision, counting, columns)
+    udf = assignment_udf(revision, counting, columns)
     counted = (
         weighted.select(udf(*[F.col(f"`{c}`") for c in columns], F.col(WEIGHT_COLUMN))
                 .alias(ASSIGNMENT_COLUMN))
@@ -250,7 +250,7 @@ def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
 
     phase = Phase("optimize", table, f"revision {rid}: write")
     plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size)
-    rows = _write_files(data, revision, plan, table) if sizes else []
+    rows = write_files(data, revision, plan, table) if sizes else []
     adds = [_optimized_add(row, rid) for row in rows]
     phase.done(files=len(adds), rows=sum(int(r["num_records"]) for r in rows))
     return _commit(snapshot, rid, rid, chosen, adds, None,
@@ -277,7 +277,7 @@ def _read_files(spark, snapshot: QbeastSnapshot, files: list[AddFile]):
 
 def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> RevisionOptimization:
     from qbeast.spark.revision_change import choose_revision, index_spec
-    from qbeast.spark.writer import _add_files, _analyze, _write_files
+    from qbeast.spark.write_steps import add_files, analyze, write_files
 
     table = snapshot.table_path
     latest = snapshot.latest_revision
@@ -291,11 +291,11 @@ def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> Re
     adds: list[AddFile] = []
     if count > 0:
         existing = None if is_new else snapshot.index_status(revision.revision_id)
-        plan: WritePlan = _analyze(spark, data, revision, revision.desired_cube_size, count,
-                                   existing, WriteOptions(), table)
+        plan: WritePlan = analyze(spark, data, revision, revision.desired_cube_size, count,
+                                  existing, WriteOptions(), table)
         phase = Phase("optimize", table, "staging: write")
-        rows = _write_files(data, revision, plan, table)
-        adds, _ = _add_files(rows, revision, plan, existing)
+        rows = write_files(data, revision, plan, table)
+        adds, _ = add_files(rows, revision, plan, existing)
         for add in adds:
             add.data_change = False
         phase.done(files=len(adds), rows=count)

@@ -7,7 +7,9 @@ module converts one Arrow array at a time, without per-row Python:
 
 * int8..int64 -> int64; float32/float64 -> float64 (a float32 widens exactly, as in Java);
 * decimal -> float64 through the decimal's exact text, which Arrow parses with correct rounding,
-  like ``BigDecimal.doubleValue`` (a direct decimal->double cast may be off by one ulp);
+  like ``BigDecimal.doubleValue`` (a direct decimal->double cast may be off by one ulp); except for
+  columns indexed with ``hashing``: Scala hashes ``BigDecimal.toString`` ("1.50", "1E-10"), which
+  a double no longer knows, so those get ``decimal.Decimal`` objects keeping digits and scale;
 * date32 -> epoch millis of the UTC midnight (the engine pins the JVM zone to UTC);
 * timestamp -> epoch millis, floored (``java.sql.Timestamp.getTime`` drops sub-millis downward);
 * string -> object array of ``str``.
@@ -21,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from qbeast.core.transformations import HashTransformation
 from qbeast.errors import UnsupportedTypeError
 
 _MILLIS_PER_DAY = 86_400_000
@@ -34,13 +37,21 @@ def null_mask(array: pa.Array) -> np.ndarray | None:
     return np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
-def canonical_values(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
-    """The canonical values of ``array`` and its null mask (see the module docstring)."""
+def canonical_values(
+    array: pa.Array | pa.ChunkedArray, exact_decimals: bool = False
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The canonical values of ``array`` and its null mask (see the module docstring).
+
+    ``exact_decimals`` turns a decimal array into ``decimal.Decimal`` objects (for hashing)
+    instead of doubles.
+    """
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     kind = array.type
     nulls = null_mask(array)
-    if pa.types.is_integer(kind):
+    if exact_decimals and pa.types.is_decimal(kind):
+        values = _decimal_objects(array)
+    elif pa.types.is_integer(kind):
         values = array.fill_null(0).to_numpy().astype(np.int64, copy=False)
     elif pa.types.is_floating(kind):
         values = array.fill_null(0).to_numpy().astype(np.float64, copy=False)
@@ -66,6 +77,18 @@ def canonical_values(array: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     return values, nulls
 
 
+def _decimal_objects(array: pa.Array) -> np.ndarray:
+    """``decimal.Decimal`` per slot (``None`` for nulls), converting each distinct value once."""
+    encoded = array.dictionary_encode()
+    distinct = np.empty(len(encoded.dictionary), dtype=object)
+    distinct[:] = encoded.dictionary.to_pylist()
+    indices = encoded.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    values = distinct[indices] if len(distinct) else np.full(len(array), None, dtype=object)
+    if array.null_count:
+        values[np.asarray(array.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = None
+    return values
+
+
 def table_points(revision, table: pa.Table, columns: list[str] | tuple[str, ...]) -> np.ndarray:
     """Normalized ``(n, d)`` coordinates of the rows of ``table`` under ``revision``.
 
@@ -73,8 +96,10 @@ def table_points(revision, table: pa.Table, columns: list[str] | tuple[str, ...]
     """
     values: list[np.ndarray] = []
     nulls: list[np.ndarray | None] = []
-    for name in columns:
-        column_values, column_nulls = canonical_values(table.column(name))
+    transformations = list(revision.transformations) or [None] * len(columns)
+    for name, transformation in zip(columns, transformations):
+        hashed = isinstance(transformation, HashTransformation)
+        column_values, column_nulls = canonical_values(table.column(name), exact_decimals=hashed)
         values.append(column_values)
         nulls.append(column_nulls)
     return revision.transform_points(values, nulls)

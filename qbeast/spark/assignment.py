@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from qbeast.core.cube_id import CubeId
+from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.rollup import rollup
 from qbeast.core.weight import MAX_WEIGHT
-from qbeast.spark.cube_tree import CubeTree, next_level_codes
+from qbeast.spark.cube_tree import CubeTree
 
 
 @dataclass
@@ -57,7 +57,7 @@ class WritePlan:
             rows, nodes, x = rows[go], nodes[go], x[go]
             if not rows.size:
                 break
-            codes = next_level_codes(x)
+            codes = descend_one_level(x)
             children = self.tree.child(nodes, codes)
             missing = children < 0
             cubes[rows[missing]] = outside + (nodes[missing] << d) + codes[missing]

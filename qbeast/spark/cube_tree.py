@@ -6,9 +6,8 @@ that with ``CubeId`` objects would be a Python loop per row and level. Instead t
 node ids (0 = root) and each non-root node is found under the key ``parent_id * 2**d + code`` in a
 sorted int64 array, so one ``np.searchsorted`` moves every active row one level down at once.
 
-Coordinates advance with :func:`next_level_codes`, which performs exactly the float operations of
-``qbeast.core.cube_id.point_codes`` (double, subtract 1 when >= 1), one level per call, so rows
-that already stopped cost nothing at deeper levels.
+Coordinates advance with ``qbeast.core.cube_id.descend_one_level`` (the step of ``point_codes``),
+one level per call, so rows that already stopped cost nothing at deeper levels.
 """
 from __future__ import annotations
 
@@ -21,22 +20,6 @@ from qbeast.errors import InvalidOptionError
 
 #: Largest dimension count whose child keys (``node * 2**d + code``) stay far from int64 overflow.
 MAX_TREE_DIMENSIONS = 30
-
-
-def next_level_codes(coords: np.ndarray) -> np.ndarray:
-    """Advance ``coords`` (``(n, d)`` float64, modified in place) one level; return the codes.
-
-    Bit ``d-1-j`` of a code is set when the point is in the upper half along dimension ``j``.
-    """
-    n, d = coords.shape
-    codes = np.zeros(n, dtype=np.int64)
-    for j in range(d):
-        col = coords[:, j]
-        col *= 2.0
-        upper = col >= 1.0
-        col[upper] -= 1.0
-        codes |= upper.astype(np.int64) << (d - 1 - j)
-    return codes
 
 
 class CubeTree:

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from qbeast.core.cube_id import CubeId
+from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, fraction, fractions, normalized_to_weight
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.arrow_jobs import ArrowMapFunction, concat_batches
 from qbeast.spark.arrow_values import table_points
-from qbeast.spark.cube_tree import CubeTree, next_level_codes
+from qbeast.spark.cube_tree import CubeTree
 
 logger = logging.getLogger("qbeast.spark.estimation")
 
@@ -135,7 +135,7 @@ def local_tree_domains(
             break
         rows = rows[keep]
         x = x[keep]
-        codes = next_level_codes(x)
+        codes = descend_one_level(x)
         keys = (group[keep] << d) | codes
         uniq, group = np.unique(keys, return_inverse=True)
         group = group.reshape(-1)

@@ -24,7 +24,7 @@ from qbeast.core.revision import Revision
 from qbeast.snapshot import QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
-from test_write_helpers import check_index  # noqa: E402
+from write_checks import check_index  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 

@@ -1,7 +1,7 @@
 """optimize_table (FORMAT §8): one block per cube, unchanged samples, staging indexed.
 
 Tables are built by several appends into one revision (so cubes hold several blocks); every
-optimized table is re-checked from its files by ``test_write_helpers.check_index`` (weights from
+optimized table is re-checked from its files by ``write_checks.check_index`` (weights from
 Spark's ``hash()``, cubes from the format core), and samples are compared row by row.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ from qbeast.operations.optimize import OPTIMIZE_OPERATION, optimize_table
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_write_helpers import check_index  # noqa: E402
+from write_checks import check_index  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -29,7 +29,7 @@ from qbeast.operations.upgrade import upgrade_format
 from qbeast.snapshot import QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_write_helpers import check_index  # noqa: E402
+from write_checks import check_index  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -197,7 +197,7 @@ def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
     from qbeast.core.transformations import LinearTransformation
     from qbeast.core.transformers import LinearTransformer
     from qbeast.core.types import QDataType
-    from qbeast.spark.writer import _threshold_markers
+    from qbeast.spark.write_steps import threshold_markers
 
     revision = Revision(1, 0, "t", 100, (LinearTransformer("x", QDataType.DOUBLE),),
                         (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))
@@ -212,7 +212,7 @@ def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
     thresholds = {root: -1_500_000_000, low: MAX_WEIGHT, high: 0, deep: MAX_WEIGHT}
     plan = build_write_plan(1, thresholds, {root: 100, low: 100, high: 100, deep: 100}, 50)
     written = {7: [Block(low.string, 5, MAX_WEIGHT, 3), Block(deep.string, 9, MAX_WEIGHT, 4)]}
-    markers = _threshold_markers(written, plan, existing)
+    markers = threshold_markers(written, plan, existing)
     got = {block.cube: (block.min_weight, block.max_weight, block.element_count)
            for _, block in markers}
     assert got == {"": (-1_500_000_000, -1_500_000_000, 0), high.string: (0, 0, 0)}
@@ -220,7 +220,7 @@ def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
     # a threshold that did not go down needs no marker; a new inner cube without rows does
     same = {root: -1_000_000_000, low: MAX_WEIGHT, high: 0, deep: MAX_WEIGHT}
     plan = build_write_plan(1, same, {root: 100, low: 100, high: 100, deep: 100}, 50)
-    markers = _threshold_markers(written, plan, existing)
+    markers = threshold_markers(written, plan, existing)
     assert {block.cube for _, block in markers} == {high.string}
-    fresh = _threshold_markers({0: [Block(deep.string, 9, MAX_WEIGHT, 4)]}, plan, None)
+    fresh = threshold_markers({0: [Block(deep.string, 9, MAX_WEIGHT, 4)]}, plan, None)
     assert {block.cube for _, block in fresh} == {"", high.string}

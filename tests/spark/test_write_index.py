@@ -14,7 +14,7 @@ import qbeast
 from qbeast.snapshot import QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_write_helpers import check_index, sample_count  # noqa: E402
+from write_checks import check_index, sample_count  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

@@ -16,7 +16,7 @@ from qbeast.errors import InvalidOptionError, QbeastError, UnsupportedTypeError
 from qbeast.snapshot import QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_write_helpers import active_paths, check_index  # noqa: E402
+from write_checks import active_paths, check_index  # noqa: E402
 
 pytestmark = pytest.mark.spark
 

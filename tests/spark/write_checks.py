@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from qbeast.core.cube_id import CubeId, codes_to_strings, point_codes
 from qbeast.core.selection import select_sample_files
+from qbeast.core.transformations import HashTransformation
 from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import weight_from_fraction
 from qbeast.snapshot import QbeastSnapshot
@@ -52,7 +53,10 @@ def read_revision_rows(spark, path: str, snapshot: QbeastSnapshot, revision_id: 
 
 def row_cube_paths(revision, table: pa.Table, depth: int) -> list[list[str]]:
     """Per depth 0..depth, each row's container cube string at that depth (core computation)."""
-    values, nulls = zip(*(canonical_values(table.column(c)) for c in revision.columns))
+    values, nulls = zip(*(
+        canonical_values(table.column(c), exact_decimals=isinstance(t, HashTransformation))
+        for c, t in zip(revision.columns, revision.transformations)
+    ))
     coords = revision.transform_points(list(values), list(nulls))
     codes = point_codes(coords, depth)
     d = revision.dimension_count
