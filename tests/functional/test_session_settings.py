@@ -4,7 +4,6 @@ Pure functions, no Spark: these rules decide whether two dbt invocations see the
 """
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
