@@ -53,7 +53,7 @@ class StatsAccumulator:
     """Running Delta statistics of one file, fed chunk by chunk as the file is written."""
 
     def __init__(self, schema: pa.Schema) -> None:
-        self.fields = [f for f in list(schema)[:STATS_COLUMN_LIMIT] if not _is_nested(f.type)]
+        self.fields = described_fields(schema)
         self.num_records = 0
         self.null_counts = {f.name: 0 for f in self.fields}
         self.mins: dict[str, Any] = {}
@@ -84,23 +84,48 @@ class StatsAccumulator:
 
     def to_json(self) -> str:
         """The stats JSON string of the ``AddFile`` action."""
-        mins: dict[str, Any] = {}
-        maxs: dict[str, Any] = {}
-        for field in self.fields:
-            name = field.name
-            if name not in self.mins or name in self.unsafe:
-                continue
-            low = _json_bound(field.type, self.mins[name], upper=False)
-            high = _json_bound(field.type, self.maxs[name], upper=True)
-            if low is not None:
-                mins[name] = low
-            if high is not None:
-                maxs[name] = high
-        return (
-            f'{{"numRecords":{self.num_records},"minValues":{_json_object(mins)},'
-            f'"maxValues":{_json_object(maxs)},'
-            f'"nullCount":{json.dumps(self.null_counts, separators=(",", ":"))}}}'
-        )
+        safe = {name: v for name, v in self.mins.items() if name not in self.unsafe}
+        return stats_json(self.fields, self.num_records, self.null_counts, safe,
+                          {name: self.maxs[name] for name in safe})
+
+
+def stats_json(fields: list[pa.Field], num_records: int, null_counts: dict[str, int],
+               mins: dict[str, Any], maxs: dict[str, Any]) -> str:
+    """The ``AddFile.stats`` JSON of a file from its exact column bounds.
+
+    ``fields`` are the described columns (the first 32, nested ones left out); ``mins``/``maxs``
+    hold the exact bounds of the columns that have them (columns whose bounds are unknown or
+    unsafe, e.g. floats holding NaN, are simply absent); so do unknown null counts. The safe-bound rules of the module
+    docstring are applied here (string prefixes, timestamps rounded outwards).
+    """
+    low_values: dict[str, Any] = {}
+    high_values: dict[str, Any] = {}
+    for field in fields:
+        name = field.name
+        if name not in mins or mins[name] is None or maxs.get(name) is None:
+            continue
+        low = _json_bound(field.type, mins[name], upper=False)
+        high = _json_bound(field.type, maxs[name], upper=True)
+        if low is not None:
+            low_values[name] = low
+        if high is not None:
+            high_values[name] = high
+    nulls = {f.name: int(null_counts[f.name]) for f in fields if f.name in null_counts}
+    return (
+        f'{{"numRecords":{num_records},"minValues":{_json_object(low_values)},'
+        f'"maxValues":{_json_object(high_values)},'
+        f'"nullCount":{json.dumps(nulls, separators=(",", ":"))}}}'
+    )
+
+
+def described_fields(schema: pa.Schema) -> list[pa.Field]:
+    """The columns Delta stats describe: the first 32, nested ones left out."""
+    return [f for f in list(schema)[:STATS_COLUMN_LIMIT] if not _is_nested(f.type)]
+
+
+def has_min_max(kind: pa.DataType) -> bool:
+    """Whether a column of this Arrow type gets min/max bounds (numbers, dates, times, strings)."""
+    return _has_min_max(kind)
 
 
 def _json_object(encoded: dict[str, str]) -> str:

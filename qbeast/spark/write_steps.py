@@ -35,9 +35,14 @@ from qbeast.spark.estimation import (
     group_cube_size,
     partition_domains_function,
 )
-from qbeast.spark.files import FILE_SCHEMA, write_files_function
+from qbeast.spark.spark_files import (
+    batch_blocks,
+    new_block_tally,
+    scoped_confs,
+    write_plan_files,
+)
 from qbeast.spark.table_state import effective_thresholds
-from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, check_positive_int
+from qbeast.spark.write_options import WEIGHT_COLUMN, check_positive_int
 
 logger = logging.getLogger("qbeast.spark.writer")
 
@@ -114,8 +119,12 @@ def weight_expression(columns: Sequence[str]):
 # -- writing ------------------------------------------------------------------------------------
 
 
-def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str]):
-    """Arrow UDF: (indexed columns..., weight) -> struct<file, cube> (only those cross to Python)."""
+def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], tally=None):
+    """Arrow UDF: (indexed columns..., weight) -> struct<file, cube> (only those cross to Python).
+
+    ``tally``, a Spark accumulator of :class:`qbeast.spark.spark_files.BlockTally`, receives per
+    batch the row count and min weight of every (file, cube) met.
+    """
     import pyarrow as pa
     from pyspark.sql import functions as F
     from pyspark.util import PythonEvalType
@@ -125,7 +134,10 @@ def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str]):
     def assign(*arrays: pa.Array) -> pa.Array:
         table = pa.Table.from_arrays(list(arrays[:-1]), names=names)
         coords = table_points(revision, table, names)
-        cubes, files = plan.assign(coords, arrays[-1].to_numpy(zero_copy_only=False))
+        weights = arrays[-1].to_numpy(zero_copy_only=False)
+        cubes, files = plan.assign(coords, weights)
+        if tally is not None:
+            tally.add(batch_blocks(files, cubes, weights))
         return pa.StructArray.from_arrays(
             [pa.array(files, pa.int32()), pa.array(cubes, pa.int64())], names=["file", "cube"]
         )
@@ -138,20 +150,18 @@ def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str]):
 
 
 def write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> list[dict]:
-    """Assignment + shuffle by file + per-task parquet writing; returns one dict per file."""
-    from pyspark.sql import functions as F
+    """Assignment, shuffle by file and Spark's parquet writer; returns one dict per file.
 
+    See ``qbeast.spark.spark_files``: only the indexed columns and the weight cross to Python.
+    """
     columns = list(revision.columns)
-    user_columns = list(data.columns)
-    weighted = data.withColumn(WEIGHT_COLUMN, weight_expression(columns))
-    udf = assignment_udf(revision, plan, columns)
-    assigned = weighted.withColumn(
-        ASSIGNMENT_COLUMN, udf(*[F.col(quote_identifier(c)) for c in columns], F.col(WEIGHT_COLUMN))
-    )
+    tally = new_block_tally(data.sparkSession)
+    udf = assignment_udf(revision, plan, columns, tally)
     tasks = max(1, min(plan.file_count, 4 * parallelism(data.sparkSession)))
-    shuffled = assigned.repartition(tasks, F.col(f"{ASSIGNMENT_COLUMN}.file"))
-    write_fn = write_files_function(table_dir, plan, user_columns, WEIGHT_COLUMN, ASSIGNMENT_COLUMN)
-    return [r.asDict() for r in map_in_arrow(shuffled, write_fn, FILE_SCHEMA).collect()]
+    return write_plan_files(
+        data, plan, table_dir, columns, lambda: weight_expression(columns), udf, tasks, tally,
+        lambda: assignment_udf(revision, plan, columns),
+    )
 
 
 def add_files(rows: list[dict], revision: Revision, plan: WritePlan, existing) -> tuple[list[AddFile], int]:
@@ -236,14 +246,10 @@ def larger_arrow_batches(spark):
     except ValueError:
         current = 10_000
     if 0 < current < WRITE_ARROW_BATCH_ROWS:
-        spark.conf.set(_ARROW_BATCH_KEY, str(WRITE_ARROW_BATCH_ROWS))
-    try:
+        with scoped_confs(spark, {_ARROW_BATCH_KEY: str(WRITE_ARROW_BATCH_ROWS)}):
+            yield
+    else:
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_ARROW_BATCH_KEY)
-        else:
-            spark.conf.set(_ARROW_BATCH_KEY, previous)
 
 
 def input_partitions(data) -> int:

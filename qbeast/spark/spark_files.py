@@ -1,0 +1,368 @@
+"""Writing a Qbeast write's data files with Spark's own parquet writer (JVM), and describing them.
+
+Moving whole rows from the JVM into Python workers and encoding parquet there costs about as much
+as Spark's entire parquet write, so the rows never cross to Python here:
+
+1. **write** — an Arrow UDF sees only the indexed columns and the weight and returns each row's
+   file (the assignment of ``qbeast.spark.assignment``); Spark repartitions the rows by file and
+   writes them with ``partitionBy(file)`` into a staging folder inside the table folder. One task
+   holds every row of a file, so each ``_qbeast_file=<n>/`` folder receives exactly one part file.
+2. **describe** — the staging files are read back (columnar, only what the stats need), the same
+   UDF gives each row its cube, and one grouped aggregate per (file, cube) yields the blocks
+   (row count, min weight) and the per-column null counts and min/max of the Delta stats.
+   Describing the files from what was written — not from a re-evaluation of the input — keeps
+   blocks and stats exact even for a non-deterministic input.
+3. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
+
+Files hold only the user's columns; timestamps are written as ``TIMESTAMP_MICROS`` (Spark's
+default INT96 is a legacy encoding) under a session conf that is restored afterwards. Nothing is
+committed here; on any failure the staging folder and the files already moved are deleted.
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from qbeast.core.transformers import quote_identifier
+from qbeast.errors import QbeastError
+from qbeast.spark.assignment import WritePlan
+from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, WEIGHT_COLUMN
+from qbeast.spark.delta_stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
+
+logger = logging.getLogger("qbeast.spark.writer")
+
+#: Partition column of the staging write (a reserved column name, see write_options).
+STAGING_FILE_COLUMN = FILE_COLUMN
+STAGING_PREFIX = "_qbeast_staging_"
+
+#: Session confs the staging write pins: microsecond timestamps and no row-count split of a
+#: group into several files.
+_WRITE_CONFS = {
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    "spark.sql.files.maxRecordsPerFile": "0",
+}
+
+
+class FileWriteError(QbeastError):
+    """The staging write did not produce exactly one file per group."""
+
+
+@contextlib.contextmanager
+def scoped_confs(spark, confs: dict[str, str]) -> Iterator[None]:
+    """Set session confs for the duration of the block and put the previous values back."""
+    previous = {key: spark.conf.get(key, None) for key in confs}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def write_plan_files(
+    data,
+    plan: WritePlan,
+    table_dir: str,
+    indexed_columns: Sequence[str],
+    weight: Callable[[], Any],
+    assignment: Callable[..., Any],
+    tasks: int,
+    tally=None,
+    untallied_assignment: Callable[[], Any] | None = None,
+) -> list[dict]:
+    """Write ``data``'s rows into one file per plan group; return one description per file.
+
+    ``weight()`` builds the row weight column, ``assignment(*indexed, weight)`` the UDF column
+    ``struct<file, cube>``. Each description has ``file_id, path, size, modification_time,
+    num_records, stats, blocks`` (blocks as a JSON list of ``[cube, min weight, threshold,
+    count]``).
+
+    With a ``tally`` accumulator fed by ``assignment`` (classic sessions), blocks come from it
+    and stats from the parquet footers, without reading rows again; when the tally disagrees with
+    the footers' row counts (a re-executed task counted twice) or is missing, the files are
+    described by a grouped aggregate over them, using ``untallied_assignment()``.
+    """
+    from pyspark.sql import functions as F
+
+    started = time.perf_counter()
+    spark = data.sparkSession
+    user_columns = list(data.columns)
+    staging = os.path.join(table_dir, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
+    moved: list[str] = []
+    try:
+        indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
+        assigned = data.select(
+            *[F.col(quote_identifier(c)) for c in user_columns],
+            assignment(*indexed, weight()).getField("file").alias(STAGING_FILE_COLUMN),
+        )
+        assigned = _all_nullable(assigned, data.schema)
+        with scoped_confs(spark, _WRITE_CONFS):
+            (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
+             .write.mode("errorifexists").option("compression", "snappy")
+             .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
+        logger.info("staging write done: %s elapsed=%.2fs", staging, time.perf_counter() - started)
+        parts = _staging_parts(staging)
+        described = _from_footers(spark, data.schema, staging, parts, plan, tally)
+        if described is None:
+            logger.info("block tally unavailable or inconsistent: describing the files by a scan")
+            described = _describe(spark, data.schema, staging, plan, indexed_columns, weight,
+                                  untallied_assignment() if untallied_assignment else assignment)
+        logger.info("files described: groups=%d elapsed=%.2fs", len(described),
+                    time.perf_counter() - started)
+        results = []
+        for file_id, part in sorted(parts.items()):
+            name = f"{uuid.uuid4()}.parquet"
+            target = os.path.join(table_dir, name)
+            os.replace(part, target)
+            moved.append(target)
+            info = os.stat(target)
+            num_records, stats, blocks = described[file_id]
+            results.append({
+                "file_id": file_id, "path": name, "size": info.st_size,
+                "modification_time": int(info.st_mtime * 1000), "num_records": num_records,
+                "stats": stats, "blocks": blocks,
+            })
+        return results
+    except BaseException:
+        for path in moved:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _all_nullable(assigned, schema):
+    """Declare every user column nullable, as the Delta schema does (Spark writes ``required``
+    parquet fields for non-nullable columns). The condition on the UDF's output cannot be folded
+    away by the optimizer and is always true."""
+    from pyspark.sql import functions as F
+
+    if all(f.nullable for f in schema.fields):
+        return assigned
+    file_known = F.col(STAGING_FILE_COLUMN).isNotNull()
+    return assigned.select(
+        *[F.col(quote_identifier(f.name)) if f.nullable
+          else F.when(file_known, F.col(quote_identifier(f.name))).alias(f.name, metadata=f.metadata)
+          for f in schema.fields],
+        F.col(STAGING_FILE_COLUMN),
+    )
+
+
+class BlockTally:
+    """Spark ``AccumulatorParam`` merging ``{(file, cube): (rows, min weight)}`` dictionaries."""
+
+    def zero(self, value: dict) -> dict:
+        return {}
+
+    def addInPlace(self, total: dict, more: dict) -> dict:  # noqa: N802 - pyspark's name
+        for key, (count, low) in more.items():
+            seen = total.get(key)
+            total[key] = (count, low) if seen is None else (seen[0] + count, min(seen[1], low))
+        return total
+
+
+def new_block_tally(spark):
+    """A fresh block accumulator, or ``None`` where the SparkContext is unreachable (Connect)."""
+    try:
+        return spark.sparkContext.accumulator({}, BlockTally())
+    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+        return None
+
+
+def batch_blocks(files: np.ndarray, cubes: np.ndarray, weights: np.ndarray) -> dict:
+    """``{(file, cube): (rows, min weight)}`` of one batch of assigned rows."""
+    if len(files) == 0:
+        return {}
+    order = np.lexsort((cubes, files))
+    f, c, w = files[order], cubes[order], np.asarray(weights, dtype=np.int64)[order]
+    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (c[1:] != c[:-1])])
+    counts = np.diff(np.r_[starts, len(f)])
+    lows = np.minimum.reduceat(w, starts)
+    return {
+        (int(fi), int(ci)): (int(n), int(lo))
+        for fi, ci, n, lo in zip(f[starts].tolist(), c[starts].tolist(), counts.tolist(),
+                                 lows.tolist())
+    }
+
+
+def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: WritePlan,
+                  tally) -> dict[int, tuple] | None:
+    """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable."""
+    if tally is None:
+        return None
+    per_file: dict[int, list] = {}
+    for (file_id, cube_id), (count, low) in tally.value.items():
+        cube, threshold = plan.cube_and_threshold(cube_id)
+        per_file.setdefault(file_id, []).append((cube_id, [cube, low, threshold, count]))
+    fields = _stats_fields(schema)
+    unsafe = _non_finite_columns(spark, staging, [name for name, _, floating in fields if floating])
+    out: dict[int, tuple] = {}
+    for file_id, part in parts.items():
+        meta = pq.ParquetFile(part).metadata
+        blocks = per_file.get(file_id, [])
+        if sum(b[3] for _, b in blocks) != meta.num_rows:
+            return None
+        out[file_id] = (
+            meta.num_rows,
+            _footer_stats(meta, [name for name, _, _ in fields], unsafe.get(file_id, set())),
+            json.dumps([b for _, b in sorted(blocks)], separators=(",", ":")),
+        )
+    return out
+
+
+def _non_finite_columns(spark, staging: str, names: list[str]) -> dict[int, set[str]]:
+    """Per file id, the float columns holding NaN or infinities (parquet footers cannot tell)."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return {}
+    rows = (
+        spark.read.parquet(staging)
+        .groupBy(STAGING_FILE_COLUMN)
+        .agg(*[F.max((F.isnan(F.col(quote_identifier(n))) |
+                      (F.abs(F.col(quote_identifier(n))) == float("inf"))).cast("int")).alias(f"b{i}")
+               for i, n in enumerate(names)])
+        .collect()
+    )
+    return {r[STAGING_FILE_COLUMN]: {n for i, n in enumerate(names) if r[f"b{i}"]} for r in rows}
+
+
+def _footer_stats(meta: pq.FileMetaData, names: list[str], unsafe: set[str]) -> str:
+    """Delta stats of one file from its row-group statistics (exact values of written rows)."""
+    arrow = meta.schema.to_arrow_schema()
+    positions = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
+    fields, nulls, lows, highs = [], {}, {}, {}
+    for name in names:
+        fields.append(arrow.field(name))
+        index = positions.get(name)
+        if index is None:
+            continue
+        groups = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
+        if any(st is None or not st.has_null_count for st in groups):
+            continue
+        nulls[name] = sum(st.null_count for st in groups)
+        if name in unsafe or not has_min_max(arrow.field(name).type):
+            continue
+        bounded = [st for st in groups if st.has_min_max]
+        if len(bounded) != sum(1 for g in range(meta.num_row_groups)
+                               if meta.row_group(g).num_rows > groups[g].null_count):
+            continue  # a row group with values but without bounds: no safe file bound
+        if bounded:
+            lows[name] = min(st.min for st in bounded)
+            highs[name] = max(st.max for st in bounded)
+    return stats_json(fields, meta.num_rows, nulls, lows, highs)
+
+
+def _staging_parts(staging: str) -> dict[int, str]:
+    """The single part file of every ``_qbeast_file=<n>`` folder of the staging write."""
+    parts: dict[int, str] = {}
+    prefix = f"{STAGING_FILE_COLUMN}="
+    for entry in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
+        if not entry.startswith(prefix):
+            continue
+        files = sorted(glob.glob(os.path.join(staging, glob.escape(entry), "part-*.parquet")))
+        if len(files) != 1:
+            raise FileWriteError(
+                f"the staging write produced {len(files)} files for group {entry} in {staging}; "
+                "expected exactly 1 (is spark.sql.files.maxRecordsPerFile forced elsewhere?)"
+            )
+        parts[int(entry[len(prefix):])] = files[0]
+    return parts
+
+
+def _describe(spark, schema, staging: str, plan: WritePlan, indexed_columns: Sequence[str],
+              weight: Callable[[], Any], assignment: Callable[..., Any]) -> dict[int, tuple]:
+    """Per file id: (row count, Delta stats JSON, blocks), from one aggregate over the files."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    if not os.path.isdir(staging) or not glob.glob(os.path.join(staging, f"{STAGING_FILE_COLUMN}=*")):
+        return {}
+    read_schema = StructType(list(schema.fields) + [StructField(STAGING_FILE_COLUMN, IntegerType())])
+    written = spark.read.schema(read_schema).parquet(staging)
+    fields = _stats_fields(schema)
+    indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
+    aggregates = [F.count(F.lit(1)).alias("n"), F.min(WEIGHT_COLUMN).alias("w_min")]
+    for i, (field, bounded, floating) in enumerate(fields):
+        col = F.col(quote_identifier(field))
+        aggregates.append(F.count_if(col.isNull()).alias(f"n{i}"))
+        if bounded:
+            aggregates += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
+        if floating:
+            aggregates.append(F.max((F.isnan(col) | (F.abs(col) == float("inf"))).cast("int"))
+                              .alias(f"bad{i}"))
+    w = weight()
+    grouped = (
+        written.select("*", w.alias(WEIGHT_COLUMN))
+        .select("*", assignment(*indexed, F.col(WEIGHT_COLUMN)).getField("cube").alias(CUBE_COLUMN))
+        .groupBy(STAGING_FILE_COLUMN, CUBE_COLUMN).agg(*aggregates)
+        .toArrow()
+    )
+    return _per_file(grouped, plan, [f for f, _, _ in fields])
+
+
+def _stats_fields(schema) -> list[tuple[str, bool, bool]]:
+    """(name, has min/max, is floating) of the columns the Delta stats describe.
+
+    Like ``delta_stats.described_fields``: the first 32 columns, nested ones left out.
+    """
+    from pyspark.sql import types as T
+
+    bounded = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
+               T.DecimalType, T.DateType, T.TimestampType, T.StringType)
+    nested = (T.StructType, T.ArrayType, T.MapType)
+    return [
+        (f.name, isinstance(f.dataType, bounded), isinstance(f.dataType, (T.FloatType, T.DoubleType)))
+        for f in schema.fields[:STATS_COLUMN_LIMIT] if not isinstance(f.dataType, nested)
+    ]
+
+
+def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int, tuple]:
+    """Fold the (file, cube) aggregate rows into per-file counts, stats and blocks."""
+    columns = {name: grouped.column(name).to_pylist() for name in grouped.column_names}
+    files: dict[int, dict[str, Any]] = {}
+    for r in range(grouped.num_rows):
+        file_id = columns[STAGING_FILE_COLUMN][r]
+        acc = files.setdefault(file_id, {"n": 0, "nulls": {}, "lo": {}, "hi": {}, "bad": set(),
+                                         "blocks": []})
+        count = columns["n"][r]
+        acc["n"] += count
+        cube_id = int(columns[CUBE_COLUMN][r])
+        cube, threshold = plan.cube_and_threshold(cube_id)
+        acc["blocks"].append((cube_id, [cube, int(columns["w_min"][r]), threshold, count]))
+        for i, name in enumerate(names):
+            acc["nulls"][name] = acc["nulls"].get(name, 0) + columns[f"n{i}"][r]
+            bad = columns.get(f"bad{i}")
+            if bad is not None and bad[r]:
+                acc["bad"].add(name)
+            low, high = columns.get(f"lo{i}"), columns.get(f"hi{i}")
+            if low is None or low[r] is None:
+                continue
+            acc["lo"][name] = low[r] if name not in acc["lo"] else min(acc["lo"][name], low[r])
+            acc["hi"][name] = high[r] if name not in acc["hi"] else max(acc["hi"][name], high[r])
+    fields = [grouped.schema.field(f"lo{i}").with_name(name) if f"lo{i}" in columns
+              else pa.field(name, pa.null()) for i, name in enumerate(names)]
+    out: dict[int, tuple] = {}
+    for file_id, acc in files.items():
+        lows = {k: v for k, v in acc["lo"].items() if k not in acc["bad"]}
+        highs = {k: v for k, v in acc["hi"].items() if k not in acc["bad"]}
+        blocks = json.dumps([b for _, b in sorted(acc["blocks"])], separators=(",", ":"))
+        out[file_id] = (acc["n"], stats_json(fields, acc["n"], acc["nulls"], lows, highs), blocks)
+    return out

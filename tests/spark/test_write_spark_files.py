@@ -1,0 +1,97 @@
+"""Spark-written data files: block tally against a scan of the files, footer stats, file layout."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pyarrow.parquet as pq
+
+import qbeast
+from qbeast.core.cube_id import CubeId
+from qbeast.core.weight import MAX_WEIGHT
+from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark.assignment import build_write_plan
+from qbeast.spark.spark_files import BlockTally, batch_blocks, new_block_tally, write_plan_files
+from qbeast.spark.write_steps import assignment_udf, weight_expression
+
+
+def test_batch_blocks_and_tally_merge():
+    files = np.array([1, 0, 1, 1, 0])
+    cubes = np.array([7, 3, 7, 2, 3], dtype=np.int64)
+    weights = np.array([5, -4, -9, 3, 8])
+    got = batch_blocks(files, cubes, weights)
+    assert got == {(0, 3): (2, -4), (1, 2): (1, 3), (1, 7): (2, -9)}
+    merged = BlockTally().addInPlace(dict(got), {(0, 3): (1, -10), (2, 1): (4, 0)})
+    assert merged == {(0, 3): (3, -10), (1, 2): (1, 3), (1, 7): (2, -9), (2, 1): (4, 0)}
+    assert batch_blocks(files[:0], cubes[:0], weights[:0]) == {}
+
+
+def _write_both_ways(spark, tmp_path):
+    """The same plan written with the tally + footers and with the scan fallback."""
+    data = spark.range(0, 3000, numPartitions=3).selectExpr(
+        "id", "cast(id % 97 as double) / 97 as x",
+        "case when id % 11 = 0 then double('NaN') else id / 3.0 end as f",
+        "case when id % 5 = 0 then null else repeat('s', cast(id % 40 as int)) end as s",
+    )
+    plan = build_write_plan(1, {CubeId.root(1): -1_000_000_000}, {CubeId.root(1): 900}, 1000)
+    from qbeast.core.revision import Revision
+    from qbeast.core.transformations import LinearTransformation
+    from qbeast.core.transformers import make_transformer
+    from qbeast.core.types import QDataType
+
+    revision = Revision(1, 0, "t", 1000, (make_transformer("x", "linear", QDataType.DOUBLE),),
+                        (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))
+    out = {}
+    for name, use_tally in (("tally", True), ("scan", False)):
+        folder = tmp_path / name
+        folder.mkdir()
+        tally = new_block_tally(spark) if use_tally else None
+        udf = assignment_udf(revision, plan, ["x"], tally)
+        rows = write_plan_files(data, plan, str(folder), ["x"], lambda: weight_expression(["x"]),
+                                udf, 2, tally, lambda: assignment_udf(revision, plan, ["x"]))
+        out[name] = (folder, rows)
+    return out
+
+
+def test_tally_and_scan_describe_files_identically(spark, tmp_path):
+    both = _write_both_ways(spark, tmp_path)
+    for name, (folder, rows) in both.items():
+        assert sorted(os.listdir(folder)) == sorted(r["path"] for r in rows), name  # no staging left
+        for row in rows:
+            footer = pq.ParquetFile(folder / row["path"]).metadata
+            assert footer.num_rows == row["num_records"]
+    described = {
+        name: sorted((r["file_id"], r["num_records"], json.loads(r["stats"]), json.loads(r["blocks"]))
+                     for r in rows)
+        for name, (_, rows) in both.items()
+    }
+    assert described["tally"] == described["scan"]
+    stats = described["tally"][0][2]
+    assert "f" not in stats["minValues"]  # NaN: no bounds
+    assert "s" not in stats["maxValues"] and len(stats["minValues"]["s"]) <= 32
+    assert stats["nullCount"]["s"] == 600
+    total = sum(n for _, n, _, _ in described["tally"])
+    assert total == 3000
+    blocks = [b for _, _, _, bl in described["tally"] for b in bl]
+    assert sum(b[3] for b in blocks) == 3000
+    assert {b[2] for b in blocks} <= {-1_000_000_000, MAX_WEIGHT}
+
+
+def test_files_are_nullable_micros_and_only_user_columns(spark, tmp_path):
+    df = spark.range(0, 500).selectExpr(
+        "id", "timestamp_micros(1600000000000123 + id) as ts", "cast(id as decimal(10, 2)) as d")
+    assert not df.schema["id"].nullable
+    path = str(tmp_path / "t")
+    result = qbeast.write(df, path, "id", cube_size=100)
+    snapshot = QbeastSnapshot.load(path)
+    assert sorted(os.listdir(path)) == sorted(result.files + ("_delta_log",))
+    for add in snapshot.delta.files.values():
+        schema = pq.read_schema(os.path.join(path, add.path))
+        assert schema.names == ["id", "ts", "d"]
+        assert all(f.nullable for f in schema)
+        assert str(schema.field("ts").type) == "timestamp[us, tz=UTC]"
+        kinds = pq.ParquetFile(os.path.join(path, add.path)).schema.column(1).physical_type
+        assert kinds == "INT64"  # TIMESTAMP_MICROS, not the legacy INT96
+    back = spark.read.parquet(*[os.path.join(path, f) for f in result.files])
+    assert sorted(back.collect()) == sorted(df.collect())
