@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
-from dbt.adapters.qbeast.model_config import parse_model_config
+from dbt.adapters.qbeast.model_config import QBEAST_KEYS, model_config_from_node, parse_model_config
 from qbeast.errors import InvalidOptionError
 
 
@@ -49,3 +49,37 @@ def test_indexed_columns_must_be_model_outputs_case_insensitively():
     config.check_columns_exist(["event_time", "USER_ID", "price"])
     with pytest.raises(QbeastModelConfigError, match="user_id.*allowed values: event_time, price"):
         config.check_columns_exist(["event_time", "price"])
+
+
+def test_qbeast_spark_spellings_and_standard_dbt_keys_are_accepted():
+    node = {
+        "name": "m",
+        "config": {"columnsToIndex": "a,b", "cubeSize": 50, "columnStats": '{"a_min": 0}',
+                   "materialized": "qbeast", "on_schema_change": "ignore", "meta": {},
+                   "partition_by": None, "file_format": None, "owner": "team-x"},
+    }
+    config = model_config_from_node(node)
+    assert config.columns_to_index == ("a", "b") and config.cube_size == 50
+    assert config.column_stats == '{"a_min": 0}' and config.on_schema_change == "ignore"
+
+
+@pytest.mark.parametrize(("key", "suggestion"), [("colums_to_index", "columns_to_index"),
+                                                 ("cube_sise", "cube_size"),
+                                                 ("Optimise_After_Run", "optimize_after_run")])
+def test_misspelled_qbeast_keys_name_model_key_and_valid_keys(key, suggestion):
+    with pytest.raises(QbeastModelConfigError) as raised:
+        model_config_from_node({"name": "m", "config": {"columns_to_index": ["a"], key: 1}})
+    message = str(raised.value)
+    assert f"model m: unknown config key {key!r} (did you mean {suggestion!r}?)" in message
+    assert "valid qbeast keys: " + ", ".join(QBEAST_KEYS) in message
+
+
+def test_persist_docs_picks_the_documented_texts():
+    node = {"name": "m", "description": "the table",
+            "columns": {"a": {"name": "a", "description": "col a"}, "b": {"name": "b", "description": ""}},
+            "config": {"columns_to_index": ["a"], "persist_docs": {"relation": True, "columns": True}}}
+    config = model_config_from_node(node)
+    assert config.table_comment == "the table" and config.column_comments == {"a": "col a"}
+    node["config"]["persist_docs"] = {"columns": True}
+    config = model_config_from_node(node)
+    assert config.table_comment is None and config.column_comments == {"a": "col a"}

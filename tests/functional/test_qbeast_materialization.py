@@ -109,7 +109,17 @@ BAD_CONFIGS = {
     "bad_mode.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], write_mode='merge') }} select 1 as a",
     "missing_column.sql": "{{ config(materialized='qbeast', columns_to_index=['nope']) }} select 1 as a",
     "bad_transformer.sql": "{{ config(materialized='qbeast', columns_to_index=['a:zorder']) }} select 1 as a",
+    "typo_columns.sql": "{{ config(materialized='qbeast', colums_to_index=['a']) }} select 1 as a",
+    "typo_cube.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], cube_sise=10) }} select 1 as a",
+    "both_spellings.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], columnsToIndex=['a']) }} select 1 as a",
+    "bad_schema_change.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], on_schema_change='sync_all_columns') }} select 1 as a",
+    "bad_stats.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], column_stats=[1]) }} select 1 as a",
+    "bad_optimize.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], optimize_after_run='yes') }} select 1 as a",
+    "bad_properties.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], tblproperties=['x']) }} select 1 as a",
+    "bad_docs.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], persist_docs={'table': true}) }} select 1 as a",
 }
+
+VALID_KEYS = "valid qbeast keys: columns_to_index, cube_size, write_mode, location_root, column_stats"
 
 EXPECTED_ERRORS = {
     "no_columns": "needs config columns_to_index",
@@ -117,6 +127,14 @@ EXPECTED_ERRORS = {
     "bad_mode": "invalid config write_mode='merge'; allowed values: overwrite, append",
     "missing_column": "columns_to_index names nope, which the model's query does not return; allowed values: a",
     "bad_transformer": "linear, hashing, quantiles, histogram",
+    "typo_columns": f"unknown config key 'colums_to_index' (did you mean 'columns_to_index'?); {VALID_KEYS}",
+    "typo_cube": f"unknown config key 'cube_sise' (did you mean 'cube_size'?); {VALID_KEYS}",
+    "both_spellings": "sets both columns_to_index and its alias columnsToIndex",
+    "bad_schema_change": "invalid config on_schema_change='sync_all_columns'; allowed values: ignore, fail, append_new_columns",
+    "bad_stats": "invalid config column_stats=[1]; allowed values: a dict",
+    "bad_optimize": "invalid config optimize_after_run='yes'; allowed values: true, false",
+    "bad_properties": "invalid config tblproperties=['x']; allowed values: a dict",
+    "bad_docs": "invalid config persist_docs={'table': True}; allowed values: a dict with optional boolean keys",
 }
 
 

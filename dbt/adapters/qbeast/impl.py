@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Iterator, Optional
 from urllib.parse import unquote, urlparse
 
 from dbt.adapters.base import available
@@ -20,8 +21,10 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
-from dbt.adapters.qbeast.model_config import QbeastModelConfig, parse_model_config
+from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation
+from dbt.adapters.qbeast.schema_changes import apply_schema_change, with_column_comments
+from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
 
@@ -33,6 +36,22 @@ class QbeastConfig(SparkConfig):
     columns_to_index: Optional[Any] = None
     cube_size: Optional[int] = None
     write_mode: Optional[str] = None
+    column_stats: Optional[Any] = None
+    tblproperties: Optional[Dict[str, Any]] = None
+    optimize_after_run: Optional[bool] = None
+
+
+@contextmanager
+def _engine_errors(model: str, what: str) -> Iterator[None]:
+    """Engine errors as dbt errors that name the model: bad options as config errors."""
+    from qbeast.errors import InvalidOptionError, QbeastError
+
+    try:
+        yield
+    except InvalidOptionError as exc:
+        raise QbeastModelConfigError(f"model {model}: {exc}") from exc
+    except QbeastError as exc:
+        raise DbtRuntimeError(f"model {model}: {what} failed: {exc}") from exc
 
 
 def _local_path(uri: str) -> str:
@@ -64,16 +83,13 @@ class QbeastAdapter(SparkAdapter):
     # -- methods for the qbeast materialization --------------------------------------------
 
     @available
-    def qbeast_model_config(
-        self,
-        model_name: str,
-        columns_to_index: Any,
-        cube_size: Any = None,
-        write_mode: Any = None,
-        location_root: Any = None,
-    ) -> QbeastModelConfig:
-        """Validate a qbeast model's config; raises a dbt error naming model, option, allowed values."""
-        return parse_model_config(model_name, columns_to_index, cube_size, write_mode, location_root)
+    def qbeast_model_config(self, model: Dict[str, Any]) -> QbeastModelConfig:
+        """Validate a qbeast model's config; raises a dbt error naming model, option, allowed values.
+
+        Takes the whole model node so that aliases, typo'd keys and ``persist_docs`` (which needs
+        the model's description and column docs) are all checked in one place.
+        """
+        return model_config_from_node(model)
 
     @available
     def qbeast_location(self, relation: QbeastRelation, model_config: QbeastModelConfig) -> str:
@@ -99,50 +115,61 @@ class QbeastAdapter(SparkAdapter):
         location: str,
         mode: str,
     ) -> AdapterResponse:
-        """Run the model's query, write it as a Qbeast table and (re)register the catalog table."""
+        """Run the model's query, write it as a Qbeast table and (re)register the catalog table.
+
+        Nothing before the engine's single commit changes the table, so any failure up to it
+        (the query, a schema change refused by ``on_schema_change``, the write itself) leaves the
+        previous version as the current one.
+        """
         import qbeast
-        from qbeast.errors import InvalidOptionError, QbeastError
+        from pyspark.errors import AnalysisException
 
         spark = self._spark()
         started = time.monotonic()
-        from pyspark.errors import AnalysisException
-
         try:
             df = spark.sql(sql)
         except AnalysisException as exc:
             raise DbtRuntimeError(f"model {model_config.model}: {exc}") from exc
         model_config.check_columns_exist(df.columns)
-        try:
+        merge_schema = False
+        if mode == "append":
+            df, merge_schema = apply_schema_change(
+                df, qbeast.QbeastTable.for_path(spark, location).to_df().columns, model_config
+            )
+        with _engine_errors(model_config.model, "qbeast write"):
             result = qbeast.write(
                 df,
                 location,
                 list(model_config.columns_to_index),
                 cube_size=model_config.cube_size,
                 mode=mode,
+                column_stats=model_config.column_stats,
+                merge_schema=merge_schema,
             )
-        except InvalidOptionError as exc:
-            raise QbeastModelConfigError(f"model {model_config.model}: {exc}") from exc
-        except QbeastError as exc:
-            raise DbtRuntimeError(f"model {model_config.model}: qbeast write failed: {exc}") from exc
-        self._register_qbeast_table(spark, relation, location)
-        logger.info(
-            f"qbeast {mode} {relation}: {result.rows} rows, {result.file_count} files, "
-            f"version {result.version}, revision {result.revision_id} in "
-            f"{time.monotonic() - started:.1f}s"
+        message = (
+            f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
+            f"revision {result.revision_id}, version {result.version}"
         )
-        return AdapterResponse(
-            _message=f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
-            f"version {result.version}",
-            code=f"QBEAST {mode.upper()}",
-            rows_affected=result.rows,
-        )
+        if model_config.optimize_after_run:
+            with _engine_errors(model_config.model, "optimize_after_run"):
+                optimized = qbeast.QbeastTable.for_path(spark, location).optimize()
+            logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
+            message += ", optimized"
+        self._register_qbeast_table(spark, relation, location, model_config)
+        logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
+        return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
 
     @staticmethod
-    def _register_qbeast_table(spark: Any, relation: QbeastRelation, location: str) -> None:
+    def _register_qbeast_table(
+        spark: Any, relation: QbeastRelation, location: str, model_config: QbeastModelConfig
+    ) -> None:
         """Point catalog table ``relation`` (``USING qbeast``, external) at ``location``.
 
         Re-created on every write so that its schema follows the table's; dropping an external
-        table never deletes its files.
+        table never deletes its files. ``persist_docs`` column comments travel in the schema
+        (Spark reads a column's ``comment`` metadata key), so no ALTER COLUMN statement ever
+        rewrites the column metadata that carries the location; ``tblproperties`` and the table
+        comment are set afterwards with quoted literals.
         """
         import qbeast
         from qbeast.spark.datasource import SOURCE_NAME, table_schema_with_location
@@ -155,5 +182,16 @@ class QbeastAdapter(SparkAdapter):
             name,
             path=location,
             source=SOURCE_NAME,
-            schema=table_schema_with_location(schema, location),
+            schema=with_column_comments(
+                table_schema_with_location(schema, location), model_config.column_comments
+            ),
         )
+        if model_config.tblproperties:
+            pairs = ", ".join(
+                f"{sql_string(key)} = {sql_string(value)}"
+                for key, value in model_config.tblproperties.items()
+            )
+            spark.sql(f"alter table {name} set tblproperties ({pairs})")
+        # after the properties: their ALTER would drop a comment set before it
+        if model_config.table_comment:
+            spark.sql(f"comment on table {name} is {sql_string(model_config.table_comment)}")

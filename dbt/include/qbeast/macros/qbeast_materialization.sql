@@ -2,17 +2,13 @@
   materialized='qbeast': the model's result written by the qbeast engine as a Qbeast table (an
   OTree-indexed Delta table) and registered in the catalog as an external `USING qbeast` table.
 
-  config: columns_to_index (required), cube_size, write_mode ('overwrite' | 'append'),
-  location_root. See docs/dbt.md.
+  config: columns_to_index (required; alias columnsToIndex), cube_size (alias cubeSize),
+  write_mode ('overwrite' | 'append'), location_root, column_stats, on_schema_change,
+  tblproperties, persist_docs, optimize_after_run. See docs/dbt.md.
 #}
 {% materialization qbeast, adapter='qbeast', supported_languages=['sql'] %}
   {%- set identifier = model['alias'] -%}
-  {%- set qbeast_config = adapter.qbeast_model_config(
-        model['name'],
-        config.get('columns_to_index'),
-        config.get('cube_size'),
-        config.get('write_mode'),
-        config.get('location_root')) -%}
+  {%- set qbeast_config = adapter.qbeast_model_config(model) -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema,
                                                 database=database, type='table') -%}
@@ -53,6 +49,6 @@
     {{ return(true) }}
   {%- endif -%}
   {{ return(model.config.materialized == 'qbeast'
-            and (model.config.get('write_mode') or 'overwrite') | lower == 'append'
+            and (model.config.get('write_mode') or 'overwrite') | lower | trim == 'append'
             and relation.is_qbeast) }}
 {% endmacro %}

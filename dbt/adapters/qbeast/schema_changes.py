@@ -1,0 +1,65 @@
+"""How an append meets the existing table's schema (``on_schema_change``), and catalog comments.
+
+The rules follow what dbt users know from incremental models:
+
+- ``ignore`` (dbt's default): columns the table lacks are dropped from the appended rows, table
+  columns the model no longer returns are written as nulls;
+- ``fail``: any difference in the column sets fails the model before anything is written;
+- ``append_new_columns``: new columns are added to the table (the engine's ``merge_schema``),
+  older rows read them as nulls.
+
+Type changes of existing columns are refused by the engine whatever the setting.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, Sequence, Tuple
+
+from dbt.adapters.qbeast.errors import QbeastModelConfigError
+from dbt.adapters.qbeast.model_config import ON_SCHEMA_CHANGE, QbeastModelConfig
+
+
+def apply_schema_change(
+    df: Any, table_columns: Sequence[str], model_config: QbeastModelConfig
+) -> Tuple[Any, bool]:
+    """The DataFrame to append and whether the engine may add columns (``merge_schema``)."""
+    table_by_lower = {name.lower(): name for name in table_columns}
+    model_lower = {name.lower() for name in df.columns}
+    new: List[str] = [name for name in df.columns if name.lower() not in table_by_lower]
+    gone: List[str] = [name for name in table_columns if name.lower() not in model_lower]
+    policy = model_config.on_schema_change
+    if policy == "append_new_columns":
+        return df, bool(new)
+    if policy == "fail":
+        if new or gone:
+            raise QbeastModelConfigError(
+                f"model {model_config.model}: on_schema_change='fail' and the model's columns "
+                f"differ from the table's (new: {', '.join(new) or 'none'}; missing: "
+                f"{', '.join(gone) or 'none'}); allowed values for on_schema_change: "
+                f"{', '.join(ON_SCHEMA_CHANGE)}, or run with --full-refresh"
+            )
+        return df, False
+    if not new:
+        return df, False
+    from pyspark.sql import functions as F
+
+    kept = [
+        F.col(f"`{name.replace('`', '``')}`").alias(table_by_lower[name.lower()])
+        for name in df.columns
+        if name.lower() in table_by_lower
+    ]
+    return df.select(*kept), False
+
+
+def with_column_comments(schema: Any, comments: Dict[str, str]) -> Any:
+    """``schema`` with a ``comment`` metadata entry on the documented columns (any case)."""
+    if not comments:
+        return schema
+    from pyspark.sql.types import StructField, StructType
+
+    by_lower = {name.lower(): text for name, text in comments.items()}
+    fields = []
+    for f in schema.fields:
+        comment = by_lower.get(f.name.lower())
+        metadata = {**f.metadata, "comment": comment} if comment else f.metadata
+        fields.append(StructField(f.name, f.dataType, f.nullable, metadata))
+    return StructType(fields)
