@@ -6,7 +6,7 @@ failure with one type).
 """
 from __future__ import annotations
 
-from dbt_common.exceptions import DbtConfigError
+from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
 
 from qbeast.errors import InvalidOptionError
 
@@ -17,3 +17,7 @@ class QbeastProfileError(DbtConfigError, InvalidOptionError):
 
 class QbeastModelConfigError(DbtConfigError, InvalidOptionError):
     """A model's ``config(...)`` for the qbeast materialization is not acceptable."""
+
+
+class QbeastRunOperationError(DbtRuntimeError, InvalidOptionError):
+    """A ``dbt run-operation qbeast_*`` argument is not acceptable (names it and the allowed values)."""

@@ -20,7 +20,8 @@ from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
-from dbt.adapters.qbeast.errors import QbeastModelConfigError
+from dbt.adapters.qbeast import run_operations as ops
+from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
 from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation
 from dbt.adapters.qbeast.schema_changes import apply_schema_change, with_column_comments
@@ -52,6 +53,17 @@ def _engine_errors(model: str, what: str) -> Iterator[None]:
         raise QbeastModelConfigError(f"model {model}: {exc}") from exc
     except QbeastError as exc:
         raise DbtRuntimeError(f"model {model}: {what} failed: {exc}") from exc
+
+
+@contextmanager
+def _operation_errors(operation: str) -> Iterator[None]:
+    """Engine errors of a run-operation as dbt errors that name the operation."""
+    from qbeast.errors import QbeastError
+
+    try:
+        yield
+    except QbeastError as exc:
+        raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc
 
 
 def _local_path(uri: str) -> str:
@@ -158,6 +170,92 @@ class QbeastAdapter(SparkAdapter):
         self._register_qbeast_table(spark, relation, location, model_config)
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
+
+    # -- methods for the run-operations (macros in run_operations.sql) --------------------------
+
+    @available
+    def qbeast_table_location(self, operation: str, schema: Any, identifier: Any = None) -> str:
+        """Folder of a table named by ``schema.identifier`` (catalog lookup) or by a path."""
+        if identifier is None:
+            return ops.check_path(operation, "relation_or_path", schema)
+        return ops.catalog_location(self._spark(), operation, str(schema), str(identifier))
+
+    @available
+    def qbeast_optimize(self, location: str, revision_id: Any = None, fraction: Any = 1.0,
+                        files: Any = None) -> Dict[str, Any]:
+        """``QbeastTable.optimize`` on the table at ``location``."""
+        import qbeast
+
+        op = "qbeast_optimize"
+        revision = ops.check_int(op, "revision_id", revision_id, 0)
+        share = ops.check_number(op, "fraction", fraction, 0.0, 1.0, low_open=True)
+        chosen = ops.check_files(op, files)
+        with _operation_errors(op):
+            result = qbeast.QbeastTable.for_path(self._spark(), location).optimize(
+                revision_id=revision, fraction=share, files=chosen
+            )
+        return ops.report(op, result)
+
+    @available
+    def qbeast_convert(self, path: Any, columns_to_index: Any, cube_size: Any = None,
+                       source_format: Any = None) -> Dict[str, Any]:
+        """``qbeast.convert_to_qbeast``: a Delta or parquet folder becomes a Qbeast table in place."""
+        import qbeast
+
+        op = "qbeast_convert"
+        location = ops.check_path(op, "path", path)
+        if isinstance(columns_to_index, str):
+            columns_to_index = [c.strip() for c in columns_to_index.split(",")]
+        if not isinstance(columns_to_index, (list, tuple)) or not columns_to_index or not all(
+            isinstance(c, str) and c for c in columns_to_index
+        ):
+            raise ops._fail(op, "columns_to_index", columns_to_index, "a non-empty list of column names")
+        size = ops.check_int(op, "cube_size", cube_size, 1)
+        if source_format is not None and source_format not in ("delta", "parquet"):
+            raise ops._fail(op, "source_format", source_format, "delta, parquet, none (detect)")
+        with _operation_errors(op):
+            result = qbeast.convert_to_qbeast(
+                self._spark(), location, list(columns_to_index), cube_size=size, source_format=source_format
+            )
+        return ops.report(op, result)
+
+    @available
+    def qbeast_upgrade_format(self, location: str, dry_run: Any = False) -> Dict[str, Any]:
+        """``qbeast.upgrade_format``: rewrite older tag generations to the current one."""
+        import qbeast
+
+        op = "qbeast_upgrade_format"
+        dry = ops.check_bool(op, "dry_run", dry_run)
+        with _operation_errors(op):
+            result = qbeast.upgrade_format(location, dry_run=dry)
+        return ops.report(op, result)
+
+    @available
+    def qbeast_vacuum(self, location: str, retention_hours: Any = 168, dry_run: Any = False,
+                      allow_short_retention: Any = False) -> Dict[str, Any]:
+        """``QbeastTable.vacuum``: delete files no version inside the retention window uses."""
+        import qbeast
+
+        op = "qbeast_vacuum"
+        hours = ops.check_number(op, "retention_hours", retention_hours, 0.0, None, low_open=False)
+        dry = ops.check_bool(op, "dry_run", dry_run)
+        short = ops.check_bool(op, "allow_short_retention", allow_short_retention)
+        with _operation_errors(op):
+            result = qbeast.QbeastTable.for_path(self._spark(), location).vacuum(
+                retention_hours=hours, dry_run=dry, allow_short_retention=short
+            )
+        return ops.report(op, result)
+
+    @available
+    def qbeast_index_metrics(self, location: str, revision_id: Any = None) -> Dict[str, Any]:
+        """``QbeastTable.index_metrics``: cubes, blocks, files and element counts of a revision."""
+        import qbeast
+
+        op = "qbeast_index_metrics"
+        revision = ops.check_int(op, "revision_id", revision_id, 0)
+        with _operation_errors(op):
+            result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
+        return ops.report(op, result)
 
     @staticmethod
     def _register_qbeast_table(

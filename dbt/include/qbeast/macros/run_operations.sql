@@ -1,0 +1,62 @@
+{#
+  dbt run-operation macros over the qbeast table API (docs/dbt.md, "Run-operations").
+
+  Each takes `relation_or_path`: a model name (looked up in the project graph), `schema.table`,
+  a relation (e.g. ref('events') when called from another macro) or a table folder (any value
+  with '/' or ':' in it). Arguments go to @available adapter methods as values, never into SQL.
+#}
+
+{% macro qbeast__location(operation, relation_or_path) %}
+  {%- if relation_or_path is string -%}
+    {%- set target = relation_or_path | trim -%}
+    {%- if '/' in target or ':' in target -%}
+      {{ return(adapter.qbeast_table_location(operation, target)) }}
+    {%- elif '.' in target -%}
+      {%- set parts = target.split('.') -%}
+      {{ return(adapter.qbeast_table_location(operation, parts[-2], parts[-1])) }}
+    {%- else -%}
+      {%- for node in graph.nodes.values() if node.resource_type == 'model' and node.name == target -%}
+        {{ return(adapter.qbeast_table_location(operation, node.schema, node.alias or node.name)) }}
+      {%- endfor -%}
+      {{ exceptions.raise_compiler_error(
+           "run-operation " ~ operation ~ ": invalid argument relation_or_path=" ~ (target | tojson)
+           ~ "; allowed values: a model name of this project, schema.identifier, a relation or a table path") }}
+    {%- endif -%}
+  {%- elif relation_or_path is not none and relation_or_path.identifier is defined -%}
+    {{ return(adapter.qbeast_table_location(operation, relation_or_path.schema, relation_or_path.identifier)) }}
+  {%- else -%}
+    {{ exceptions.raise_compiler_error(
+         "run-operation " ~ operation ~ ": invalid argument relation_or_path=" ~ (relation_or_path | string)
+         ~ "; allowed values: a model name of this project, schema.identifier, a relation or a table path") }}
+  {%- endif -%}
+{% endmacro %}
+
+
+{% macro qbeast_optimize(relation_or_path, revision_id=none, fraction=1.0, files=none) %}
+  {%- set location = qbeast__location('qbeast_optimize', relation_or_path) -%}
+  {{ return(adapter.qbeast_optimize(location, revision_id, fraction, files)) }}
+{% endmacro %}
+
+
+{% macro qbeast_convert(path, columns_to_index, cube_size=none, source_format=none) %}
+  {{ return(adapter.qbeast_convert(path, columns_to_index, cube_size, source_format)) }}
+{% endmacro %}
+
+
+{% macro qbeast_upgrade_format(relation_or_path, dry_run=false) %}
+  {%- set location = qbeast__location('qbeast_upgrade_format', relation_or_path) -%}
+  {{ return(adapter.qbeast_upgrade_format(location, dry_run)) }}
+{% endmacro %}
+
+
+{#- allow_short_retention: the engine refuses retention_hours under 168 unless this is true -#}
+{% macro qbeast_vacuum(relation_or_path, retention_hours=168, dry_run=false, allow_short_retention=false) %}
+  {%- set location = qbeast__location('qbeast_vacuum', relation_or_path) -%}
+  {{ return(adapter.qbeast_vacuum(location, retention_hours, dry_run, allow_short_retention)) }}
+{% endmacro %}
+
+
+{% macro qbeast_index_metrics(relation_or_path, revision_id=none) %}
+  {%- set location = qbeast__location('qbeast_index_metrics', relation_or_path) -%}
+  {{ return(adapter.qbeast_index_metrics(location, revision_id)) }}
+{% endmacro %}

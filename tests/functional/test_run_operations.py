@@ -1,0 +1,121 @@
+"""dbt run-operations over the table API, and the relation cache knowing qbeast tables.
+
+One project: a qbeast model built twice (the second run appends a second block to every cube, so
+optimize and vacuum have work), a view, and a parquet folder for convert.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dbt.tests.util import get_connection, run_dbt, run_dbt_and_capture
+
+import qbeast
+
+EVENTS = """
+{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, write_mode='append') }}
+select id, cast(id as double) / 4 as x from range(300)
+"""
+
+
+def _op(name: str, args: dict, expect_pass: bool = True) -> str:
+    _, out = run_dbt_and_capture(["run-operation", name, "--args", json.dumps(args)], expect_pass=expect_pass)
+    return out
+
+
+def _parquet_files(folder: str) -> set:
+    return {
+        os.path.join(root, f) for root, _, files in os.walk(folder) if "_delta_log" not in root
+        for f in files if f.endswith(".parquet")
+    }
+
+
+class TestRunOperations:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": EVENTS, "plain_view.sql": "{{ config(materialized='view') }} select 1 as x"}
+
+    def test_run_operations_and_relation_cache(self, project, spark, tmp_path):
+        schema = project.test_schema
+        run_dbt(["run"])
+        run_dbt(["run", "--select", "events"])  # appends the same rows: two blocks per cube
+
+        # the relation cache knows which relations are qbeast tables
+        with get_connection(project.adapter):
+            events = project.adapter.get_relation(database=None, schema=schema, identifier="events")
+            view = project.adapter.get_relation(database=None, schema=schema, identifier="plain_view")
+        assert events.is_qbeast and events.type == "table"
+        assert not view.is_qbeast and view.type == "view"
+
+        location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
+        table = qbeast.QbeastTable.for_path(spark, location)
+        blocks_before = table.index_metrics().to_dict()
+
+        # index metrics by model name: the readable table of the result is printed
+        out = _op("qbeast_index_metrics", {"relation_or_path": "events"})
+        for line in str(table.index_metrics()).splitlines()[1:]:
+            assert line.strip() in out
+
+        # optimize by schema.identifier: one block per cube afterwards, same rows
+        files_before = _parquet_files(location)
+        out = _op("qbeast_optimize", {"relation_or_path": f"{schema}.events", "fraction": 1.0})
+        assert "optimize of" in out
+        assert table.history()[0].operation == "OPTIMIZE"
+        snapshot = table.snapshot()
+        cubes = [b.cube for add in snapshot.files() for b in snapshot.blocks(add)]
+        assert len(cubes) == len(set(cubes)) and spark.table(f"{schema}.events").count() == 600
+        assert table.index_metrics().to_dict() != blocks_before
+
+        # vacuum by path: a dry run deletes nothing; a zero retention removes the replaced files
+        _op("qbeast_vacuum", {"relation_or_path": location, "retention_hours": 0, "dry_run": True,
+                              "allow_short_retention": True})
+        assert files_before <= _parquet_files(location)
+        _op("qbeast_vacuum", {"relation_or_path": location, "retention_hours": 0,
+                              "allow_short_retention": True})
+        live = {os.path.join(location, path) for path in table.snapshot().delta.files}
+        assert _parquet_files(location) == live
+        assert spark.table(f"{schema}.events").count() == 600
+
+        # upgrade_format on a current table: nothing to rewrite, the version stays
+        version = table.snapshot().version
+        _op("qbeast_upgrade_format", {"relation_or_path": "events"})
+        assert table.snapshot().version == version
+
+        # convert a parquet folder in place
+        folder = str(tmp_path / "plain_parquet")
+        spark.range(50).selectExpr("id", "id * 3 as y").write.parquet(folder)
+        _op("qbeast_convert", {"path": folder, "columns_to_index": ["id"], "cube_size": 20})
+        converted = qbeast.QbeastTable.for_path(spark, folder)
+        assert converted.indexed_columns() == ["id"] and converted.cube_size() == 20
+        assert converted.to_df().count() == 50
+
+        # bad arguments: a clear message that names the operation, the argument, the allowed values
+        version = table.snapshot().version
+        bad = [
+            ("qbeast_optimize", {"relation_or_path": "events", "fraction": 0},
+             "qbeast_optimize: invalid argument fraction=0; allowed values: a number in (0.0, 1.0]"),
+            ("qbeast_optimize", {"relation_or_path": "events", "revision_id": -1},
+             "invalid argument revision_id=-1; allowed values: an integer >= 0 or none"),
+            ("qbeast_optimize", {"relation_or_path": "events", "files": "part-0.parquet"},
+             "invalid argument files='part-0.parquet'; allowed values: none or a non-empty list"),
+            ("qbeast_vacuum", {"relation_or_path": "events", "dry_run": "yes"},
+             "qbeast_vacuum: invalid argument dry_run='yes'; allowed values: true, false"),
+            ("qbeast_vacuum", {"relation_or_path": "events", "retention_hours": -3},
+             "invalid argument retention_hours=-3; allowed values: a number >= 0.0"),
+            ("qbeast_index_metrics", {"relation_or_path": "no_such_model"},
+             "invalid argument relation_or_path=\"no_such_model\"; allowed values: a model name"),
+            ("qbeast_index_metrics", {"relation_or_path": "plain_view"},
+             "allowed values: a qbeast table (this one's provider is"),
+            ("qbeast_index_metrics", {"relation_or_path": "bad schema'.x"},
+             "allowed values: a schema name of letters, digits and underscores"),
+            ("qbeast_convert", {"path": folder, "columns_to_index": []},
+             "qbeast_convert: invalid argument columns_to_index=[]; allowed values: a non-empty list"),
+            ("qbeast_convert", {"path": folder, "columns_to_index": ["id"], "source_format": "orc"},
+             "invalid argument source_format='orc'; allowed values: delta, parquet, none"),
+        ]
+        for name, args, expected in bad:
+            out = _op(name, args, expect_pass=False)
+            assert expected in out, (name, args, out[-2000:])
+        assert table.snapshot().version == version
