@@ -1,0 +1,56 @@
+"""``{{ qbeast_sample(ref('events'), f) }}`` reading a sample of a qbeast model; docs generate on it."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dbt.tests.util import rm_file, run_dbt, write_file
+from dbt_common.exceptions import CompilationError
+
+EVENTS = """
+{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100) }}
+select id, pmod(hash(id), 7) as k from range(2000)
+"""
+
+SAMPLED = """
+{{ config(materialized='table') }}
+select count(*) as n from {{ qbeast_sample(ref('events'), 0.1) }}
+"""
+
+
+class TestQbeastSampleMacro:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"events.sql": EVENTS, "sampled.sql": SAMPLED}
+
+    def test_sample_reads_the_engine_sample_and_bad_fractions_fail(self, project, spark):
+        run_dbt(["run"])
+        schema = project.test_schema
+        compiled = open(os.path.join(project.project_root, "target", "run", "test", "models",
+                                     "sampled.sql")).read()
+        assert f"{schema}.events with ('sampleFraction' = '0.1')" in compiled
+
+        location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
+        engine_sample = spark.read.format("qbeast").option("sampleFraction", "0.1").load(location)
+        (n,) = spark.table(f"{schema}.sampled").first()
+        assert n == engine_sample.count()
+        assert 0 < n < 2000 * 0.3  # a sample, not the table
+
+        for fraction, shown in [("0", "0"), ("1.5", "1.5"), ("'half'", '"half"'), ("true", "true")]:
+            write_file(f"select * from {{{{ qbeast_sample(ref('events'), {fraction}) }}}}",
+                       project.project_root, "models", "bad_sample.sql")
+            with pytest.raises(CompilationError) as raised:
+                run_dbt(["parse"])
+            assert f"qbeast_sample: invalid fraction {shown} for" in str(raised.value)
+            assert "allowed values: a number in (0, 1]" in str(raised.value)
+        rm_file(project.project_root, "models", "bad_sample.sql")
+
+        # dbt docs generate: the catalog lists the qbeast model with its columns and types
+        # (dbt-spark reads them from SHOW TABLE EXTENDED's schema tree: Spark's type names, 0-based)
+        catalog = run_dbt(["docs", "generate"])
+        node = catalog.nodes["model.test.events"]
+        assert node.metadata.type == "table"
+        assert {name: (c.type, c.index) for name, c in node.columns.items()} == {
+            "id": ("long", 0), "k": ("integer", 1)
+        }
