@@ -1,9 +1,10 @@
 """Benchmark: ``qbeast.write`` against plain ``df.write.parquet`` on the same generated DataFrame.
 
-Why: an indexing write reads its input three times (stats, estimation, write) and moves rows
-through Python, so its cost must be tracked against the cheapest way Spark can persist the same
-data. The script writes one generated DataFrame per size with both methods (after a warm-up that
-starts the JVM and the Python workers), and reports in ``benchmarks/results/write.md``:
+Why: an indexing write reads its input three times (stats, estimation, write), moves the indexed
+columns through Python and shuffles every row by file, so its cost must be tracked against the
+cheapest way Spark can persist the same data. The script writes one generated DataFrame per size
+with both methods (after a warm-up that starts the JVM and the Python workers), and reports in
+``benchmarks/results/write.md``:
 
 * the time ratio qbeast / parquet per size (goal: <= 1.5);
 * how each method's time grows from one size to the next (linear growth = the size factor).
