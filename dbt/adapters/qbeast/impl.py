@@ -209,10 +209,10 @@ class QbeastAdapter(SparkAdapter):
         if not isinstance(columns_to_index, (list, tuple)) or not columns_to_index or not all(
             isinstance(c, str) and c for c in columns_to_index
         ):
-            raise ops._fail(op, "columns_to_index", columns_to_index, "a non-empty list of column names")
+            raise ops.argument_error(op, "columns_to_index", columns_to_index, "a non-empty list of column names")
         size = ops.check_int(op, "cube_size", cube_size, 1)
         if source_format is not None and source_format not in ("delta", "parquet"):
-            raise ops._fail(op, "source_format", source_format, "delta, parquet, none (detect)")
+            raise ops.argument_error(op, "source_format", source_format, "delta, parquet, none (detect)")
         with _operation_errors(op):
             result = qbeast.convert_to_qbeast(
                 self._spark(), location, list(columns_to_index), cube_size=size, source_format=source_format

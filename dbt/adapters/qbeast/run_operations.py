@@ -20,7 +20,7 @@ logger = AdapterLogger("Qbeast")
 _SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
-def _fail(operation: str, argument: str, value: Any, allowed: str) -> QbeastRunOperationError:
+def argument_error(operation: str, argument: str, value: Any, allowed: str) -> QbeastRunOperationError:
     return QbeastRunOperationError(
         f"run-operation {operation}: invalid argument {argument}={value!r}; allowed values: {allowed}"
     )
@@ -30,7 +30,7 @@ def check_int(operation: str, argument: str, value: Any, minimum: int, optional:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise _fail(operation, argument, value, f"an integer >= {minimum}" + (" or none" if optional else ""))
+        raise argument_error(operation, argument, value, f"an integer >= {minimum}" + (" or none" if optional else ""))
     return value
 
 
@@ -41,13 +41,13 @@ def check_number(operation: str, argument: str, value: Any, low: float, high: Op
         ok = (value > low if low_open else value >= low) and (high is None or value <= high)
     if not ok:
         bounds = f"({low}, {high}]" if high is not None else f">= {low}"
-        raise _fail(operation, argument, value, f"a number in {bounds}" if high is not None else f"a number {bounds}")
+        raise argument_error(operation, argument, value, f"a number in {bounds}" if high is not None else f"a number {bounds}")
     return float(value)
 
 
 def check_bool(operation: str, argument: str, value: Any) -> bool:
     if not isinstance(value, bool):
-        raise _fail(operation, argument, value, "true, false")
+        raise argument_error(operation, argument, value, "true, false")
     return value
 
 
@@ -55,20 +55,20 @@ def check_files(operation: str, value: Any) -> Optional[List[str]]:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
-        raise _fail(operation, "files", value, "none or a non-empty list of file paths as the Delta log names them")
+        raise argument_error(operation, "files", value, "none or a non-empty list of file paths as the Delta log names them")
     return list(value)
 
 
 def check_path(operation: str, argument: str, value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise _fail(operation, argument, value, "a model name, schema.identifier, a relation or a table path")
+        raise argument_error(operation, argument, value, "a model name, schema.identifier, a relation or a table path")
     return value.strip()
 
 
 def catalog_location(spark: Any, operation: str, schema: str, identifier: str) -> str:
     """Folder of the Qbeast catalog table ``schema.identifier`` (from SHOW TABLE EXTENDED)."""
     if not _SCHEMA_NAME.match(schema or ""):
-        raise _fail(operation, "relation_or_path", f"{schema}.{identifier}",
+        raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}",
                     "a schema name of letters, digits and underscores")
     rows = spark.sql(f"show table extended in {schema} like {sql_string(identifier)}").collect()
     facts: Dict[str, str] = {}
@@ -76,9 +76,9 @@ def catalog_location(spark: Any, operation: str, schema: str, identifier: str) -
         if row.tableName.lower() == identifier.lower():
             facts = dict(line.split(": ", 1) for line in row.information.splitlines() if ": " in line)
     if not facts:
-        raise _fail(operation, "relation_or_path", f"{schema}.{identifier}", "an existing table (none by that name)")
+        raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}", "an existing table (none by that name)")
     if facts.get("Provider", "").lower() != "qbeast" or "Location" not in facts:
-        raise _fail(operation, "relation_or_path", f"{schema}.{identifier}",
+        raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}",
                     f"a qbeast table (this one's provider is {facts.get('Provider', 'unknown')}); "
                     "pass a folder path to work on a Delta or parquet table")
     location = facts["Location"]
