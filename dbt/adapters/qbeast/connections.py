@@ -20,6 +20,8 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
+from qbeast.spark.session import is_connect_session
+
 from dbt.adapters.qbeast.session_settings import catalog_path, connection_spark_conf, project_root_of
 
 log = logging.getLogger("qbeast.dbt.connections")
@@ -28,7 +30,13 @@ APP_NAME = "dbt-qbeast"
 
 
 def _is_stopped(session: Any) -> bool:
-    """True once ``session.stop()`` ran (PySpark clears the context's Java handle then)."""
+    """True once ``session.stop()`` ran.
+
+    Spark Connect sessions have no SparkContext and say it themselves (``is_stopped``); classic
+    sessions clear the context's Java handle when stopped.
+    """
+    if is_connect_session(session):
+        return bool(getattr(session, "is_stopped", False))
     context = getattr(session, "_sc", None)
     return context is None or getattr(context, "_jsc", None) is None
 
