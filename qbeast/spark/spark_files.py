@@ -114,7 +114,7 @@ def write_plan_files(
         assigned = _all_nullable(assigned, data.schema)
         with scoped_confs(spark, _WRITE_CONFS):
             (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
-             .write.mode("errorifexists").option("compression", "snappy")
+             .write.mode("error").option("compression", "snappy")
              .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
         logger.info("staging write done: %s elapsed=%.2fs", staging, time.perf_counter() - started)
         parts = _staging_parts(staging)
