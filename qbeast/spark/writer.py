@@ -8,9 +8,11 @@ cube-level aggregates and per-file descriptions reach the driver:
 2. **estimation** — every task builds local OTrees over buffers of the indexed columns and their
    weight (``F.hash`` in the JVM) and emits a domain per cube; Spark sums them per cube; the driver
    derives each cube's threshold and the rollup of cubes into files (``qbeast.spark.estimation``).
-3. **write** — an Arrow UDF assigns every row to its cube and file (``qbeast.spark.assignment``),
-   rows are repartitioned by file, and each task writes its parquet files with pyarrow and returns
-   their size, Delta stats and blocks (``qbeast.spark.files``).
+3. **write** — an Arrow UDF that sees only the indexed columns and the weight assigns every row
+   to its cube and file (``qbeast.spark.assignment``); rows are repartitioned by file and Spark's
+   own parquet writer writes one file per group, then the files are moved to ``<uuid>.parquet``
+   at the table root and described (size, Delta stats, blocks) from their footers and the
+   assignment counts (``qbeast.spark.spark_files``).
 4. **commit** — one Delta transaction with all AddFiles (tags = revision + blocks), the metadata
    when a revision or the schema changes, the removal of every file on overwrite and the optional
    application transaction. Nothing is committed before every file is written, so a failed write

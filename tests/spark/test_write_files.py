@@ -1,21 +1,14 @@
-"""The per-task file writer and its Delta stats, run directly on Arrow batches (no Spark)."""
+"""Delta stats of data files computed on Arrow batches (no Spark): safe bounds, first 32 columns."""
 from __future__ import annotations
 
 import datetime as dt
 import decimal
 import json
-import os
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
-from qbeast.core.cube_id import CubeId
-from qbeast.core.weight import MAX_WEIGHT
-from qbeast.spark.assignment import build_write_plan
 from qbeast.spark.delta_stats import StatsAccumulator
-from qbeast.spark.files import write_files_function
 
 UTC = dt.timezone.utc
 
@@ -68,67 +61,3 @@ def test_stats_describe_only_the_first_32_columns():
     table = pa.table({f"c{i}": pa.array([i, None]) for i in range(40)})
     stats = _stats(table)
     assert list(stats["nullCount"]) == [f"c{i}" for i in range(32)]
-
-
-def _plan():
-    root = CubeId.root(1)
-    weights = {root: -1000, root.child(0): MAX_WEIGHT, root.child(1): MAX_WEIGHT}
-    return build_write_plan(1, weights, {root: 10, root.child(0): 10, root.child(1): 10}, 5)
-
-
-def _batch(n: int, start: int, files: np.ndarray, cubes: np.ndarray, weights: np.ndarray):
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array(np.arange(start, start + n)),
-            pa.array([f"v{i}" for i in range(start, start + n)]),
-            pa.array(weights.astype(np.int32)),
-            pa.StructArray.from_arrays(
-                [pa.array(files.astype(np.int32)), pa.array(cubes.astype(np.int64))],
-                names=["file", "cube"],
-            ),
-        ],
-        names=["id", "s", "_qbeast_weight", "_qbeast_assignment"],
-    )
-
-
-def test_task_writes_one_file_per_group_with_its_blocks(tmp_path):
-    plan = _plan()
-    root_file, low_file = int(plan.files[0]), int(plan.files[1])
-    rng = np.random.default_rng(1)
-    batches = []
-    for k in range(5):  # rows of both files interleaved over several batches
-        files = rng.choice([root_file, low_file], size=50)
-        cubes = np.where(files == root_file, 0, 1)
-        weights = rng.integers(-2000, 2000, size=50)
-        batches.append(_batch(50, k * 50, files, cubes, weights))
-    run = write_files_function(str(tmp_path), plan, ["id", "s"], "_qbeast_weight",
-                               "_qbeast_assignment", row_group_rows=64)
-    out = pa.Table.from_batches(list(run(iter(batches)))).to_pylist()
-    everything = pa.Table.from_batches(batches)
-    assert sorted(r["file_id"] for r in out) == sorted({root_file, low_file})
-    for r in out:
-        data = pq.read_table(tmp_path / r["path"])
-        assert data.column_names == ["id", "s"]
-        assert r["size"] == os.path.getsize(tmp_path / r["path"])
-        mine = everything.filter(pa.compute.equal(
-            everything["_qbeast_assignment"].combine_chunks().field("file"), r["file_id"]))
-        assert sorted(data["id"].to_pylist()) == sorted(mine["id"].to_pylist())
-        assert json.loads(r["stats"])["numRecords"] == data.num_rows == r["num_records"]
-        ((cube, low, high, count),) = json.loads(r["blocks"])
-        assert count == data.num_rows and low == min(mine["_qbeast_weight"].to_pylist())
-        assert (cube, high) == (("", -1000) if r["file_id"] == root_file else ("A", MAX_WEIGHT))
-        assert pq.ParquetFile(tmp_path / r["path"]).metadata.num_row_groups >= 2
-
-
-def test_failing_task_removes_its_files(tmp_path):
-    plan = _plan()
-
-    def broken():
-        yield _batch(10, 0, np.zeros(10), np.zeros(10), np.zeros(10))
-        raise RuntimeError("upstream failure")
-
-    run = write_files_function(str(tmp_path), plan, ["id", "s"], "_qbeast_weight",
-                               "_qbeast_assignment", row_group_rows=4)
-    with pytest.raises(RuntimeError, match="upstream failure"):
-        list(run(broken()))
-    assert os.listdir(tmp_path) == []
