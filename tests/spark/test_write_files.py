@@ -6,7 +6,6 @@ import decimal
 import json
 
 import pyarrow as pa
-import pytest
 
 from qbeast.spark.delta_stats import StatsAccumulator
 
