@@ -17,10 +17,11 @@ whose workers have the engine installed.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from qbeast.spark.shipping import is_connect_session as _is_connect
@@ -179,3 +180,21 @@ def partition_count(df: Any) -> int:
 
     highest = df.select(F.spark_partition_id().alias("p")).agg(F.max("p").alias("p")).first()["p"]
     return 1 if highest is None else int(highest) + 1
+
+
+@contextlib.contextmanager
+def restored_confs(spark: Any, keys: Iterable[str]) -> Iterator[None]:
+    """Put the session settings ``keys`` back as they were (unset if they were) when the block ends.
+
+    Engine steps that need a setting for one job, and tests that hand the shared session to code
+    that changes its runtime settings, both rely on this so the session is left as they found it.
+    """
+    previous = {key: spark.conf.get(key, None) for key in keys}
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -40,6 +40,7 @@ from qbeast.errors import QbeastError
 from qbeast.spark.assignment import WritePlan
 from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, WEIGHT_COLUMN
 from qbeast.spark.delta_stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
+from qbeast.spark.session import restored_confs
 
 logger = logging.getLogger("qbeast.spark.writer")
 
@@ -62,17 +63,10 @@ class FileWriteError(QbeastError):
 @contextlib.contextmanager
 def scoped_confs(spark, confs: dict[str, str]) -> Iterator[None]:
     """Set session confs for the duration of the block and put the previous values back."""
-    previous = {key: spark.conf.get(key, None) for key in confs}
-    for key, value in confs.items():
-        spark.conf.set(key, value)
-    try:
+    with restored_confs(spark, confs):
+        for key, value in confs.items():
+            spark.conf.set(key, value)
         yield
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def write_plan_files(

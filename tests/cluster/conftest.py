@@ -130,20 +130,13 @@ def build_example_project(cluster_dir: Path, worker_python: str):
 @pytest.fixture(scope="session")
 def embedded_dbt_build(spark, cluster_dir: Path) -> dict[str, Any]:
     """The example project built in this process on the shared local session (the baseline)."""
-    from qbeast.spark.session import ENGINE_DEFAULTS
+    from qbeast.spark.session import ENGINE_DEFAULTS, restored_confs
 
     project = copy_project(cluster_dir / "dbt-embedded", {"embedded": qbeast_target()})
     # The adapter re-applies the engine's runtime defaults to the shared session (e.g. 8 shuffle
     # partitions); put back what the rest of the test run expects.
-    saved = {key: spark.conf.get(key, None) for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)}
-    try:
+    with restored_confs(spark, [key for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)]):
         return build_and_measure(project, "embedded", lambda: spark)
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 @pytest.fixture(scope="session")
