@@ -5,7 +5,8 @@
   exact totals.
 
   The first build generates `events_rows` events; every later `dbt run` appends the next
-  `events_increment` ids (write_mode='append' makes is_incremental() true once the table exists).
+  `events_increment` ids: qbeast models append on later runs (write_mode='append' is the default,
+  spelled out here), and is_incremental() is true once the table exists.
 #}
 {{ config(
     materialized='qbeast',

@@ -13,7 +13,12 @@ def test_list_and_string_specs_normalize_to_the_same_columns():
     as_string = parse_model_config("m", " a , b:hashing ", "1000")
     assert as_list.columns_to_index == as_string.columns_to_index == ("a", "b:hashing")
     assert as_list.cube_size == as_string.cube_size == 1000
-    assert as_list.write_mode == "overwrite" and as_list.column_names == ["a", "b"]
+    assert as_list.column_names == ["a", "b"]
+
+
+def test_write_mode_defaults_to_append_and_accepts_overwrite():
+    assert parse_model_config("m", ["a"]).write_mode == "append"
+    assert parse_model_config("m", ["a"], write_mode=" Overwrite ").write_mode == "overwrite"
 
 
 @pytest.mark.parametrize(

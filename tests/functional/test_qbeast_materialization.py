@@ -10,12 +10,13 @@ from dbt.tests.util import run_dbt, write_file
 import qbeast
 
 QBEAST_MODEL = """
-{{ config(materialized='qbeast', columns_to_index=['a', 'b'], cube_size=400) }}
+{{ config(materialized='qbeast', columns_to_index=['a', 'b'], cube_size=400, write_mode='overwrite') }}
 select id, pmod(hash(id), 1000) as a, cast(id as double) / 7 as b from range(3000)
 """
 
 APPEND_MODEL = """
-{{ config(materialized='qbeast', columns_to_index='id', cube_size=300, write_mode='append') }}
+{# no write_mode: later runs append by default, with is_incremental() true #}
+{{ config(materialized='qbeast', columns_to_index='id', cube_size=300) }}
 {% if is_incremental() %}
 select id + (select max(id) + 1 from {{ this }}) as id from range(500)
 {% else %}
@@ -65,17 +66,20 @@ class TestQbeastMaterialization:
 
         grown = f"{project.test_schema}.grown"
         assert spark.table(grown).count() == 1000
-        run_dbt(["run", "--select", "grown"])  # append: is_incremental() selects the next ids
+        second = run_dbt(["run", "--select", "grown"])  # append: is_incremental() selects the next ids
+        assert second[0].message.startswith("QBEAST APPEND 500 rows")
         ids = [r.id for r in spark.table(grown).orderBy("id").collect()]
         assert ids == list(range(1500))
         grown_table = qbeast.QbeastTable.for_path(spark, _location(spark, grown))
         assert len(grown_table.snapshot().delta.files) >= 2  # appended files beside the first write
 
-        run_dbt(["run", "--select", "qb"])  # overwrite: same rows, a new table version
+        rerun = run_dbt(["run", "--select", "qb"])  # write_mode='overwrite': same rows, a new version
+        assert rerun[0].message.startswith("QBEAST OVERWRITE 3000 rows")
         assert spark.table(qb).count() == 3000
         assert table.snapshot().version == 1
 
-        run_dbt(["run", "--select", "grown", "--full-refresh"])
+        refreshed = run_dbt(["run", "--select", "grown", "--full-refresh"])
+        assert refreshed[0].message.startswith("QBEAST OVERWRITE 1000 rows")
         assert spark.table(grown).count() == 1000
 
 

@@ -14,6 +14,9 @@ from dbt.adapters.qbeast.errors import QbeastModelConfigError
 
 TRANSFORMER_TYPES: Tuple[str, ...] = ("linear", "hashing", "quantiles", "histogram")
 WRITE_MODES: Tuple[str, ...] = ("overwrite", "append")
+#: What later runs of a qbeast model do when the model sets no write_mode: append, like an
+#: incremental model (the first run and --full-refresh always overwrite).
+DEFAULT_WRITE_MODE = "append"
 ON_SCHEMA_CHANGE: Tuple[str, ...] = ("ignore", "fail", "append_new_columns")
 
 # Every config key the qbeast materialization reads (docs/dbt.md has the reference table).
@@ -131,7 +134,7 @@ def parse_model_config(
             f"model {model}: the qbeast materialization needs config columns_to_index; allowed "
             f"values: a list of the model's column names, e.g. ['event_time', 'user_id']"
         )
-    mode = "overwrite" if write_mode is None else str(write_mode).strip().lower()
+    mode = DEFAULT_WRITE_MODE if write_mode is None else str(write_mode).strip().lower()
     if mode not in WRITE_MODES:
         raise _error(model, "write_mode", write_mode, ", ".join(WRITE_MODES))
     if location_root is not None and (not isinstance(location_root, str) or not location_root.strip()):

@@ -3,7 +3,7 @@
   OTree-indexed Delta table) and registered in the catalog as an external `USING qbeast` table.
 
   config: columns_to_index (required; alias columnsToIndex), cube_size (alias cubeSize),
-  write_mode ('overwrite' | 'append'), location_root, column_stats, on_schema_change,
+  write_mode ('append', the default, | 'overwrite'), location_root, column_stats, on_schema_change,
   tblproperties, persist_docs, optimize_after_run. See docs/dbt.md.
 #}
 {% materialization qbeast, adapter='qbeast', supported_languages=['sql'] %}
@@ -34,8 +34,8 @@
 
 
 {#-
-  is_incremental() is also true for qbeast models with write_mode='append' once their table
-  exists, so they can select only the new rows exactly like incremental models do.
+  is_incremental() is also true for qbeast models once their table exists, unless they set
+  write_mode='overwrite', so they can select only the new rows exactly like incremental models do.
 -#}
 {% macro is_incremental() %}
   {%- if not execute -%}
@@ -49,6 +49,6 @@
     {{ return(true) }}
   {%- endif -%}
   {{ return(model.config.materialized == 'qbeast'
-            and (model.config.get('write_mode') or 'overwrite') | lower | trim == 'append'
+            and (model.config.get('write_mode') or 'append') | lower | trim == 'append'
             and relation.is_qbeast) }}
 {% endmacro %}
