@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from qbeast.core.transformers import quote_identifier
 from qbeast.errors import QbeastError
 from qbeast.spark.assignment import WritePlan
-from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, WEIGHT_COLUMN
+from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
 from qbeast.spark.delta_stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
 from qbeast.spark.session import restored_confs
 
@@ -46,7 +46,6 @@ logger = logging.getLogger("qbeast.spark.writer")
 
 #: Partition column of the staging write (a reserved column name, see write_options).
 STAGING_FILE_COLUMN = FILE_COLUMN
-STAGING_PREFIX = "_qbeast_staging_"
 
 #: Session confs the staging write pins: microsecond timestamps and no row-count split of a
 #: group into several files.

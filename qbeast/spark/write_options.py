@@ -20,6 +20,9 @@ FILE_COLUMN = "_qbeast_file"
 CUBE_COLUMN = "_qbeast_cube"
 ASSIGNMENT_COLUMN = "_qbeast_assignment"
 RESERVED_COLUMNS = (WEIGHT_COLUMN, FILE_COLUMN, CUBE_COLUMN, ASSIGNMENT_COLUMN)
+#: Prefix of the folder inside the table folder where a write's files are produced before they
+#: are moved to the table root (``qbeast.spark.spark_files``); vacuum removes abandoned ones.
+STAGING_PREFIX = "_qbeast_staging_"
 
 #: Spark types that can be stored in a Qbeast (Delta protocol 1/2) table as non-indexed columns.
 _STORABLE_REJECTED = ("timestamp_ntz", "interval", "variant", "void", "null", "calendar")
@@ -32,10 +35,11 @@ class WriteOptions:
     merge_schema: bool = False
     buffer_capacity: int | None = None
     user_metadata: str | None = None
+    estimation_sample_rows: int | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
-        allowed = {"merge_schema", "buffer_capacity", "user_metadata"}
+        allowed = {"merge_schema", "buffer_capacity", "user_metadata", "estimation_sample_rows"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidOptionError(
@@ -50,13 +54,23 @@ class WriteOptions:
         metadata = options.get("user_metadata")
         if metadata is not None and not isinstance(metadata, str):
             raise InvalidOptionError(f"user_metadata must be a string, got {metadata!r}")
-        return cls(merge, capacity, metadata)
+        sample_rows = options.get("estimation_sample_rows")
+        if sample_rows is not None:
+            check_non_negative_int("estimation_sample_rows", sample_rows)
+        return cls(merge, capacity, metadata, sample_rows)
 
 
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` if it is an int > 0, else an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise InvalidOptionError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def check_non_negative_int(name: str, value: Any) -> int:
+    """``value`` if it is an int >= 0, else an error naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidOptionError(f"{name} must be an integer >= 0, got {value!r}")
     return value
 
 

@@ -28,10 +28,12 @@ from qbeast.spark.arrow_values import table_points
 from qbeast.spark.assignment import WritePlan, build_write_plan
 from qbeast.spark.estimation import (
     DEFAULT_BUFFER_CAPACITY,
+    DEFAULT_ESTIMATION_SAMPLE_ROWS,
     DOMAIN_SCHEMA,
     ExistingThresholds,
     estimate_cube_weights,
     estimated_block_sizes,
+    estimation_fraction,
     group_cube_size,
     partition_domains_function,
 )
@@ -45,6 +47,11 @@ from qbeast.spark.table_state import effective_thresholds
 from qbeast.spark.write_options import WEIGHT_COLUMN, check_positive_int
 
 logger = logging.getLogger("qbeast.spark.writer")
+
+#: Session conf of the estimation's sample size (rows; 0 = estimate from every row).
+ESTIMATION_SAMPLE_ROWS_CONF = "spark.qbeast.index.estimationSampleRows"
+#: Seed of the estimation sample, so that the same input and partitioning give the same layout.
+ESTIMATION_SEED = 1_879_048_193
 
 
 class WritePhase:
@@ -83,10 +90,21 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
         spark, "spark.qbeast.index.cubeDomainsBufferCapacity", DEFAULT_BUFFER_CAPACITY
     )
     partitions = input_partitions(data)
-    gcs = group_cube_size(desired, partitions, count, capacity)
+    sample_rows = opts.estimation_sample_rows
+    if sample_rows is None:
+        sample_rows = conf_int(spark, ESTIMATION_SAMPLE_ROWS_CONF, DEFAULT_ESTIMATION_SAMPLE_ROWS,
+                               allow_zero=True)
+    sampled = estimation_fraction(count, desired, sample_rows)
+    source = data
+    if sampled < 1.0:
+        # Local trees over a Bernoulli sample, sized as if the sample were the whole input (see
+        # estimation_fraction); the summed domains are scaled back to all rows below.
+        source = data.sample(withReplacement=False, fraction=sampled, seed=ESTIMATION_SEED)
+    gcs = group_cube_size(max(1, round(desired * sampled)), partitions,
+                          max(1, round(count * sampled)), capacity)
     thresholds = effective_thresholds(existing) if existing is not None else None
     lookup = ExistingThresholds.from_thresholds(dims, thresholds) if thresholds else None
-    indexed = data.select(
+    indexed = source.select(
         *[F.col(quote_identifier(c)) for c in columns], weight_expression(columns).alias(WEIGHT_COLUMN)
     )
     domains_fn = partition_domains_function(revision, columns, WEIGHT_COLUMN, gcs, capacity, lookup)
@@ -96,7 +114,7 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
         .agg(F.sum("domain").alias("domain"))
         .collect()
     )
-    input_domains = {CubeId.from_string(dims, r["cube"]): float(r["domain"]) for r in summed}
+    input_domains = {CubeId.from_string(dims, r["cube"]): float(r["domain"]) / sampled for r in summed}
     domains = dict(input_domains)
     if existing is not None and len(existing):
         for cube, domain in existing.cube_domains().items():
@@ -104,8 +122,8 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
     weights = estimate_cube_weights(domains, desired, thresholds)
     sizes = estimated_block_sizes(weights, input_domains)
     plan = build_write_plan(dims, weights, sizes, desired)
-    phase.done(rows=count, partitions=partitions, group_cube_size=gcs, cubes=len(weights),
-               files=plan.file_count)
+    phase.done(rows=count, sampled_fraction=round(sampled, 6), partitions=partitions,
+               group_cube_size=gcs, cubes=len(weights), files=plan.file_count)
     return plan
 
 
@@ -268,14 +286,19 @@ def parallelism(spark) -> int:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "8")))
 
 
-def conf_int(spark, key: str, default: int) -> int:
+def conf_int(spark, key: str, default: int, allow_zero: bool = False) -> int:
+    """An integer session conf (> 0, or >= 0 with ``allow_zero``), else ``default`` when unset."""
     value = spark.conf.get(key, None)
     if value is None:
         return default
+    kind = "an integer >= 0" if allow_zero else "a positive integer"
     try:
-        return check_positive_int(key, int(value))
+        number = int(value)
     except ValueError:
-        raise InvalidOptionError(f"Spark conf {key} must be a positive integer, got {value!r}") from None
+        number = -1
+    if number < 0 or (number == 0 and not allow_zero):
+        raise InvalidOptionError(f"Spark conf {key} must be {kind}, got {value!r}")
+    return number
 
 
 __all__ = [

@@ -16,6 +16,7 @@ from qbeast.spark.estimation import (
     ExistingThresholds,
     estimate_cube_weights,
     estimated_block_sizes,
+    estimation_fraction,
     group_cube_size,
     local_tree_domains,
 )
@@ -224,3 +225,39 @@ def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
     assert {block.cube for _, block in markers} == {high.string}
     fresh = threshold_markers({0: [Block(deep.string, 9, MAX_WEIGHT, 4)]}, plan, None)
     assert {block.cube for _, block in fresh} == {"", high.string}
+
+
+@pytest.mark.parametrize(
+    ("count", "cube_size", "sample_rows", "expected"),
+    [
+        (20_000_000, 100_000, 2_000_000, 0.1),  # the sample size decides
+        (20_000_000, 1_000_000, 2_000_000, 0.1),
+        (20_000_000, 10_000, 2_000_000, 0.1),  # 1,000 sampled rows per cube would need only 0.1
+        (20_000_000, 5_000, 2_000_000, 0.2),  # ...here 0.2: small cubes raise the fraction
+        (20_000_000, 500, 2_000_000, 1.0),  # cubes too small to sample: every row
+        (2_000_000, 100_000, 2_000_000, 1.0),  # not more rows than the sample size
+        (50_000_000, 100_000, 0, 1.0),  # 0 disables sampling
+    ],
+)
+def test_estimation_fraction(count, cube_size, sample_rows, expected):
+    assert estimation_fraction(count, cube_size, sample_rows) == pytest.approx(expected)
+
+
+def test_sampled_local_trees_scale_to_the_full_domains():
+    """Trees over a 10% sample with a 10% cube size give domains that, scaled by 10, match the full ones."""
+    rng = np.random.default_rng(5)
+    n = 200_000
+    coords = rng.random((n, 2))
+    weights = rng.integers(MIN_WEIGHT, MAX_WEIGHT, n, dtype=np.int64).astype(np.int32)
+    full_cubes, full_domains = local_tree_domains(coords, weights, 2_000)
+    keep = rng.random(n) < 0.1
+    sample_cubes, sample_domains = local_tree_domains(coords[keep], weights[keep], 200)
+    full = dict(zip(full_cubes, full_domains))
+    scaled = {c: d / 0.1 for c, d in zip(sample_cubes, sample_domains)}
+    full_weights = estimate_cube_weights(full, 2_000)
+    sampled_weights = estimate_cube_weights(scaled, 2_000)
+    top = [c for c in full_weights if c.depth <= 2]
+    assert top and all(c in sampled_weights for c in top)
+    for cube in top:  # within 10%: a sampled cube of 200 rows has a ~7% standard error
+        a, b = fraction(full_weights[cube]), fraction(sampled_weights[cube])
+        assert abs(a - b) <= 0.10 * max(a, b), (cube, a, b)

@@ -85,6 +85,48 @@ def test_appends_that_grow_the_space_open_new_revisions(spark, tmp_path):
     assert check_index(spark, path) == {1: 8_000, 2: 12_000}
 
 
+def test_sampled_estimation_keeps_the_invariants_and_the_cube_sizes(spark, tmp_path):
+    """A large input is estimated from a sample; the layout stays valid and close to the exact one."""
+    n, cube_size = 200_000, 5_000
+    df = _uniform(spark, n, seed=21)
+    exact, sampled = str(tmp_path / "exact"), str(tmp_path / "sampled")
+    qbeast.write(df, exact, "a,b", cube_size=cube_size, estimation_sample_rows=0)
+    # 20k sample rows of 200k would be 10%; 1,000 rows per cube of 5,000 raise it to 20%
+    qbeast.write(df, sampled, "a,b", cube_size=cube_size, estimation_sample_rows=20_000)
+    assert check_index(spark, sampled) == {1: n}
+
+    def cube_rows(path):
+        status = QbeastSnapshot.load(path).index_status(1)
+        return {s.cube: s.element_count for s in status}
+
+    exact_cubes, sampled_cubes = cube_rows(exact), cube_rows(sampled)
+    # same tree size and cube fill within the noise of a 20% sample
+    assert 0.8 <= len(sampled_cubes) / len(exact_cubes) <= 1.25
+    inner = [c for c, rows in sampled_cubes.items() if any(o.parent == c for o in sampled_cubes)]
+    assert inner and all(0.8 * cube_size <= sampled_cubes[c] <= 1.2 * cube_size for c in inner)
+
+
+def test_estimation_sample_rows_session_conf(spark, tmp_path, caplog):
+    from qbeast.errors import InvalidOptionError
+    from qbeast.spark.session import restored_confs
+
+    df = _uniform(spark, 30_000, seed=2)
+    key = "spark.qbeast.index.estimationSampleRows"
+    with restored_confs(spark, [key]):
+        spark.conf.set(key, "10000")
+        with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+            qbeast.write(df, str(tmp_path / "t"), "a,b", cube_size=1_000)
+        assert "sampled_fraction=1.0 " in caplog.text  # 1,000 rows per cube of 1,000: all rows
+        caplog.clear()
+        with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+            qbeast.write(df, str(tmp_path / "u"), "a,b", cube_size=10_000)
+        assert "sampled_fraction=0.333333 " in caplog.text
+        assert check_index(spark, str(tmp_path / "u")) == {1: 30_000}
+        spark.conf.set(key, "-5")
+        with pytest.raises(InvalidOptionError, match=f"{key} must be an integer >= 0"):
+            qbeast.write(df, str(tmp_path / "v"), "a,b", cube_size=1_000)
+
+
 @pytest.mark.parametrize("fractions", [(0.1, 0.2, 0.5, 0.7, 0.99)])
 def test_sampling_accuracy_after_appends(spark, tmp_path, fractions):
     n = 100_000

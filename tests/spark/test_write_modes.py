@@ -186,6 +186,10 @@ def test_bad_arguments_fail_before_writing(spark, tmp_path):
         (dict(columns_to_index="x", cube_size=0), InvalidOptionError, "cube_size"),
         (dict(columns_to_index="x", txn_app_id="a"), InvalidOptionError, "txn_version"),
         (dict(columns_to_index="x", colour="red"), InvalidOptionError, "allowed options"),
+        (dict(columns_to_index="x", estimation_sample_rows=-1), InvalidOptionError,
+         "estimation_sample_rows must be an integer >= 0"),
+        (dict(columns_to_index="x", estimation_sample_rows=True), InvalidOptionError,
+         "estimation_sample_rows"),
         (dict(), InvalidOptionError, "columns_to_index is required"),
         (dict(columns_to_index="x", column_stats={"z_min": 1}), InvalidOptionError, "z_min"),
     ]
