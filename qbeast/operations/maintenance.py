@@ -7,13 +7,18 @@ dbt run-operations, and small result objects that print well and convert to plai
 from __future__ import annotations
 
 import json
+import logging
+import os
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from qbeast.delta.actions import now_ms
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.vacuum import vacuum as delta_vacuum
 from qbeast.errors import InvalidOptionError
+from qbeast.spark.write_options import STAGING_PREFIX
 from qbeast.operations.common import (
     OperationResult,
     check_bool,
@@ -21,6 +26,8 @@ from qbeast.operations.common import (
     check_path,
     format_table,
 )
+
+logger = logging.getLogger("qbeast.operations.maintenance")
 
 #: Default retention of ``vacuum_table``: 7 days, Delta's default ``deletedFileRetentionDuration``.
 DEFAULT_RETENTION_HOURS = 168
@@ -63,6 +70,10 @@ def vacuum_table(
     than the table's ``delta.deletedFileRetentionDuration`` (7 days by default) needs
     ``allow_short_retention=True`` because it breaks time travel and running readers;
     ``retention_hours=None`` uses that table property.
+
+    Staging folders (``_qbeast_staging_*``) that a write abandoned (its process died before it
+    moved the files out) are deleted too once every file in them is older than the retention:
+    the log layer never looks into ``_`` folders, and nothing but a crashed write leaves one.
     """
     check_path(path)
     check_bool(dry_run, "dry_run")
@@ -83,8 +94,33 @@ def vacuum_table(
         allow_short_retention=allow_short_retention,
     )
     prefix = log.table_path.rstrip("/") + "/"
-    names = tuple(f[len(prefix):] if f.startswith(prefix) else f for f in result.files)
-    return VacuumReport(log.table_path, names, result.bytes, dry_run, result.retention_hours)
+    staged, staged_bytes = _abandoned_staging_files(log, result.retention_hours, dry_run)
+    names = tuple(f[len(prefix):] if f.startswith(prefix) else f for f in result.files + staged)
+    return VacuumReport(log.table_path, names, result.bytes + staged_bytes, dry_run,
+                        result.retention_hours)
+
+
+def _abandoned_staging_files(log: DeltaLog, retention_hours: float, dry_run: bool) -> tuple[list[str], int]:
+    """Files of staging folders whose newest file is older than the retention; deleted unless dry."""
+    horizon = now_ms() - int(retention_hours * 3_600_000)
+    table = log.table_path.rstrip("/")
+    folders = [s for s in log.storage.list_dir(table) if s.is_dir and s.name.startswith(STAGING_PREFIX)]
+    files: list[str] = []
+    size = 0
+    for folder in folders:
+        inside = list(log.storage.walk(folder.path))
+        if any(stat.mtime_ms > horizon for stat in inside):
+            continue  # a write may still be producing these files
+        files.extend(stat.path for stat in inside)
+        size += sum(stat.size for stat in inside)
+        if not dry_run:
+            for stat in inside:
+                log.storage.delete(stat.path)
+            if os.path.isdir(folder.path):  # local tables: drop the emptied folder tree too
+                shutil.rmtree(folder.path, ignore_errors=True)
+            logger.info("vacuum %s: removed abandoned staging folder %s (%d files)",
+                        table, folder.path, len(inside))
+    return files, size
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,28 @@ def test_vacuum_dry_run_lists_without_deleting(table_with_removed_file):
     assert json.loads(json.dumps(report.to_dict()))["files"] == [removed]
 
 
+def test_vacuum_removes_abandoned_staging_folders_only_after_the_retention(table_with_removed_file):
+    """A write that died leaves _qbeast_staging_*; vacuum clears it once all its files are old."""
+    log, removed, kept = table_with_removed_file
+    table = Path(log.table_path)
+    abandoned = table / "_qbeast_staging_dead" / "_qbeast_file=0"
+    running = table / "_qbeast_staging_live" / "_qbeast_file=0"
+    for folder, hours in ((abandoned, 400), (running, 400)):
+        folder.mkdir(parents=True)
+        (folder / "part-0.parquet").write_bytes(b"x" * 10)
+        age(folder / "part-0.parquet", hours)
+    (running / "part-1.parquet").write_bytes(b"y" * 5)  # written a moment ago: a write in progress
+    dry = vacuum_table(log.table_path, dry_run=True)
+    assert set(dry.files) == {removed, "_qbeast_staging_dead/_qbeast_file=0/part-0.parquet"}
+    assert (abandoned / "part-0.parquet").exists()
+    report = vacuum_table(log.table_path)
+    assert set(report.files) == set(dry.files)
+    assert report.bytes == dry.bytes
+    assert not (table / "_qbeast_staging_dead").exists()
+    assert sorted(p.name for p in running.iterdir()) == ["part-0.parquet", "part-1.parquet"]
+    assert (table / kept).exists()
+
+
 def test_vacuum_default_retention_from_the_table_property(make_table):
     log = make_table([(range(0, 10), None), (range(10, 20), None)],
                      {"delta.deletedFileRetentionDuration": "interval 300 hours"})
