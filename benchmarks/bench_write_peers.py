@@ -97,12 +97,22 @@ def run(spark, data: Dataset, warm: Dataset, columns: tuple[str, ...], cube_size
 
     scaling_rows = []
     for ds in scaling:
-        q_out, p_out = fresh_dir("scaling-qbeast"), fresh_dir("scaling-parquet")
-        p_s, _ = timed(lambda: write_parquet(spark, ds, p_out))
-        q_s, result = timed(lambda: write_qbeast(spark, ds, q_out, ds.range_columns, cube_size))
+        p_runs: list[float] = []
+        q_runs: list[float] = []
+        result = None
+        for round_ in range(repeat):  # alternate which writer goes first
+            for name in (("parquet", "qbeast") if round_ % 2 == 0 else ("qbeast", "parquet")):
+                if name == "parquet":
+                    p_runs.append(timed(lambda: write_parquet(spark, ds, fresh_dir("scaling-parquet")))[0])
+                else:
+                    seconds, result = timed(lambda: write_qbeast(
+                        spark, ds, fresh_dir("scaling-qbeast"), ds.range_columns, cube_size))
+                    q_runs.append(seconds)
+        q_s, p_s = median(q_runs), median(p_runs)
         scaling_rows.append({"rows": ds.rows, "qbeast_s": q_s, "parquet_s": p_s,
                              "qbeast_rows_per_s": ds.rows / q_s, "parquet_rows_per_s": ds.rows / p_s,
-                             "files": len(result.files)})
+                             "files": len(result.files), "qbeast_times": q_runs,
+                             "parquet_times": p_runs})
         logger.info("write scaling: rows=%d qbeast=%.1fs parquet=%.1fs files=%d", ds.rows, q_s, p_s,
                     len(result.files))
     return {

@@ -53,14 +53,26 @@ def _header(r: dict) -> list[str]:
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB RAM, {m['os']}; Spark local[2] "
         f"(pyspark {m['pyspark']}), Python {m['python']}, deltalake {m['deltalake']}, "
         f"pyarrow {m['pyarrow']}; code at commit `{m['commit']}` plus the working tree of that time.",
-        "The machine was shared with other engineers running test suites during the run: absolute "
-        "times are noisy. Contenders were timed alternately (rotating order) in the same process and "
-        "each figure is a median, so ratios are more trustworthy than absolute seconds.",
+        _load_sentence(r),
+        "Contenders were timed alternately (rotating order) in the same process and each figure is "
+        "a median, so ratios are more trustworthy than absolute seconds.",
         "",
         "How each figure is measured is in `benchmarks/README.md` and in the docstring of the module "
         "named in each section. Charts: `charts/`.",
         "",
     ]
+
+
+def _load_sentence(r: dict) -> str:
+    """What the run recorded about the machine's load (2.0 on 2 cores = the benchmark alone)."""
+    loads = {k: v for k, v in r.get("load_average", {}).items() if v is not None}
+    if not loads:
+        return ("The machine's load was not recorded for this run (other processes may have run "
+                "beside it): absolute times may be noisy.")
+    values = ", ".join(f"{k} {v:.1f}" for k, v in loads.items())
+    note = r.get("conditions")
+    return (f"1-minute load average at the start and after each section: {values} (with 2 cores, "
+            f"about 2 is the benchmark's own Spark work)." + (f" {note}" if note else ""))
 
 
 def _write(w: dict) -> list[str]:
@@ -85,8 +97,10 @@ def _write(w: dict) -> list[str]:
         f"qbeast / parquet: **{_ratio(by['qbeast'], by['parquet'])}**.",
         "",
         f"Scaling of `qbeast.write` (data set `{w['scaling_dataset']}`, columns "
-        f"`{', '.join(w.get('scaling_columns', []))}`, same cube size, one run per size, parquet "
-        "written just before each as the baseline):",
+        f"`{', '.join(w.get('scaling_columns', []))}`, same cube size; "
+        + (f"medians of {w['repeat']} alternating runs per size with plain parquet as the baseline):"
+           if "qbeast_times" in (w["scaling"][0] if w["scaling"] else {})
+           else "one run per size, parquet written just before each as the baseline):"),
         "",
         "| rows | qbeast (s) | qbeast rows/s | parquet (s) | ratio qbeast/parquet | qbeast files |",
         "|---:|---:|---:|---:|---:|---:|",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -57,7 +58,7 @@ class Settings:
 QUICK = Settings(mode="quick", write_rows=1_000_000, write_repeat=2,
                  scaling_rows=(250_000, 500_000, 1_000_000), range_rows=1_000_000, range_queries=3,
                  read_repeat=3, optimize_rows=1_000_000, optimize_appends=5, metadata_repeat=11)
-FULL = Settings(mode="full", write_rows=20_000_000, write_repeat=1,
+FULL = Settings(mode="full", write_rows=20_000_000, write_repeat=3,
                 scaling_rows=(1_000_000, 2_000_000, 4_000_000, 8_000_000, 16_000_000),
                 range_rows=4_000_000, range_queries=3, read_repeat=3, optimize_rows=4_000_000,
                 optimize_appends=5, metadata_repeat=11, driver_memory="12g")
@@ -96,7 +97,7 @@ def run(settings: Settings, only: tuple[str, ...]) -> dict:
     started = time.perf_counter()
     results: dict = {"settings": asdict(settings), "machine": machine_facts(),
                      "started_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-                     "sections": list(only), "elapsed_s": {}}
+                     "sections": list(only), "elapsed_s": {}, "load_average": {"start": _load()}}
     spark = spark_session(settings.driver_memory)
     ecommerce = datasets.generate("ecommerce", settings.write_rows)
     columns = datasets.RANGE_COLUMNS["ecommerce"]
@@ -108,6 +109,7 @@ def run(settings: Settings, only: tuple[str, ...]) -> dict:
         logger.info("=== %s: start (elapsed %.0fs)", name, t0 - started)
         results[name] = action()
         results["elapsed_s"][name] = time.perf_counter() - t0
+        results["load_average"][name] = _load()  # 1-minute load when the section ended
         logger.info("=== %s: done in %.0fs", name, results["elapsed_s"][name])
         save_raw(results)  # an interrupted run keeps the sections it finished
 
@@ -144,6 +146,14 @@ def run(settings: Settings, only: tuple[str, ...]) -> dict:
         settings.cube_size(settings.optimize_rows), settings.optimize_appends))
     results["total_elapsed_s"] = time.perf_counter() - started
     return results
+
+
+def _load() -> float | None:
+    """The 1-minute load average (the benchmark's own Spark cores count), None where unknown."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:
