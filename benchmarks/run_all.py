@@ -3,8 +3,9 @@
 (Full mode writes ``REPORT-full.md`` and ``charts/full/`` beside them; smoke mode, a run check,
 writes into ``.data/smoke/``.)
 
-``make bench`` runs ``--quick`` (laptop sizes, about ten minutes on two cores); ``make bench-full``
-runs ``--full`` (data sets up to 20M rows, under an hour on two cores). Every figure compares the
+``make bench`` runs ``--quick`` (laptop sizes, about four minutes on two cores); ``make bench-full``
+runs ``--full`` (data sets up to 20M rows, about fifteen minutes on two cores, well under the hour
+it must fit in). Every figure compares the
 project with a baseline measured in the same run on the same data; see ``benchmarks/README.md``.
 
 Data sets and intermediate tables live in ``benchmarks/.data/`` (git-ignored); the raw results
