@@ -62,15 +62,17 @@ class WriteOptions:
 
 def check_positive_int(name: str, value: Any) -> int:
     """``value`` if it is an int > 0, else an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise InvalidOptionError(f"{name} must be a positive integer, got {value!r}")
-    return value
+    return _check_int_at_least(name, value, 1, "a positive integer")
 
 
 def check_non_negative_int(name: str, value: Any) -> int:
     """``value`` if it is an int >= 0, else an error naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidOptionError(f"{name} must be an integer >= 0, got {value!r}")
+    return _check_int_at_least(name, value, 0, "an integer >= 0")
+
+
+def _check_int_at_least(name: str, value: Any, minimum: int, wording: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidOptionError(f"{name} must be {wording}, got {value!r}")
     return value
 
 

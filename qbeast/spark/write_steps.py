@@ -22,7 +22,6 @@ from qbeast.core.revision import Revision
 from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.delta.actions import AddFile
-from qbeast.errors import InvalidOptionError
 from qbeast.spark.arrow_jobs import map_in_arrow
 from qbeast.spark.arrow_values import table_points
 from qbeast.spark.assignment import WritePlan, build_write_plan
@@ -44,7 +43,7 @@ from qbeast.spark.spark_files import (
     write_plan_files,
 )
 from qbeast.spark.table_state import effective_thresholds
-from qbeast.spark.write_options import WEIGHT_COLUMN, check_positive_int
+from qbeast.spark.write_options import WEIGHT_COLUMN, check_non_negative_int, check_positive_int
 
 logger = logging.getLogger("qbeast.spark.writer")
 
@@ -291,14 +290,12 @@ def conf_int(spark, key: str, default: int, allow_zero: bool = False) -> int:
     value = spark.conf.get(key, None)
     if value is None:
         return default
-    kind = "an integer >= 0" if allow_zero else "a positive integer"
+    check = check_non_negative_int if allow_zero else check_positive_int
     try:
-        number = int(value)
+        number: Any = int(value)
     except ValueError:
-        number = -1
-    if number < 0 or (number == 0 and not allow_zero):
-        raise InvalidOptionError(f"Spark conf {key} must be {kind}, got {value!r}")
-    return number
+        number = value  # not an integer: the check reports the text as given
+    return check(f"Spark conf {key}", number)
 
 
 __all__ = [

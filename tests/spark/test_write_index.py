@@ -123,8 +123,13 @@ def test_estimation_sample_rows_session_conf(spark, tmp_path, caplog):
         assert "sampled_fraction=0.333333 " in caplog.text
         assert check_index(spark, str(tmp_path / "u")) == {1: 30_000}
         spark.conf.set(key, "-5")
-        with pytest.raises(InvalidOptionError, match=f"{key} must be an integer >= 0"):
+        with pytest.raises(InvalidOptionError, match=f"{key} must be an integer >= 0, got -5"):
             qbeast.write(df, str(tmp_path / "v"), "a,b", cube_size=1_000)
+    capacity = "spark.qbeast.index.cubeDomainsBufferCapacity"
+    with restored_confs(spark, [capacity]):
+        spark.conf.set(capacity, "many")
+        with pytest.raises(InvalidOptionError, match=f"{capacity} must be a positive integer, got 'many'"):
+            qbeast.write(df, str(tmp_path / "w"), "a,b", cube_size=1_000)
 
 
 @pytest.mark.parametrize("fractions", [(0.1, 0.2, 0.5, 0.7, 0.99)])
