@@ -103,9 +103,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
     engine_log = logging.getLogger("qbeast")  # progress of the demo and the engine, not py4j's chatter
+    previous = (engine_log.level, engine_log.propagate)
     engine_log.addHandler(handler)
     engine_log.setLevel(logging.INFO)
-    args = parse_args(argv)
+    engine_log.propagate = False  # a root handler (set up by a library) would print every line twice
+    try:
+        return _run(parse_args(argv))
+    finally:  # callers in the same process (tests) get their logging back as it was
+        engine_log.removeHandler(handler)
+        engine_log.setLevel(previous[0])
+        engine_log.propagate = previous[1]
+
+
+def _run(args: argparse.Namespace) -> int:
     extra: list[str] = []
     variables = {"events_rows": args.rows, "events_increment": args.increment}
     variables = {name: value for name, value in variables.items() if value is not None}
