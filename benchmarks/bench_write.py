@@ -20,14 +20,15 @@ import logging
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from measure import interleaved, median  # noqa: E402
 
 FULL_SIZES = (1_000_000, 4_000_000, 16_000_000)
 QUICK_SIZES = (100_000, 400_000, 1_600_000)
@@ -43,12 +44,6 @@ def generated(spark, rows: int):
         "date_add(date'2020-01-01', cast(rand(4) * 1500 as int)) as day",
         "timestamp_micros(1600000000000000 + cast(rand(5) * 1e14 as bigint)) as ts",
     )
-
-
-def timed(action) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
 
 
 def run(sizes, cube_size: int, columns: str, out: Path, repeat: int = 3) -> list[dict]:
@@ -69,18 +64,13 @@ def run(sizes, cube_size: int, columns: str, out: Path, repeat: int = 3) -> list
         for rows in sizes:
             df = generated(spark, rows)
             parquet_dir, qbeast_dir = work / f"parquet-{rows}", work / f"qbeast-{rows}"
-            parquet_runs, qbeast_runs = [], []
-            for round_ in range(repeat):  # alternate the order so drift hits both alike
-                write_parquet = lambda: parquet_runs.append(  # noqa: E731
-                    timed(lambda: df.write.mode("overwrite").parquet(str(parquet_dir))))
-                written = []
-                write_qbeast = lambda: qbeast_runs.append(timed(  # noqa: E731
-                    lambda: written.append(qbeast.write(df, str(qbeast_dir), columns,
-                                                        cube_size=cube_size, mode="overwrite"))))
-                for action in ((write_parquet, write_qbeast) if round_ % 2 == 0
-                               else (write_qbeast, write_parquet)):
-                    action()
-            parquet_s, qbeast_s = statistics.median(parquet_runs), statistics.median(qbeast_runs)
+            written: list = []
+            runs = interleaved({  # the order rotates between rounds so drift hits both alike
+                "parquet": lambda: df.write.mode("overwrite").parquet(str(parquet_dir)),
+                "qbeast": lambda: written.append(qbeast.write(
+                    df, str(qbeast_dir), columns, cube_size=cube_size, mode="overwrite")),
+            }, repeat, warmup=False)
+            parquet_s, qbeast_s = median(runs["parquet"]), median(runs["qbeast"])
             files = len(written[-1].files)  # active files (overwrites leave the old ones on disk)
             results.append(
                 {"rows": rows, "parquet": parquet_s, "qbeast": qbeast_s, "files": files}

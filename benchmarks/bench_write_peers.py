@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from datasets import Dataset
-from measure import fresh_dir, median, timed
+from measure import fresh_dir, interleaved, median, timed
 
 logger = logging.getLogger("qbeast.benchmarks.write")
 
@@ -97,17 +97,14 @@ def run(spark, data: Dataset, warm: Dataset, columns: tuple[str, ...], cube_size
 
     scaling_rows = []
     for ds in scaling:
-        p_runs: list[float] = []
-        q_runs: list[float] = []
-        result = None
-        for round_ in range(repeat):  # alternate which writer goes first
-            for name in (("parquet", "qbeast") if round_ % 2 == 0 else ("qbeast", "parquet")):
-                if name == "parquet":
-                    p_runs.append(timed(lambda: write_parquet(spark, ds, fresh_dir("scaling-parquet")))[0])
-                else:
-                    seconds, result = timed(lambda: write_qbeast(
-                        spark, ds, fresh_dir("scaling-qbeast"), ds.range_columns, cube_size))
-                    q_runs.append(seconds)
+        results: list[Any] = []
+        runs = interleaved({
+            "parquet": lambda: write_parquet(spark, ds, fresh_dir("scaling-parquet")),
+            "qbeast": lambda: results.append(write_qbeast(
+                spark, ds, fresh_dir("scaling-qbeast"), ds.range_columns, cube_size)),
+        }, repeat, warmup=False)
+        p_runs, q_runs = runs["parquet"], runs["qbeast"]
+        result = results[-1]
         q_s, p_s = median(q_runs), median(p_runs)
         scaling_rows.append({"rows": ds.rows, "qbeast_s": q_s, "parquet_s": p_s,
                              "qbeast_rows_per_s": ds.rows / q_s, "parquet_rows_per_s": ds.rows / p_s,
