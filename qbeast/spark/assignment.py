@@ -13,7 +13,7 @@ the plan (a region without an estimated domain, which acts as a leaf and is writ
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -21,6 +21,65 @@ from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.rollup import rollup
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.spark.cube_tree import CubeTree
+
+
+#: Most cells (``2**(depth * dimensions)``) of a plan's lookup grid: 65536 cells of a few levels
+#: take a few MB and are built in milliseconds.
+GRID_CELL_LIMIT = 1 << 16
+
+
+@dataclass
+class LookupGrid:
+    """Every cell of the regular grid at ``depth`` with its path through the plan, precomputed.
+
+    Why: walking a batch level by level compacts the row arrays and searches the tree once per
+    level, which made the walk most of the write's Python time. A cell of the grid at depth ``D``
+    is crossed by the same cubes at depths 0..D for every point in it, so one gather of the cell's
+    row in ``thresholds`` gives each row all its stop tests at once. The cell of a coordinate is
+    ``floor(x * 2**D)`` (the top ``D`` bits of ``x``, capped for ``x == 1``), exactly the choices
+    :func:`qbeast.core.cube_id.descend_one_level` makes, because scaling by a power of two and
+    taking the fractional part are exact in binary floating point.
+
+    Per cell and depth: the threshold (``MAX_WEIGHT`` where the path leaves the plan, so that
+    every row stops at the first cube outside it), the cube id and the file a row stopping there
+    gets; per cell, the node at depth ``D`` (-1 if the path left the plan).
+    """
+
+    depth: int
+    thresholds: np.ndarray  # (cells, depth + 1) int64
+    cube_ids: np.ndarray  # (cells, depth + 1) int64
+    files: np.ndarray  # (cells, depth + 1) int32
+    last_nodes: np.ndarray  # (cells,) int64
+
+    @classmethod
+    def build(cls, plan: WritePlan) -> LookupGrid:
+        tree, d = plan.tree, plan.dimensions
+        deepest = max(c.depth for c in tree.cubes)
+        depth = min(deepest, max(0, GRID_CELL_LIMIT.bit_length() - 1) // d)
+        count = 1 << (depth * d)
+        index = np.arange(count, dtype=np.int64)
+        cells = [(index >> (depth * (d - 1 - j))) & ((1 << depth) - 1) for j in range(d)]
+        thresholds = np.full((count, depth + 1), MAX_WEIGHT, dtype=np.int64)
+        cube_ids = np.zeros((count, depth + 1), dtype=np.int64)
+        files = np.zeros((count, depth + 1), dtype=np.int32)
+        nodes = np.zeros(count, dtype=np.int64)
+        inside = np.ones(count, dtype=bool)
+        outside = len(tree)
+        for level in range(depth + 1):
+            if level:
+                codes = np.zeros(count, dtype=np.int64)
+                for j in range(d):
+                    codes |= ((cells[j] >> (depth - level)) & 1) << (d - 1 - j)
+                children = tree.child(np.where(inside, nodes, -1), codes)
+                left = inside & (children < 0)  # the path leaves the plan here: a leaf
+                cube_ids[left, level] = outside + (nodes[left] << d) + codes[left]
+                files[left, level] = plan.files[nodes[left]]
+                inside &= children >= 0
+                nodes = np.where(inside, children, nodes)
+            thresholds[inside, level] = plan.max_weights[nodes[inside]]
+            cube_ids[inside, level] = nodes[inside]
+            files[inside, level] = plan.files[nodes[inside]]
+        return cls(depth, thresholds, cube_ids, files, np.where(inside, nodes, -1))
 
 
 @dataclass
@@ -31,6 +90,7 @@ class WritePlan:
     max_weights: np.ndarray  # per node, int64; MAX_WEIGHT for cubes without a threshold
     files: np.ndarray  # per node, the file (rollup group) index
     file_count: int
+    _grid: LookupGrid | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def dimensions(self) -> int:
@@ -40,14 +100,38 @@ class WritePlan:
         """Cube ids (see the module docstring) and file indexes of the given rows.
 
         ``coords`` is ``(n, d)`` in [0, 1] (not modified), ``weights`` the int32 row weights.
+        Rows first go through the plan's :class:`LookupGrid` (every level down to the grid's depth
+        in one gather); the few rows heavier than every threshold on that stretch of their path
+        continue level by level from the grid's last cube.
         """
         n, d = coords.shape
         cubes = np.empty(n, dtype=np.int64)
         files = np.empty(n, dtype=np.int32)
-        rows = np.arange(n)
-        nodes = np.zeros(n, dtype=np.int64)
-        x = np.array(coords, dtype=np.float64)
         w = np.asarray(weights, dtype=np.int64)
+        grid = self.lookup_grid()
+        depth = grid.depth
+        scaled = np.array(coords, dtype=np.float64) * float(1 << depth)  # exact: a power of two
+        cells = np.minimum(np.floor(scaled), float((1 << depth) - 1)).astype(np.int64)
+        packed = np.zeros(n, dtype=np.int64)
+        for j in range(d):
+            packed |= cells[:, j] << (depth * (d - 1 - j))
+        stop = w[:, None] <= grid.thresholds[packed]
+        level = stop.argmax(axis=1)
+        placed = stop[np.arange(n), level]
+        cubes[:] = grid.cube_ids[packed, level]
+        files[:] = grid.files[packed, level]
+        rest = np.flatnonzero(~placed)
+        if rest.size:
+            # their cube at the grid's depth exists and is too light: go on below it, with the
+            # coordinates relative to that cube (x * 2**depth minus its integer part, exact)
+            self._walk(cubes, files, w, rest, grid.last_nodes[packed[rest]],
+                       scaled[rest] - cells[rest])
+        return cubes, files
+
+    def _walk(self, cubes: np.ndarray, files: np.ndarray, w: np.ndarray, rows: np.ndarray,
+              nodes: np.ndarray, x: np.ndarray) -> None:
+        """Level-by-level walk of ``rows`` from ``nodes`` (``x`` relative to them), in place."""
+        d = self.dimensions
         outside = len(self.tree)
         while rows.size:
             stop = w[rows] <= self.max_weights[nodes]
@@ -64,7 +148,17 @@ class WritePlan:
             files[rows[missing]] = self.files[nodes[missing]]
             found = ~missing
             rows, nodes, x = rows[found], children[found], x[found]
-        return cubes, files
+
+    def lookup_grid(self) -> LookupGrid:
+        """The plan's :class:`LookupGrid`, built on first use (in the task, not shipped)."""
+        if self._grid is None:
+            self._grid = LookupGrid.build(self)
+        return self._grid
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_grid"] = None  # rebuilt where it is used: cheaper than shipping it
+        return state
 
     def cube_and_threshold(self, cube_id: int) -> tuple[str, int]:
         """The cube string and block ``maxWeight`` of a cube id produced by :meth:`assign`."""

@@ -180,6 +180,46 @@ def test_assignment_matches_reference_and_rollup_groups(d):
     assert all(len(fs) == 1 for fs in by_cube.values())
 
 
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_lookup_grid_assigns_as_the_level_by_level_walk(d):
+    """The grid gather plus the walk below it choose what the plain walk from the root chooses,
+    for trees deeper than the grid (a spike of identical points), with coordinates on the dyadic
+    cube bounds, on 0 and on 1, and with weights equal to thresholds."""
+    rng = np.random.default_rng(40 + d)
+    coords, weights = _data(rng, 6000, d, True)
+    cubes, domains = local_tree_domains(coords, weights, gcs=25)
+    thresholds = estimate_cube_weights(dict(zip(cubes, domains)), 25)
+    plan = build_write_plan(d, thresholds, estimated_block_sizes(thresholds, dict(zip(cubes, domains))), 25)
+    grid = plan.lookup_grid()
+    assert 0 < grid.depth < max(c.depth for c in plan.tree.cubes)  # some rows go below the grid
+    edges = rng.integers(0, 65, size=(4000, d)) / 64.0  # 0, 1 and every bound down to depth 6
+    inner = [t for t in thresholds.values() if t < MAX_WEIGHT]
+    test_coords = np.vstack([coords, edges])
+    test_weights = np.concatenate([weights, rng.choice(inner, size=len(edges))]).astype(np.int32)
+    got_cubes, got_files = plan.assign(test_coords, test_weights)
+    n = len(test_coords)
+    want_cubes, want_files = np.empty(n, np.int64), np.empty(n, np.int32)
+    plan._walk(want_cubes, want_files, test_weights.astype(np.int64), np.arange(n),
+               np.zeros(n, np.int64), test_coords.copy())
+    assert np.array_equal(got_cubes, want_cubes)
+    assert np.array_equal(got_files, want_files)
+    assert list(assigned_cube_ids(plan, test_coords, test_weights)) == reference_assign(
+        thresholds, test_coords, test_weights)
+
+
+def test_lookup_grid_is_not_shipped_with_the_plan():
+    import pickle
+
+    root = CubeId.root(2)
+    plan = build_write_plan(2, {root: 0, root.child(1): MAX_WEIGHT}, {root: 10, root.child(1): 5}, 100)
+    plan.lookup_grid()
+    copy = pickle.loads(pickle.dumps(plan))
+    assert copy._grid is None
+    coords = np.array([[0.1, 0.9], [1.0, 1.0]])
+    assert [a.tolist() for a in copy.assign(coords, np.array([7, 7]))] == \
+        [a.tolist() for a in plan.assign(coords, np.array([7, 7]))]
+
+
 def test_plan_describes_cubes_outside_the_plan_as_leaves():
     root = CubeId.root(2)
     plan = build_write_plan(2, {root: 0}, {root: 10}, 100)
