@@ -78,6 +78,7 @@ def write_plan_files(
     tasks: int,
     tally=None,
     untallied_assignment: Callable[[], Any] | None = None,
+    flags=None,
 ) -> list[dict]:
     """Write ``data``'s rows into one file per plan group; return one description per file.
 
@@ -87,7 +88,10 @@ def write_plan_files(
     count]``).
 
     With a ``tally`` accumulator fed by ``assignment`` (classic sessions), blocks come from it
-    and stats from the parquet footers, without reading rows again; when the tally disagrees with
+    and stats from the parquet footers, without reading rows again. With a ``flags`` accumulator
+    (:class:`FlagTally`), ``assignment`` takes one more argument, the :func:`non_finite_mask` of
+    the row, and reports per file which float columns hold NaN or infinities, so that no scan of
+    the new files is needed for that either. When the tally disagrees with
     the footers' row counts (a re-executed task counted twice) or is missing, the files are
     described by a grouped aggregate over them, using ``untallied_assignment()``.
     """
@@ -100,9 +104,12 @@ def write_plan_files(
     moved: list[str] = []
     try:
         indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
+        inputs = [*indexed, weight()]
+        if flags is not None:
+            inputs.append(non_finite_mask(data.schema))
         assigned = data.select(
             *[F.col(quote_identifier(c)) for c in user_columns],
-            assignment(*indexed, weight()).getField("file").alias(STAGING_FILE_COLUMN),
+            assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
         )
         assigned = _all_nullable(assigned, data.schema)
         with scoped_confs(spark, _WRITE_CONFS):
@@ -111,7 +118,7 @@ def write_plan_files(
              .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
         logger.info("staging write done: %s elapsed=%.2fs", staging, time.perf_counter() - started)
         parts = _staging_parts(staging)
-        described = _from_footers(spark, data.schema, staging, parts, plan, tally)
+        described = _from_footers(spark, data.schema, staging, parts, plan, tally, flags)
         if described is None:
             logger.info("block tally unavailable or inconsistent: describing the files by a scan")
             described = _describe(spark, data.schema, staging, plan, indexed_columns, weight,
@@ -158,25 +165,83 @@ def _all_nullable(assigned, schema):
     )
 
 
-class BlockTally:
-    """Spark ``AccumulatorParam`` merging ``{(file, cube): (rows, min weight)}`` dictionaries."""
+class _DictTally:
+    """A Spark ``AccumulatorParam`` over dictionaries; subclasses say how two values merge."""
 
     def zero(self, value: dict) -> dict:
         return {}
 
     def addInPlace(self, total: dict, more: dict) -> dict:  # noqa: N802 - pyspark's name
-        for key, (count, low) in more.items():
+        for key, value in more.items():
             seen = total.get(key)
-            total[key] = (count, low) if seen is None else (seen[0] + count, min(seen[1], low))
+            total[key] = value if seen is None else self.merge(seen, value)
         return total
+
+    def merge(self, seen: Any, value: Any) -> Any:
+        raise NotImplementedError
+
+
+class BlockTally(_DictTally):
+    """Merges ``{(file, cube): (rows, min weight)}`` dictionaries."""
+
+    def merge(self, seen: tuple, value: tuple) -> tuple:
+        return seen[0] + value[0], min(seen[1], value[1])
+
+
+class FlagTally(_DictTally):
+    """ORs ``{file: bitmask}`` dictionaries (see :func:`batch_flags`)."""
+
+    def merge(self, seen: int, value: int) -> int:
+        return seen | value
+
+
+def _new_tally(spark, param: _DictTally):
+    """A fresh accumulator, or ``None`` where the SparkContext is unreachable (Spark Connect)."""
+    try:
+        return spark.sparkContext.accumulator({}, param)
+    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+        return None
 
 
 def new_block_tally(spark):
-    """A fresh block accumulator, or ``None`` where the SparkContext is unreachable (Connect)."""
-    try:
-        return spark.sparkContext.accumulator({}, BlockTally())
-    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
-        return None
+    """A fresh :class:`BlockTally` accumulator, or ``None`` on Spark Connect."""
+    return _new_tally(spark, BlockTally())
+
+
+def new_flag_tally(spark):
+    """A fresh :class:`FlagTally` accumulator, or ``None`` on Spark Connect."""
+    return _new_tally(spark, FlagTally())
+
+
+def non_finite_mask(schema):
+    """Per row, bit ``i`` set when the ``i``-th float column of the Delta stats is NaN or infinite.
+
+    Computed by Spark next to the weight, it crosses to Python with the indexed columns (one
+    long per row) so the assignment UDF can tell which files need their float bounds dropped.
+    """
+    from pyspark.sql import functions as F
+
+    mask = F.lit(0).cast("long")
+    for i, name in enumerate(float_stats_columns(schema)):
+        col = F.col(quote_identifier(name))
+        bad = F.coalesce(F.isnan(col) | (F.abs(col) == float("inf")), F.lit(False))
+        mask = mask.bitwiseOR(F.when(bad, F.lit(1 << i).cast("long")).otherwise(F.lit(0).cast("long")))
+    return mask
+
+
+def float_stats_columns(schema) -> list[str]:
+    """The float columns the Delta stats describe, in the order of :func:`non_finite_mask`'s bits."""
+    return [name for name, _, floating in _stats_fields(schema) if floating]
+
+
+def batch_flags(files: np.ndarray, masks: np.ndarray) -> dict:
+    """``{file: OR of the masks}`` of one batch, for the files with a non-zero mask."""
+    masks = np.asarray(masks, dtype=np.int64)
+    hit = np.flatnonzero(masks)
+    out: dict[int, int] = {}
+    for file_id, mask in zip(files[hit].tolist(), masks[hit].tolist()):
+        out[file_id] = out.get(file_id, 0) | mask
+    return out
 
 
 def batch_blocks(files: np.ndarray, cubes: np.ndarray, weights: np.ndarray) -> dict:
@@ -196,7 +261,7 @@ def batch_blocks(files: np.ndarray, cubes: np.ndarray, weights: np.ndarray) -> d
 
 
 def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: WritePlan,
-                  tally) -> dict[int, tuple] | None:
+                  tally, flags=None) -> dict[int, tuple] | None:
     """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable."""
     if tally is None:
         return None
@@ -205,7 +270,12 @@ def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: Writ
         cube, threshold = plan.cube_and_threshold(cube_id)
         per_file.setdefault(file_id, []).append((cube_id, [cube, low, threshold, count]))
     fields = _stats_fields(schema)
-    unsafe = _non_finite_columns(spark, staging, [name for name, _, floating in fields if floating])
+    floats = [name for name, _, floating in fields if floating]
+    if flags is not None:
+        unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
+                  for file_id, mask in flags.value.items()}
+    else:
+        unsafe = _non_finite_columns(spark, staging, floats)
     out: dict[int, tuple] = {}
     for file_id, part in parts.items():
         meta = pq.ParquetFile(part).metadata

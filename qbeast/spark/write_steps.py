@@ -38,7 +38,10 @@ from qbeast.spark.estimation import (
 )
 from qbeast.spark.spark_files import (
     batch_blocks,
+    batch_flags,
+    float_stats_columns,
     new_block_tally,
+    new_flag_tally,
     scoped_confs,
     write_plan_files,
 )
@@ -136,11 +139,14 @@ def weight_expression(columns: Sequence[str]):
 # -- writing ------------------------------------------------------------------------------------
 
 
-def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], tally=None):
+def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], tally=None,
+                   flags=None):
     """Arrow UDF: (indexed columns..., weight) -> struct<file, cube> (only those cross to Python).
 
     ``tally``, a Spark accumulator of :class:`qbeast.spark.spark_files.BlockTally`, receives per
-    batch the row count and min weight of every (file, cube) met.
+    batch the row count and min weight of every (file, cube) met. With ``flags`` (a
+    :class:`qbeast.spark.spark_files.FlagTally` accumulator) the UDF takes one more argument, the
+    row's ``non_finite_mask``, and ORs it per file into ``flags``.
     """
     import pyarrow as pa
     from pyspark.sql import functions as F
@@ -149,12 +155,20 @@ def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], 
     names = list(columns)
 
     def assign(*arrays: pa.Array) -> pa.Array:
+        masks = None
+        if flags is not None:
+            *arrays, mask_array = arrays
+            masks = mask_array.to_numpy(zero_copy_only=False)
         table = pa.Table.from_arrays(list(arrays[:-1]), names=names)
         coords = table_points(revision, table, names)
         weights = arrays[-1].to_numpy(zero_copy_only=False)
         cubes, files = plan.assign(coords, weights)
         if tally is not None:
             tally.add(batch_blocks(files, cubes, weights))
+        if masks is not None:
+            found = batch_flags(files, masks)
+            if found:
+                flags.add(found)
         return pa.StructArray.from_arrays(
             [pa.array(files, pa.int32()), pa.array(cubes, pa.int64())], names=["file", "cube"]
         )
@@ -173,11 +187,14 @@ def write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> li
     """
     columns = list(revision.columns)
     tally = new_block_tally(data.sparkSession)
-    udf = assignment_udf(revision, plan, columns, tally)
+    # float columns can hold NaN or infinities, which parquet footers do not reliably show
+    flags = (new_flag_tally(data.sparkSession)
+             if tally is not None and float_stats_columns(data.schema) else None)
+    udf = assignment_udf(revision, plan, columns, tally, flags)
     tasks = max(1, min(plan.file_count, 4 * parallelism(data.sparkSession)))
     return write_plan_files(
         data, plan, table_dir, columns, lambda: weight_expression(columns), udf, tasks, tally,
-        lambda: assignment_udf(revision, plan, columns),
+        lambda: assignment_udf(revision, plan, columns), flags,
     )
 
 

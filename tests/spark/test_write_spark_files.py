@@ -1,4 +1,4 @@
-"""Spark-written data files: block tally against a scan of the files, footer stats, file layout."""
+"""Spark-written data files: block tally and flags against a scan of the files, footer stats, layout."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,15 @@ from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.assignment import build_write_plan
-from qbeast.spark.spark_files import BlockTally, batch_blocks, new_block_tally, write_plan_files
+from qbeast.spark.spark_files import (
+    BlockTally,
+    FlagTally,
+    batch_blocks,
+    batch_flags,
+    new_block_tally,
+    new_flag_tally,
+    write_plan_files,
+)
 from qbeast.spark.write_steps import assignment_udf, weight_expression
 
 
@@ -27,36 +35,54 @@ def test_batch_blocks_and_tally_merge():
     assert batch_blocks(files[:0], cubes[:0], weights[:0]) == {}
 
 
-def _write_both_ways(spark, tmp_path):
-    """The same plan written with the tally + footers and with the scan fallback."""
+def test_batch_flags_and_flag_tally_merge():
+    files = np.array([0, 1, 1, 2, 0])
+    masks = np.array([0, 1, 4, 0, 2])
+    assert batch_flags(files, masks) == {0: 2, 1: 5}
+    assert batch_flags(files, np.zeros(5, dtype=np.int64)) == {}
+    assert FlagTally().addInPlace({0: 2, 3: 1}, {0: 1, 1: 4}) == {0: 3, 1: 4, 3: 1}
+
+
+def _write_three_ways(spark, tmp_path):
+    """The same plan (three files) written with the tally + footers, with the tally + footers +
+    non-finite flags from the UDF, and with the scan fallback."""
     data = spark.range(0, 3000, numPartitions=3).selectExpr(
         "id", "cast(id % 97 as double) / 97 as x",
         "case when id % 11 = 0 then double('NaN') else id / 3.0 end as f",
         "case when id % 5 = 0 then null else repeat('s', cast(id % 40 as int)) end as s",
+        "case when id % 97 < 20 and id % 13 = 0 then double('-inf') else cast(id as float) end as g",
     )
-    plan = build_write_plan(1, {CubeId.root(1): -1_000_000_000}, {CubeId.root(1): 900}, 1000)
     from qbeast.core.revision import Revision
     from qbeast.core.transformations import LinearTransformation
     from qbeast.core.transformers import make_transformer
     from qbeast.core.types import QDataType
 
+    root = CubeId.root(1)
+    plan = build_write_plan(
+        1, {root: -1_000_000_000, root.child(0): MAX_WEIGHT, root.child(1): MAX_WEIGHT},
+        {root: 1000, root.child(0): 1000, root.child(1): 1000}, 1000)
+    assert plan.file_count == 3
     revision = Revision(1, 0, "t", 1000, (make_transformer("x", "linear", QDataType.DOUBLE),),
                         (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))
     out = {}
-    for name, use_tally in (("tally", True), ("scan", False)):
+    for name in ("tally", "flags", "scan"):
         folder = tmp_path / name
         folder.mkdir()
-        tally = new_block_tally(spark) if use_tally else None
-        udf = assignment_udf(revision, plan, ["x"], tally)
+        tally = new_block_tally(spark) if name != "scan" else None
+        flags = new_flag_tally(spark) if name == "flags" else None
+        udf = assignment_udf(revision, plan, ["x"], tally, flags)
         rows = write_plan_files(data, plan, str(folder), ["x"], lambda: weight_expression(["x"]),
-                                udf, 2, tally, lambda: assignment_udf(revision, plan, ["x"]))
+                                udf, 2, tally, lambda: assignment_udf(revision, plan, ["x"]),
+                                flags)
         out[name] = (folder, rows)
+        if flags is not None:
+            assert set(flags.value.values()) == {2, 6}  # floats x, f, g: f everywhere, g in two files
     return out
 
 
-def test_tally_and_scan_describe_files_identically(spark, tmp_path):
-    both = _write_both_ways(spark, tmp_path)
-    for name, (folder, rows) in both.items():
+def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path):
+    every = _write_three_ways(spark, tmp_path)
+    for name, (folder, rows) in every.items():
         assert sorted(os.listdir(folder)) == sorted(r["path"] for r in rows), name  # no staging left
         for row in rows:
             footer = pq.ParquetFile(folder / row["path"]).metadata
@@ -64,13 +90,17 @@ def test_tally_and_scan_describe_files_identically(spark, tmp_path):
     described = {
         name: sorted((r["file_id"], r["num_records"], json.loads(r["stats"]), json.loads(r["blocks"]))
                      for r in rows)
-        for name, (_, rows) in both.items()
+        for name, (_, rows) in every.items()
     }
-    assert described["tally"] == described["scan"]
-    stats = described["tally"][0][2]
-    assert "f" not in stats["minValues"]  # NaN: no bounds
-    assert "s" not in stats["maxValues"] and len(stats["minValues"]["s"]) <= 32
-    assert stats["nullCount"]["s"] == 600
+    assert described["tally"] == described["scan"] == described["flags"]
+    assert len(described["tally"]) == 3
+    for _, _, stats, _ in described["tally"]:
+        assert "f" not in stats["minValues"]  # NaN: no bounds
+        assert "s" not in stats["maxValues"] and len(stats["minValues"]["s"]) <= 32
+    assert sum(stats["nullCount"]["s"] for _, _, stats, _ in described["tally"]) == 600
+    # -inf only in the rows of x < 0.2: the file of the upper child keeps its bounds of g
+    bounded_g = [stats["minValues"].get("g") for _, _, stats, _ in described["tally"]]
+    assert sum(b is None for b in bounded_g) == 2 and min(b for b in bounded_g if b) > 0
     total = sum(n for _, n, _, _ in described["tally"])
     assert total == 3000
     blocks = [b for _, _, _, bl in described["tally"] for b in bl]
