@@ -4,9 +4,13 @@ Moving whole rows from the JVM into Python workers and encoding parquet there co
 as Spark's entire parquet write, so the rows never cross to Python here:
 
 1. **write** — an Arrow UDF sees only the indexed columns and the weight and returns each row's
-   file (the assignment of ``qbeast.spark.assignment``); Spark repartitions the rows by file and
-   writes them with ``partitionBy(file)`` into a staging folder inside the table folder. One task
-   holds every row of a file, so each ``_qbeast_file=<n>/`` folder receives exactly one part file.
+   file (the assignment of ``qbeast.spark.assignment``); Spark repartitions the rows by file into
+   a staging folder inside the table folder, one task holding every row of a file. With one task
+   per file, each file id is mapped to a key that Spark's hash partitioning sends to partition
+   ``file id`` (:func:`partition_keys`), so task ``n`` writes the one part file ``part-<n>-...``
+   and Spark's writer neither sorts nor splits the rows. With fewer tasks than files, each task
+   writes several files with ``partitionBy(file)`` (one ``_qbeast_file=<n>/`` folder per file,
+   rows sorted by file within the task).
 2. **describe** — the staging files are read back (columnar, only what the stats need), the same
    UDF gives each row its cube, and one grouped aggregate per (file, cube) yields the blocks
    (row count, min weight) and the per-column null counts and min/max of the Delta stats.
@@ -25,6 +29,7 @@ import glob
 import json
 import logging
 import os
+import re
 import shutil
 import time
 import uuid
@@ -87,6 +92,9 @@ def write_plan_files(
     num_records, stats, blocks`` (blocks as a JSON list of ``[cube, min weight, threshold,
     count]``).
 
+    ``tasks == plan.file_count`` writes one file per task without ``partitionBy`` (no sort);
+    fewer tasks write several files each with ``partitionBy``.
+
     With a ``tally`` accumulator fed by ``assignment`` (classic sessions), blocks come from it
     and stats from the parquet footers, without reading rows again. With a ``flags`` accumulator
     (:class:`FlagTally`), ``assignment`` takes one more argument, the :func:`non_finite_mask` of
@@ -112,16 +120,25 @@ def write_plan_files(
             assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
         )
         assigned = _all_nullable(assigned, data.schema)
+        plain = tasks == plan.file_count
         with scoped_confs(spark, _WRITE_CONFS):
-            (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
-             .write.mode("error").option("compression", "snappy")
-             .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
-        logger.info("staging write done: %s elapsed=%.2fs", staging, time.perf_counter() - started)
-        parts = _staging_parts(staging)
-        described = _from_footers(spark, data.schema, staging, parts, plan, tally, flags)
+            if plain:
+                keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
+                (assigned.repartition(tasks, F.element_at(keys, F.col(STAGING_FILE_COLUMN) + 1))
+                 .drop(STAGING_FILE_COLUMN)
+                 .write.mode("error").option("compression", "snappy").parquet(staging))
+            else:
+                (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
+                 .write.mode("error").option("compression", "snappy")
+                 .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
+        logger.info("staging write done: %s tasks=%d one_file_per_task=%s elapsed=%.2fs",
+                    staging, tasks, plain, time.perf_counter() - started)
+        parts = _staging_parts(staging, plain)
+        staged = _StagedRows(spark, data.schema, staging, plain)
+        described = _from_footers(staged, parts, plan, tally, flags)
         if described is None:
             logger.info("block tally unavailable or inconsistent: describing the files by a scan")
-            described = _describe(spark, data.schema, staging, plan, indexed_columns, weight,
+            described = _describe(staged, plan, indexed_columns, weight,
                                   untallied_assignment() if untallied_assignment else assignment)
         logger.info("files described: groups=%d elapsed=%.2fs", len(described),
                     time.perf_counter() - started)
@@ -146,6 +163,64 @@ def write_plan_files(
         raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def partition_keys(count: int) -> list[int]:
+    """For each file id ``f < count``, an int key that ``repartition(count, key)`` puts in partition f.
+
+    Spark's hash partitioning sends a row to partition ``pmod(hash(key), count)`` (Murmur3 with
+    seed 42, the same function as ``F.hash``, reproduced by :func:`qbeast.spark.row_weights.
+    spark_hash`). Taking the smallest int with the wanted remainder for every file id makes the
+    shuffle a one-to-one map from files to tasks. Should Spark ever partition differently, files
+    would share part files: the tally then disagrees with the footers and the files are
+    described by a scan of what was written, so blocks stay exact.
+    """
+    import pyarrow as pa
+
+    from qbeast.spark.row_weights import spark_hash
+
+    found: dict[int, int] = {}
+    start, step = 0, max(64, 16 * count)
+    while len(found) < count:
+        candidates = np.arange(start, start + step, dtype=np.int32)
+        partitions = spark_hash([pa.array(candidates)]).astype(np.int64) % count
+        values, first = np.unique(partitions, return_index=True)
+        for partition, index in zip(values.tolist(), first.tolist()):
+            found.setdefault(partition, int(candidates[index]))
+        start += step
+    return [found[f] for f in range(count)]
+
+
+class _StagedRows:
+    """The rows of the staging write as a DataFrame with the file id as a column, either layout.
+
+    ``partitionBy`` layouts carry the file id in their folder names; one-file-per-task layouts in
+    the task number of their part file names (``part-<n>-...``), read from ``_metadata``.
+    """
+
+    def __init__(self, spark, schema, staging: str, plain: bool) -> None:
+        self.spark, self.schema, self.staging, self.plain = spark, schema, staging, plain
+
+    def has_files(self) -> bool:
+        pattern = "part-*.parquet" if self.plain else f"{STAGING_FILE_COLUMN}=*"
+        return os.path.isdir(self.staging) and bool(glob.glob(os.path.join(self.staging, pattern)))
+
+    def frame(self, columns: Sequence[str] | None = None):
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import IntegerType, StructField, StructType
+
+        if self.plain:
+            written = self.spark.read.schema(self.schema).parquet(self.staging)
+            task = F.regexp_extract(F.col("_metadata.file_name"), r"^part-(\d+)-", 1)
+            written = written.withColumn(STAGING_FILE_COLUMN, task.cast("int"))
+        else:
+            read_schema = StructType(
+                list(self.schema.fields) + [StructField(STAGING_FILE_COLUMN, IntegerType())])
+            written = self.spark.read.schema(read_schema).parquet(self.staging)
+        if columns is not None:
+            written = written.select(*[F.col(quote_identifier(c)) for c in columns],
+                                     F.col(STAGING_FILE_COLUMN))
+        return written
 
 
 def _all_nullable(assigned, schema):
@@ -260,7 +335,7 @@ def batch_blocks(files: np.ndarray, cubes: np.ndarray, weights: np.ndarray) -> d
     }
 
 
-def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: WritePlan,
+def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
                   tally, flags=None) -> dict[int, tuple] | None:
     """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable."""
     if tally is None:
@@ -269,13 +344,13 @@ def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: Writ
     for (file_id, cube_id), (count, low) in tally.value.items():
         cube, threshold = plan.cube_and_threshold(cube_id)
         per_file.setdefault(file_id, []).append((cube_id, [cube, low, threshold, count]))
-    fields = _stats_fields(schema)
+    fields = _stats_fields(staged.schema)
     floats = [name for name, _, floating in fields if floating]
     if flags is not None:
         unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
                   for file_id, mask in flags.value.items()}
     else:
-        unsafe = _non_finite_columns(spark, staging, floats)
+        unsafe = _non_finite_columns(staged, floats)
     out: dict[int, tuple] = {}
     for file_id, part in parts.items():
         meta = pq.ParquetFile(part).metadata
@@ -290,14 +365,14 @@ def _from_footers(spark, schema, staging: str, parts: dict[int, str], plan: Writ
     return out
 
 
-def _non_finite_columns(spark, staging: str, names: list[str]) -> dict[int, set[str]]:
+def _non_finite_columns(staged: _StagedRows, names: list[str]) -> dict[int, set[str]]:
     """Per file id, the float columns holding NaN or infinities (parquet footers cannot tell)."""
     from pyspark.sql import functions as F
 
-    if not names:
+    if not names or not staged.has_files():
         return {}
     rows = (
-        spark.read.parquet(staging)
+        staged.frame(names)
         .groupBy(STAGING_FILE_COLUMN)
         .agg(*[F.max((F.isnan(F.col(quote_identifier(n))) |
                       (F.abs(F.col(quote_identifier(n))) == float("inf"))).cast("int")).alias(f"b{i}")
@@ -333,11 +408,24 @@ def _footer_stats(meta: pq.FileMetaData, names: list[str], unsafe: set[str]) -> 
     return stats_json(fields, meta.num_rows, nulls, lows, highs)
 
 
-def _staging_parts(staging: str) -> dict[int, str]:
-    """The single part file of every ``_qbeast_file=<n>`` folder of the staging write."""
+def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
+    """File id -> the single part file written for it (see :class:`_StagedRows` for the layouts)."""
     parts: dict[int, str] = {}
+    if not os.path.isdir(staging):
+        return parts
+    if plain:
+        for path in sorted(glob.glob(os.path.join(glob.escape(staging), "part-*.parquet"))):
+            match = re.match(r"part-(\d+)-", os.path.basename(path))
+            if match is None or int(match.group(1)) in parts:
+                raise FileWriteError(
+                    f"the staging write produced an unexpected part file {path}; expected one "
+                    "part-<task>-... file per task (is spark.sql.files.maxRecordsPerFile forced "
+                    "elsewhere?)"
+                )
+            parts[int(match.group(1))] = path
+        return parts
     prefix = f"{STAGING_FILE_COLUMN}="
-    for entry in sorted(os.listdir(staging)) if os.path.isdir(staging) else []:
+    for entry in sorted(os.listdir(staging)):
         if not entry.startswith(prefix):
             continue
         files = sorted(glob.glob(os.path.join(staging, glob.escape(entry), "part-*.parquet")))
@@ -350,17 +438,15 @@ def _staging_parts(staging: str) -> dict[int, str]:
     return parts
 
 
-def _describe(spark, schema, staging: str, plan: WritePlan, indexed_columns: Sequence[str],
+def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[str],
               weight: Callable[[], Any], assignment: Callable[..., Any]) -> dict[int, tuple]:
     """Per file id: (row count, Delta stats JSON, blocks), from one aggregate over the files."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StructField, StructType
 
-    if not os.path.isdir(staging) or not glob.glob(os.path.join(staging, f"{STAGING_FILE_COLUMN}=*")):
+    if not staged.has_files():
         return {}
-    read_schema = StructType(list(schema.fields) + [StructField(STAGING_FILE_COLUMN, IntegerType())])
-    written = spark.read.schema(read_schema).parquet(staging)
-    fields = _stats_fields(schema)
+    written = staged.frame()
+    fields = _stats_fields(staged.schema)
     indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
     aggregates = [F.count(F.lit(1)).alias("n"), F.min(WEIGHT_COLUMN).alias("w_min")]
     for i, (field, bounded, floating) in enumerate(fields):

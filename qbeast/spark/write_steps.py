@@ -180,10 +180,27 @@ def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], 
         )
 
 
-def write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> list[dict]:
+#: Average rows per file from which every file gets its own write task even when there are more
+#: files than 4 tasks per core: a task costs a few milliseconds to schedule, while sorting the
+#: rows of several files within one task costs about 0.1 microseconds per row (about 12% of
+#: the write at 16M rows; benchmarks/results/write.md).
+ONE_TASK_PER_FILE_ROWS = 50_000
+
+
+def write_tasks(spark, plan: WritePlan, rows: int | None) -> int:
+    """Number of write tasks: one per file when files are few or large, else 4 per core."""
+    tasks = max(1, min(plan.file_count, 4 * parallelism(spark)))
+    if rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
+        tasks = plan.file_count
+    return tasks
+
+
+def write_files(data, revision: Revision, plan: WritePlan, table_dir: str,
+                rows: int | None = None) -> list[dict]:
     """Assignment, shuffle by file and Spark's parquet writer; returns one dict per file.
 
     See ``qbeast.spark.spark_files``: only the indexed columns and the weight cross to Python.
+    ``rows`` (the input's row count, when known) lets large files get one task each.
     """
     columns = list(revision.columns)
     tally = new_block_tally(data.sparkSession)
@@ -191,7 +208,7 @@ def write_files(data, revision: Revision, plan: WritePlan, table_dir: str) -> li
     flags = (new_flag_tally(data.sparkSession)
              if tally is not None and float_stats_columns(data.schema) else None)
     udf = assignment_udf(revision, plan, columns, tally, flags)
-    tasks = max(1, min(plan.file_count, 4 * parallelism(data.sparkSession)))
+    tasks = write_tasks(data.sparkSession, plan, rows)
     return write_plan_files(
         data, plan, table_dir, columns, lambda: weight_expression(columns), udf, tasks, tally,
         lambda: assignment_udf(revision, plan, columns), flags,
@@ -318,4 +335,5 @@ def conf_int(spark, key: str, default: int, allow_zero: bool = False) -> int:
 __all__ = [
     "WritePhase", "add_files", "analyze", "assignment_udf", "conf_int", "input_partitions",
     "larger_arrow_batches", "parallelism", "threshold_markers", "weight_expression", "write_files",
+    "write_tasks",
 ]

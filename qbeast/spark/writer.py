@@ -163,7 +163,7 @@ def write(
         with larger_arrow_batches(spark):
             plan = analyze(spark, data, revision, desired, count, existing, opts, path)
             phase = WritePhase(path, "write")
-            rows = write_files(data, revision, plan, table_dir)
+            rows = write_files(data, revision, plan, table_dir, count)
         adds, blocks_written = add_files(rows, revision, plan, existing)
         phase.done(files=len(adds), rows=sum(r["num_records"] for r in rows), blocks=blocks_written)
 

@@ -19,6 +19,7 @@ from qbeast.spark.spark_files import (
     batch_flags,
     new_block_tally,
     new_flag_tally,
+    partition_keys,
     write_plan_files,
 )
 from qbeast.spark.write_steps import assignment_udf, weight_expression
@@ -43,9 +44,10 @@ def test_batch_flags_and_flag_tally_merge():
     assert FlagTally().addInPlace({0: 2, 3: 1}, {0: 1, 1: 4}) == {0: 3, 1: 4, 3: 1}
 
 
-def _write_three_ways(spark, tmp_path):
+def _write_every_way(spark, tmp_path):
     """The same plan (three files) written with the tally + footers, with the tally + footers +
-    non-finite flags from the UDF, and with the scan fallback."""
+    non-finite flags from the UDF, and with the scan fallback; by two tasks (``partitionBy``) and,
+    for the ``plain`` variants, by one task per file."""
     data = spark.range(0, 3000, numPartitions=3).selectExpr(
         "id", "cast(id % 97 as double) / 97 as x",
         "case when id % 11 = 0 then double('NaN') else id / 3.0 end as f",
@@ -65,14 +67,15 @@ def _write_three_ways(spark, tmp_path):
     revision = Revision(1, 0, "t", 1000, (make_transformer("x", "linear", QDataType.DOUBLE),),
                         (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))
     out = {}
-    for name in ("tally", "flags", "scan"):
-        folder = tmp_path / name
+    for name in ("tally", "flags", "scan", "plain flags", "plain scan"):
+        folder = tmp_path / name.replace(" ", "-")
         folder.mkdir()
-        tally = new_block_tally(spark) if name != "scan" else None
-        flags = new_flag_tally(spark) if name == "flags" else None
+        tally = new_block_tally(spark) if "scan" not in name else None
+        flags = new_flag_tally(spark) if "flags" in name else None
         udf = assignment_udf(revision, plan, ["x"], tally, flags)
+        tasks = 3 if "plain" in name else 2
         rows = write_plan_files(data, plan, str(folder), ["x"], lambda: weight_expression(["x"]),
-                                udf, 2, tally, lambda: assignment_udf(revision, plan, ["x"]),
+                                udf, tasks, tally, lambda: assignment_udf(revision, plan, ["x"]),
                                 flags)
         out[name] = (folder, rows)
         if flags is not None:
@@ -80,8 +83,43 @@ def _write_three_ways(spark, tmp_path):
     return out
 
 
-def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path):
-    every = _write_three_ways(spark, tmp_path)
+def test_partition_keys_send_each_file_to_its_own_partition(spark):
+    from pyspark.sql import functions as F
+
+    for count in (1, 2, 7, 300):
+        keys = partition_keys(count)
+        rows = spark.createDataFrame([(k,) for k in keys], "k int").select(
+            F.expr(f"pmod(hash(k), {count})").alias("p")).collect()
+        assert [r["p"] for r in rows] == list(range(count))
+        # and the shuffle itself: partition n holds exactly the key of file n
+        placed = (spark.createDataFrame([(f, k) for f, k in enumerate(keys)], "f int, k int")
+                  .repartition(count, "k").select("f", F.spark_partition_id().alias("p")).collect())
+        assert sorted((r["f"], r["p"]) for r in placed) == [(f, f) for f in range(count)]
+
+
+def test_files_sharing_a_task_are_described_by_a_scan(spark, tmp_path, monkeypatch, caplog):
+    """Should Spark's hash partitioning ever differ from partition_keys, files end up sharing part
+    files: the tally disagrees with the footers and the scan describes what was written."""
+    from qbeast.spark import spark_files
+
+    monkeypatch.setattr(spark_files, "partition_keys", lambda count: [0] * count)
+    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        every = _write_every_way(spark, tmp_path)
+    assert "describing the files by a scan" in caplog.text
+    folder, rows = every["plain flags"]
+    assert len(rows) == 1 and rows[0]["num_records"] == 3000  # every row in the one task
+    blocks = json.loads(rows[0]["blocks"])
+    assert sum(b[3] for b in blocks) == 3000 and len(blocks) == 3
+    expected = {b[0]: b for _, r in [every["tally"]] for row in r for b in json.loads(row["blocks"])}
+    assert {b[0]: b for b in blocks} == expected  # same cubes, counts and min weights
+    assert "g" not in json.loads(rows[0]["stats"])["minValues"]
+
+
+def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog):
+    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        every = _write_every_way(spark, tmp_path)
+    assert caplog.text.count("one_file_per_task=True") == 2  # the two plain variants
+    assert caplog.text.count("one_file_per_task=False") == 3
     for name, (folder, rows) in every.items():
         assert sorted(os.listdir(folder)) == sorted(r["path"] for r in rows), name  # no staging left
         for row in rows:
@@ -93,6 +131,7 @@ def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path):
         for name, (_, rows) in every.items()
     }
     assert described["tally"] == described["scan"] == described["flags"]
+    assert described["plain flags"] == described["plain scan"] == described["tally"]
     assert len(described["tally"]) == 3
     for _, _, stats, _ in described["tally"]:
         assert "f" not in stats["minValues"]  # NaN: no bounds
