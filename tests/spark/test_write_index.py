@@ -100,6 +100,12 @@ def test_sampled_estimation_keeps_the_invariants_and_the_cube_sizes(spark, tmp_p
         return {s.cube: s.element_count for s in status}
 
     exact_cubes, sampled_cubes = cube_rows(exact), cube_rows(sampled)
+    # the sample's domains are scaled by rows / sampled rows, so the root's is the row count and
+    # its threshold (cube size / rows) is exactly the full estimation's
+    thresholds = [{s.cube: s.max_weight for s in QbeastSnapshot.load(p).index_status(1)}
+                  for p in (exact, sampled)]
+    root = next(c for c in thresholds[0] if c.depth == 0)
+    assert thresholds[1][root] == thresholds[0][root]
     # same tree size and cube fill within the noise of a 20% sample
     assert 0.8 <= len(sampled_cubes) / len(exact_cubes) <= 1.25
     inner = [c for c, rows in sampled_cubes.items() if any(o.parent == c for o in sampled_cubes)]
