@@ -110,7 +110,7 @@ def write(
     Options: ``merge_schema`` (allow new columns on append), ``buffer_capacity`` (rows per local
     tree in the estimation, default ``spark.qbeast.index.cubeDomainsBufferCapacity`` or 100000),
     ``estimation_sample_rows`` (a larger input's cube thresholds are estimated from a sample of
-    about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 500000, 0 = all
+    about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 1000000, 0 = all
     rows), ``user_metadata`` (stored in the commit info).
     """
     started = time.perf_counter()
