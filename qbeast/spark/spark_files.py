@@ -203,7 +203,8 @@ class _StagedRows:
 
     def has_files(self) -> bool:
         pattern = "part-*.parquet" if self.plain else f"{STAGING_FILE_COLUMN}=*"
-        return os.path.isdir(self.staging) and bool(glob.glob(os.path.join(self.staging, pattern)))
+        return os.path.isdir(self.staging) and bool(
+            glob.glob(os.path.join(glob.escape(self.staging), pattern)))
 
     def frame(self, columns: Sequence[str] | None = None):
         from pyspark.sql import functions as F
@@ -298,10 +299,16 @@ def non_finite_mask(schema):
 
     mask = F.lit(0).cast("long")
     for i, name in enumerate(float_stats_columns(schema)):
-        col = F.col(quote_identifier(name))
-        bad = F.coalesce(F.isnan(col) | (F.abs(col) == float("inf")), F.lit(False))
+        bad = F.coalesce(_non_finite(F.col(quote_identifier(name))), F.lit(False))
         mask = mask.bitwiseOR(F.when(bad, F.lit(1 << i).cast("long")).otherwise(F.lit(0).cast("long")))
     return mask
+
+
+def _non_finite(col):
+    """NaN or an infinity (null for null): values parquet statistics cannot bound."""
+    from pyspark.sql import functions as F
+
+    return F.isnan(col) | (F.abs(col) == float("inf"))
 
 
 def float_stats_columns(schema) -> list[str]:
@@ -374,8 +381,7 @@ def _non_finite_columns(staged: _StagedRows, names: list[str]) -> dict[int, set[
     rows = (
         staged.frame(names)
         .groupBy(STAGING_FILE_COLUMN)
-        .agg(*[F.max((F.isnan(F.col(quote_identifier(n))) |
-                      (F.abs(F.col(quote_identifier(n))) == float("inf"))).cast("int")).alias(f"b{i}")
+        .agg(*[F.max(_non_finite(F.col(quote_identifier(n))).cast("int")).alias(f"b{i}")
                for i, n in enumerate(names)])
         .collect()
     )
@@ -428,7 +434,7 @@ def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
     for entry in sorted(os.listdir(staging)):
         if not entry.startswith(prefix):
             continue
-        files = sorted(glob.glob(os.path.join(staging, glob.escape(entry), "part-*.parquet")))
+        files = sorted(glob.glob(os.path.join(glob.escape(staging), glob.escape(entry), "part-*.parquet")))
         if len(files) != 1:
             raise FileWriteError(
                 f"the staging write produced {len(files)} files for group {entry} in {staging}; "
@@ -455,7 +461,7 @@ def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[st
         if bounded:
             aggregates += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
         if floating:
-            aggregates.append(F.max((F.isnan(col) | (F.abs(col) == float("inf"))).cast("int"))
+            aggregates.append(F.max(_non_finite(col).cast("int"))
                               .alias(f"bad{i}"))
     w = weight()
     grouped = (
