@@ -55,7 +55,7 @@ class LookupGrid:
     def build(cls, plan: WritePlan) -> LookupGrid:
         tree, d = plan.tree, plan.dimensions
         deepest = max(c.depth for c in tree.cubes)
-        depth = min(deepest, max(0, GRID_CELL_LIMIT.bit_length() - 1) // d)
+        depth = min(deepest, (GRID_CELL_LIMIT.bit_length() - 1) // d)
         count = 1 << (depth * d)
         index = np.arange(count, dtype=np.int64)
         cells = [(index >> (depth * (d - 1 - j))) & ((1 << depth) - 1) for j in range(d)]

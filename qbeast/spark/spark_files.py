@@ -352,7 +352,7 @@ def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
         cube, threshold = plan.cube_and_threshold(cube_id)
         per_file.setdefault(file_id, []).append((cube_id, [cube, low, threshold, count]))
     fields = _stats_fields(staged.schema)
-    floats = [name for name, _, floating in fields if floating]
+    floats = float_stats_columns(staged.schema)  # the bit order of the flags
     if flags is not None:
         unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
                   for file_id, mask in flags.value.items()}

@@ -117,9 +117,9 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
         .agg(F.sum("domain").alias("domain"))
         .collect()
     )
+    input_domains = {CubeId.from_string(dims, r["cube"]): float(r["domain"]) for r in summed}
     root = CubeId.root(dims)
-    scale = 1.0 / sampled
-    realized = sum(float(r["domain"]) for r in summed if r["cube"] == root.string)
+    realized = input_domains.get(root, 0.0)
     if sampled < 1.0 and realized > 0:
         # Every sampled row passes through its local tree's root, so the summed root domain is the
         # realized sample size. Scaling by count / that size (a ratio estimate) instead of by
@@ -127,8 +127,7 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
         # the exact row count as in a full estimation (its threshold exactly cube_size / rows,
         # where 1 / fraction once put it 0.03% below and a 1% sample of 20M rows read 5 files).
         scale = count / realized
-    input_domains = {CubeId.from_string(dims, r["cube"]): float(r["domain"]) * scale for r in summed}
-    if sampled < 1.0 and root in input_domains:
+        input_domains = {cube: domain * scale for cube, domain in input_domains.items()}
         input_domains[root] = float(count)
     domains = dict(input_domains)
     if existing is not None and len(existing):
