@@ -50,8 +50,8 @@ class QbeastTable:
         """The :class:`qbeast.snapshot.QbeastSnapshot` at ``version`` (latest by default)."""
         return load_snapshot(self.path, version)
 
-    def _qbeast_snapshot(self, what: str):
-        snapshot = self.snapshot()
+    def _qbeast_snapshot(self, what: str, version: int | None = None):
+        snapshot = self.snapshot(version)
         if not snapshot.is_qbeast:
             raise NotAQbeastTableError(
                 f"{what} needs Qbeast metadata, but {self.path} is a plain Delta table "
@@ -88,6 +88,22 @@ class QbeastTable:
         snapshot = self.snapshot(version)
         predicate, _ = self._predicate(snapshot, filter)
         return plan_read(snapshot, fraction=fraction, predicate=predicate)
+
+    def sample_predicate(self, fraction: float, version: int | None = None) -> str:
+        """The SQL row filter that selects ``sample(fraction)``: ``hash(indexed columns) < w``.
+
+        ``SELECT ... FROM t WHERE <this>`` returns exactly the rows of :meth:`sample` (``true``
+        for a fraction of 1). SQL samples use it instead of per-query table options, which Spark
+        may share between the references to one table in a query. Raises for a plain Delta table,
+        whose rows have no weight.
+        """
+        from qbeast.spark.reader import sample_weight_range, weight_filter_sql
+
+        if fraction is None:
+            raise InvalidOptionError("sample fraction must be a number in [0, 1], got None")
+        weight_range = sample_weight_range(fraction)
+        columns = self._qbeast_snapshot("sample_predicate", version).latest_revision.columns
+        return "true" if weight_range is None else weight_filter_sql(columns, weight_range)
 
     def to_df(
         self,

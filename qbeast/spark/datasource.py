@@ -3,19 +3,27 @@
 After :func:`register`, a Qbeast table can be read by path or through a catalog table::
 
     spark.read.format("qbeast").option("sampleFraction", "0.1").load("/data/events")
-    SELECT * FROM events WITH ('sampleFraction' = '0.1') WHERE user_id BETWEEN 10 AND 20
+    SELECT * FROM events WHERE user_id BETWEEN 10 AND 20
 
-Options (case-insensitive): ``sampleFraction`` (0..1, deterministic sample by row weight) and
-``versionAsOf`` (time travel to a Delta version; for catalog tables use ``qbeastVersionAsOf``,
-because Spark intercepts ``versionAsOf`` there). Filters Spark pushes (comparisons, IN, IS NULL,
-NOT, prefix LIKE on top-level columns; ORs are not pushed by Spark) prune files through the OTree
-and the Delta stats; Spark still applies every filter to the rows it gets back.
+Options of path reads (case-insensitive): ``sampleFraction`` (0..1, deterministic sample by row
+weight) and ``versionAsOf`` (time travel to a Delta version).
 
-How the pieces run: ``schema()``, ``pushFilters()`` and ``partitions()`` run in a Python planner
-process; ``read()`` runs in executor Python workers, reading the planned parquet files with
-pyarrow and yielding Arrow record batches. Python workers have no JVM, so the sample's row filter
-``lo <= hash(indexed columns) < hi`` uses :mod:`qbeast.spark.row_weights`, a bit-exact port of
-Spark's ``hash()``.
+Why this source never prunes by filters and refuses options on catalog tables: Spark (4.1-4.3)
+keeps the planned read of a Python data source (the pushed filters, the options and the
+partitions it produced) on the table provider object, and every reference to the same table in
+one query shares that object. With pruning, ``select count(*) from t union all select count(*)
+from t where x < 20`` read the filtered scan's files for the unfiltered count too and returned
+wrong counts without an error; a ``WITH ('sampleFraction' ...)`` option of one reference applied
+to another reference of the same table. So the read planned here depends only on the table
+location, and on the options of a path read (a DataFrame loaded by path has its own relation, so
+the scans that share it have the same options). Samples in SQL are row filters
+(``hash(indexed columns) < Weight(f)``, see :func:`qbeast.table.QbeastTable.sample_predicate`),
+which Spark applies per scan; with the JVM read bridge they also prune files.
+
+How the pieces run: ``schema()`` and ``partitions()`` run in a Python planner process; ``read()``
+runs in executor Python workers, reading the planned parquet files with pyarrow and yielding Arrow
+record batches. Python workers have no JVM, so the sample's row filter ``lo <= hash(indexed
+columns) < hi`` uses :mod:`qbeast.spark.row_weights`, a bit-exact port of Spark's ``hash()``.
 
 Catalog tables: Spark does not hand a Python source the OPTIONS or LOCATION of a table created
 ``USING qbeast`` (the options arrive empty), but it does hand over the table schema with its
@@ -44,10 +52,11 @@ LOCATION_KEY = "qbeast.location"
 LOCATION_COMMENT_PREFIX = LOCATION_KEY + "="
 OPTION_SAMPLE_FRACTION = "sampleFraction"
 OPTION_VERSION_AS_OF = "versionAsOf"
-#: Spark treats ``versionAsOf`` in ``WITH (...)`` of a catalog table as its own (unsupported) time
-#: travel, so catalog reads take the version under this name.
+#: The name of ``versionAsOf`` where Spark would take ``versionAsOf`` for its own time travel.
 OPTION_QBEAST_VERSION_AS_OF = "qbeastVersionAsOf"
 KNOWN_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, OPTION_QBEAST_VERSION_AS_OF, "path")
+#: Options that change which rows a read returns: refused on catalog tables (see the module doc).
+_PER_READ_OPTIONS = (OPTION_SAMPLE_FRACTION, OPTION_VERSION_AS_OF, OPTION_QBEAST_VERSION_AS_OF)
 #: Largest bytes of parquet per Spark task (files are grouped up to this size) ...
 PARTITION_TARGET_BYTES = 128 * 1024 * 1024
 #: ... but reads are spread over at least this many tasks when there are enough files, so that
@@ -95,7 +104,19 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
     )
     if unknown:
         logger.warning("ignoring unknown qbeast read options %s (known: %s)", unknown, KNOWN_OPTIONS)
-    path = _option(options, "path") or location_from_schema(schema)
+    path = _option(options, "path")
+    if path is None:
+        path = location_from_schema(schema)
+        given = [name for name in _PER_READ_OPTIONS if _option(options, name) is not None]
+        if path and given:
+            raise InvalidOptionError(
+                f"option {given[0]} is not supported on catalog table reads by the qbeast Python "
+                "data source: Spark shares one planned read between every reference to a table in "
+                "a query, so the option could apply to another reference. Sample with "
+                "qbeast_sample() in dbt or a row filter `hash(<indexed columns>) < <weight>` "
+                "(QbeastTable.sample_predicate), or read by path: "
+                "spark.read.format('qbeast').option(...).load('<path>')"
+            )
     if not path:
         raise InvalidOptionError(
             "the qbeast data source needs the table location: use "
@@ -199,31 +220,22 @@ def _conform_column(column: Any, target: Any) -> Any:
 
 
 class QbeastDataSourceReader(DataSourceReader):
-    """Plans with the Qbeast index and reads the chosen parquet files with pyarrow."""
+    """Reads the files of a sample (or of the whole table) with pyarrow.
+
+    There is deliberately no ``pushFilters``: Spark shares the planned read between the scans of
+    one table in a query (module doc), so a plan pruned for one scan's filters would be read by
+    the others. Spark applies every filter to the rows this reader returns.
+    """
 
     def __init__(self, options: ReadOptions, schema: Any) -> None:
         self.options = options
         self.schema = schema
-        self.filters: list[Any] = []
-        self.plan: Any = None
-
-    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's API
-        """Keep every filter for pruning and hand all of them back: Spark applies them to rows."""
-        self.filters = list(filters)
-        yield from filters
-
-    def _plan(self) -> Any:
-        from qbeast.spark.filters import from_spark_filters
-        from qbeast.spark.reader import load_snapshot, plan_read
-
-        if self.plan is None:
-            snapshot = load_snapshot(self.options.path, self.options.version)
-            predicate = from_spark_filters(self.filters, self.schema)
-            self.plan = plan_read(snapshot, fraction=self.options.sample_fraction, predicate=predicate)
-        return self.plan
 
     def partitions(self) -> list[InputPartition]:
-        plan = self._plan()
+        from qbeast.spark.reader import load_snapshot, plan_read
+
+        snapshot = load_snapshot(self.options.path, self.options.version)
+        plan = plan_read(snapshot, fraction=self.options.sample_fraction)
         groups = group_files(plan.files)
         logger.info(
             "qbeast source %s: %d of %d files in %d tasks", plan.table_path, len(plan.files),

@@ -1,9 +1,7 @@
 """Turning the predicates users and Spark give us into ``qbeast.core.expressions`` and back.
 
-Three sources of predicates reach the reader, and pruning must treat them alike:
+Two sources of predicates reach the reader, and pruning must treat them alike:
 
-* the filter objects Spark pushes into the ``qbeast`` Python data source
-  (``pyspark.sql.datasource.EqualTo``, ``In``, ``Not``, ...);
 * simple SQL predicate strings given to ``QbeastTable.to_df(filter="...")``;
 * core expressions built in Python.
 
@@ -237,54 +235,6 @@ def _prefix_range(types: dict, column: str, prefix: str) -> ex.Expression:
     if last >= 0x10FFFF:
         return lower
     return ex.And(lower, ex.LessThan(name, prefix[:-1] + chr(last + 1)))
-
-
-# -- Spark data source filters ----------------------------------------------------------------
-
-
-def from_spark_filters(filters: Sequence[Any], schema: Any) -> ex.Expression:
-    """The AND of Spark's pushed data source filters as one core expression.
-
-    Filters that cannot be translated exactly (nested columns, ``LIKE '%x'``, literals of other
-    types) are left out, which only makes pruning coarser.
-    """
-    types = column_types(schema)
-    return _finish(_and(_spark_filter(f, types) for f in filters))
-
-
-def _spark_filter(flt: Any, types: dict) -> ex.Expression | None:
-    from pyspark.sql import datasource as ds
-
-    try:
-        if isinstance(flt, ds.Not):
-            return _not(_spark_filter(flt.child, types))
-        attribute = getattr(flt, "attribute", None)
-        if attribute is None or len(attribute) != 1:
-            raise _Unknown("nested or missing column reference")
-        column = attribute[0]
-        if isinstance(flt, ds.IsNull):
-            return ex.IsNull(_resolve(types, column)[0])
-        if isinstance(flt, ds.IsNotNull):
-            return ex.IsNotNull(_resolve(types, column)[0])
-        if isinstance(flt, ds.In):
-            return _in(types, column, flt.value)
-        if isinstance(flt, ds.StringStartsWith):
-            return _prefix_range(types, column, flt.value)
-        ops = {
-            ds.EqualTo: "=",
-            ds.EqualNullSafe: "<=>",
-            ds.GreaterThan: ">",
-            ds.GreaterThanOrEqual: ">=",
-            ds.LessThan: "<",
-            ds.LessThanOrEqual: "<=",
-        }
-        op = ops.get(type(flt))
-        if op is None:
-            raise _Unknown(f"filter {type(flt).__name__} is not used for pruning")
-        return _comparison(types, column, op, flt.value)
-    except _Unknown as why:
-        logger.debug("filter %r not used for pruning: %s", flt, why)
-        return None
 
 
 # -- simple SQL predicates -------------------------------------------------------------------

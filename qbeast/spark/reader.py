@@ -32,6 +32,7 @@ from qbeast.core.blocks import TagFormat
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_files
+from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
@@ -203,18 +204,27 @@ def plan_read(
     return plan
 
 
+def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]) -> str:
+    """The row filter ``lo <= hash(cols) < hi`` as Spark SQL text.
+
+    This is what a sample *is* (FORMAT §2.4): the DataFrame reader applies it, ``qbeast_sample()``
+    in dbt expands to it, and the read planner recognises it in filters to prune by the sample.
+    """
+    lo, hi = weight_range
+    weight = f"hash({', '.join(quote_identifier(c) for c in hash_columns)})"
+    condition = f"{weight} < {hi}"
+    if lo != MIN_WEIGHT:
+        condition = f"{weight} >= {lo} AND {condition}"
+    return condition
+
+
 def weight_filter_column(plan: ReadPlan):
     """The JVM row filter ``lo <= hash(cols) < hi`` of a sampled plan (None if not sampled)."""
     if plan.weight_range is None:
         return None
     from pyspark.sql import functions as F
 
-    lo, hi = plan.weight_range
-    weight = F.hash(*[F.col(f"`{c}`") for c in plan.hash_columns])
-    condition = weight < F.lit(hi)
-    if lo != MIN_WEIGHT:
-        condition = (weight >= F.lit(lo)) & condition
-    return condition
+    return F.expr(weight_filter_sql(plan.hash_columns, plan.weight_range))
 
 
 def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):

@@ -1,14 +1,12 @@
 """The one place where the engine builds Spark sessions.
 
-Why a helper: three settings must hold for every session that writes or reads Qbeast tables, and
+Why a helper: two settings must hold for every session that writes or reads Qbeast tables, and
 forgetting any of them gives silently wrong results rather than errors:
 
 * Spark's Python workers must run the driver's interpreter (``PYSPARK_PYTHON``), otherwise the
   Arrow UDFs of the writer run in another environment without ``qbeast`` installed.
 * Dates are transformed as epoch milliseconds of their midnight; qbeast-spark uses the JVM's zone.
   Pinning both the session time zone and the JVM zone to UTC makes that midnight unambiguous.
-* Filter pushdown into Python data sources is off by default in Spark; the ``qbeast`` source needs
-  it to prune files.
 
 On a cluster (a non-local master) or through Spark Connect (``spark.remote``) the Python workers
 are not children of this process, so the session also gets the engine's code shipped to them (see
@@ -33,7 +31,6 @@ ENGINE_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
     "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
-    "spark.sql.python.filterPushdown.enabled": "true",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "8",

@@ -229,7 +229,6 @@ def start_connect_server(base_dir: Path, python: str, master: str = "local[2]") 
         "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dderby.system.home={base_dir}",
         "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.sql.shuffle.partitions": "4",
         "spark.ui.enabled": "false",

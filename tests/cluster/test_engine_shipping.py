@@ -132,7 +132,6 @@ def test_connect_sessions_keep_only_settings_a_client_may_change():
     assert kept == {
         "spark.remote": "sc://127.0.0.1:15002",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.shuffle.partitions": "4",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",

@@ -18,24 +18,48 @@ SAMPLED = """
 select count(*) as n from {{ qbeast_sample(ref('events'), 0.1) }}
 """
 
+# a sampled and a full read of the same model in one query: each reference keeps its own rows
+SAMPLED_AND_FULL = """
+{{ config(materialized='table') }}
+select (select count(*) from {{ qbeast_sample(ref('events'), 0.1) }}) as sampled,
+       (select count(*) from {{ ref('events') }}) as total
+"""
+
+PLAIN = """
+{{ config(materialized='table') }}
+select 1 as id
+"""
+
 
 class TestQbeastSampleMacro:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"events.sql": EVENTS, "sampled.sql": SAMPLED}
+        return {"events.sql": EVENTS, "sampled.sql": SAMPLED,
+                "sampled_and_full.sql": SAMPLED_AND_FULL, "plain.sql": PLAIN}
 
     def test_sample_reads_the_engine_sample_and_bad_fractions_fail(self, project, spark):
         run_dbt(["run"])
         schema = project.test_schema
         compiled = open(os.path.join(project.project_root, "target", "run", "test", "models",
                                      "sampled.sql")).read()
-        assert f"{schema}.events with ('sampleFraction' = '0.1')" in compiled
+        assert f"(select * from {schema}.events where hash(`id`) < -1717986918)" in compiled
 
         location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
         engine_sample = spark.read.format("qbeast").option("sampleFraction", "0.1").load(location)
         (n,) = spark.table(f"{schema}.sampled").first()
         assert n == engine_sample.count()
         assert 0 < n < 2000 * 0.3  # a sample, not the table
+        assert tuple(spark.table(f"{schema}.sampled_and_full").first()) == (n, 2000)
+        # a plain query after the sampled ones reads every row
+        assert spark.sql(f"select count(*) from {schema}.events").first()[0] == 2000
+
+        # a relation without Qbeast metadata has no weights to sample by: refused, named
+        write_file("select * from {{ qbeast_sample(ref('plain'), 0.1) }}",
+                   project.project_root, "models", "bad_sample.sql")
+        results = run_dbt(["run", "--select", "bad_sample"], expect_pass=False)
+        message = results.results[0].message
+        assert "qbeast_sample" in message and f"{schema}.plain" in message
+        assert "a qbeast table (this one's provider is" in message
 
         for fraction, shown in [("0", "0"), ("1.5", "1.5"), ("'half'", '"half"'), ("true", "true")]:
             write_file(f"select * from {{{{ qbeast_sample(ref('events'), {fraction}) }}}}",

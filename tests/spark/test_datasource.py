@@ -1,8 +1,10 @@
-"""The ``qbeast`` Python data source: reads by path, options, pushdown pruning, catalog tables.
+"""The ``qbeast`` Python data source: reads by path, options, catalog tables.
 
 What a Python source reads is not visible through ``inputFiles()``; the scan node's
 ``numOutputRows`` metric is: the source returns every row of the files it opens (Spark applies
-the filters afterwards), so that metric equals the row count of the planned files.
+the filters afterwards), so that metric equals the row count of the planned files. The source
+never prunes by filters (Spark shares its planned read between scans of one table, see
+``test_sql_scan_safety.py``), so that count is the whole table unless the read is a sample.
 """
 from __future__ import annotations
 
@@ -129,14 +131,14 @@ def test_sample_fraction_option(spark, table_path, fraction):
     assert _ids(narrow) == expected
 
 
-def test_pushed_filters_prune_files(spark, table_path):
+def test_filters_are_applied_by_spark_and_never_prune_the_shared_read(spark, table_path):
     table = QbeastTable.for_path(spark, table_path)
     condition = "x BETWEEN 100 AND 400 AND ts < TIMESTAMP '2023-01-20 00:00:00'"
     source = spark.read.format("qbeast").load(table_path).filter(condition)
     assert _ids(source) == _ids(table.to_df().filter(condition))
-    scanned = _scan_rows(source)
-    assert scanned == _planned_rows(table, filter=condition)
-    assert scanned < 5000 / 2
+    # the index could prune this filter, but the Python source must not: its read is shared
+    assert _planned_rows(table, filter=condition) < 5000 / 2
+    assert _scan_rows(source) == 5000
 
 
 def test_version_as_of_and_plain_delta_tables(spark, table_path, tmp_path):
@@ -182,14 +184,18 @@ def test_catalog_table_in_a_new_session_follows_appends_and_prunes(spark, tmp_pa
     condition = "x BETWEEN 10 AND 300"
     filtered = other.sql(f"SELECT * FROM qb_events WHERE {condition}")
     assert _ids(filtered) == _ids(table.to_df().filter(condition))
-    assert _scan_rows(filtered) == _planned_rows(table, filter=condition) < 2700
+    assert _scan_rows(filtered) == 2700
 
-    # the form a dbt model gets: a quoted, schema-qualified relation followed by the options
-    sampled = other.sql("SELECT * FROM `default`.`qb_events` WITH ('sampleFraction' = '0.1')")
+    # the form qbeast_sample() gives a dbt model: the sample's row filter, not a table option
+    predicate = table.sample_predicate(0.1)
+    assert predicate.startswith("hash(`x`, `ts`) < ")
+    sampled = other.sql(f"SELECT * FROM `default`.`qb_events` WHERE {predicate}")
     assert _ids(sampled) == _ids(table.sample(0.1))
-    # Spark claims 'versionAsOf' for its own time travel on catalog tables, hence the alias
-    old = other.sql("SELECT * FROM default.qb_events WITH ('qbeastVersionAsOf' = '0')")
-    assert old.count() == 2000
+    assert table.sample_predicate(1.0) == "true"
+    # per-query options could reach another reference of the table: refused, naming the option
+    for option in ("sampleFraction", "qbeastVersionAsOf"):  # Spark refuses versionAsOf itself
+        with pytest.raises(Exception, match=f"option {option} is not supported on catalog table"):
+            other.sql(f"SELECT * FROM default.qb_events WITH ('{option}' = '0')").collect()
 
     other.sql("DROP TABLE qb_events")
     assert table.to_df().count() == 2700, "dropping the catalog table must keep the data"

@@ -1,4 +1,4 @@
-"""Predicates from Spark's pushed filters and from SQL strings become exact core expressions.
+"""Predicates from SQL strings and core expressions become exact, canonical core expressions.
 
 The key property: a translated predicate never keeps fewer rows than the original one (pruning is
 allowed to be coarse, never lossy). Checked directly, and by evaluating both sides on rows.
@@ -10,7 +10,6 @@ import decimal
 import random
 
 import pytest
-from pyspark.sql import datasource as ds
 from pyspark.sql.types import (
     DateType,
     DecimalType,
@@ -26,7 +25,6 @@ from pyspark.sql.types import (
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.filters import (
-    from_spark_filters,
     normalize_predicate,
     parse_sql_predicate,
 )
@@ -48,48 +46,6 @@ UTC = dt.timezone.utc
 
 def millis(moment: dt.datetime) -> int:
     return int(moment.replace(tzinfo=UTC).timestamp() * 1000)
-
-
-def test_spark_filters_become_a_conjunction_with_canonical_literals():
-    filters = [
-        ds.IsNotNull(("user_id",)),
-        ds.GreaterThan(("user_id",), 5),
-        ds.In(("brand",), ["a", "b", None]),
-        ds.EqualTo(("day",), dt.date(2020, 1, 2)),
-        ds.LessThanOrEqual(("ts",), dt.datetime(2020, 1, 2, 3, 4, 5, 678900, tzinfo=UTC)),
-    ]
-    got = from_spark_filters(filters, SCHEMA)
-    assert got == ex.And(
-        ex.IsNotNull("user_id"),
-        ex.GreaterThan("user_id", 5),
-        ex.In("Brand", ("a", "b")),
-        ex.EqualTo("day", millis(dt.datetime(2020, 1, 2))),
-        ex.LessThanOrEqual("ts", millis(dt.datetime(2020, 1, 2, 3, 4, 5)) + 678),
-    )
-
-
-def test_untranslatable_spark_filters_are_dropped_not_guessed():
-    filters = [
-        ds.StringEndsWith(("brand",), "x"),  # no range to prune with
-        ds.EqualTo(("nested", "field"), 1),  # nested column
-        ds.EqualTo(("user_id",), 2.5),  # non-integral literal on an int column
-        ds.Not(ds.StringContains(("brand",), "x")),
-        ds.GreaterThanOrEqual(("price",), 1),
-    ]
-    assert from_spark_filters(filters, SCHEMA) == ex.GreaterThanOrEqual("price", 1.0)
-    assert from_spark_filters([ds.StringEndsWith(("brand",), "x")], SCHEMA) == ex.AlwaysTrue()
-
-
-def test_negations_and_null_safe_equality():
-    got = from_spark_filters(
-        [ds.Not(ds.In(("big",), [1, 2])), ds.EqualNullSafe(("brand",), None)], SCHEMA
-    )
-    assert got == ex.And(ex.Not(ex.In("big", (1, 2))), ex.IsNull("Brand"))
-
-
-def test_prefix_filter_becomes_a_string_range():
-    got = from_spark_filters([ds.StringStartsWith(("brand",), "ab")], SCHEMA)
-    assert got == ex.And(ex.GreaterThanOrEqual("Brand", "ab"), ex.LessThan("Brand", "ac"))
 
 
 @pytest.mark.parametrize(

@@ -171,6 +171,28 @@ class QbeastAdapter(SparkAdapter):
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
 
+    @available
+    def qbeast_sample_predicate(self, relation: Any, fraction: Any) -> str:
+        """The row filter of ``qbeast_sample(relation, fraction)``: ``hash(indexed columns) < w``.
+
+        A filter rather than a table option, because Spark may share one relation between the
+        references to a table in a query; the engine (and the JVM read bridge) prune files by it.
+        """
+        import qbeast
+
+        op = "qbeast_sample"
+        share = ops.check_number(op, "fraction", fraction, 0.0, 1.0, low_open=True)
+        schema = getattr(relation, "schema", None)
+        identifier = getattr(relation, "identifier", None)
+        if not schema or not identifier:
+            raise QbeastModelConfigError(
+                f"qbeast_sample: invalid relation {relation!r}; allowed values: a relation of a "
+                "qbeast model or source, e.g. ref('events')"
+            )
+        location = ops.catalog_location(self._spark(), op, str(schema), str(identifier))
+        with _operation_errors(op):
+            return qbeast.QbeastTable.for_path(self._spark(), location).sample_predicate(share)
+
     # -- methods for the run-operations (macros in run_operations.sql) --------------------------
 
     @available

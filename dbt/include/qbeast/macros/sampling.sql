@@ -2,10 +2,11 @@
   qbeast_sample(relation, fraction): a Qbeast model read as a sample of about `fraction` of its
   rows, e.g. `select count(*) * 10 from {{ qbeast_sample(ref('events'), 0.1) }}`.
 
-  Expands to `<relation> with ('sampleFraction' = '<fraction>')`, the table-options syntax the
-  qbeast data source reads (docs/reading.md); the reader then only opens the files whose cubes
-  hold rows of the sample. The fraction must be a number in (0, 1]; it is rendered from the
-  number itself, so nothing else can reach the SQL text.
+  Expands to `(select * from <relation> where hash(<indexed columns>) < <Weight(fraction)>)`:
+  exactly the rows of the engine's sample(fraction) (docs/reading.md). It is a row filter, not a
+  table option, because Spark may share one relation between the references to a table in a
+  query; the read path prunes the files by it. The fraction must be a number in (0, 1]; the
+  relation must be a qbeast table (anything else is refused: its rows have no weight).
 #}
 {% macro qbeast_sample(relation, fraction) %}
   {%- if fraction is boolean or fraction is not number or not (0 < fraction <= 1) -%}
@@ -13,5 +14,9 @@
          "qbeast_sample: invalid fraction " ~ (fraction | tojson)
          ~ " for " ~ relation ~ "; allowed values: a number in (0, 1], e.g. 0.1") }}
   {%- endif -%}
-  {{ relation }} with ('sampleFraction' = '{{ fraction | float }}')
+  {%- if execute -%}
+    (select * from {{ relation }} where {{ adapter.qbeast_sample_predicate(relation, fraction) }})
+  {%- else -%}
+    {{ relation }}
+  {%- endif -%}
 {%- endmacro %}
