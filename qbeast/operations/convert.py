@@ -40,7 +40,7 @@ from qbeast.delta.errors import NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
-from qbeast.spark.delta_stats import StatsAccumulator
+from qbeast.delta.stats import StatsAccumulator
 
 logger = logging.getLogger("qbeast.operations.convert")
 
@@ -316,7 +316,7 @@ def parquet_add_file(root: str, name: str) -> AddFile:
 def footer_stats(footer: pq.FileMetaData) -> str:
     """Delta stats JSON from the row-group statistics of a parquet footer (no data read).
 
-    Bounds follow :mod:`qbeast.spark.delta_stats`'s safety rules. A column loses its min/max when
+    Bounds follow :mod:`qbeast.delta.stats`'s safety rules. A column loses its min/max when
     any non-empty row group lacks them, and floating columns never get them: parquet writers leave
     NaN out of their statistics, while Spark orders NaN above every number, so a footer max is not
     a safe bound. A column whose null count is unknown in some row group gets no null count.

@@ -43,7 +43,7 @@ from qbeast.delta.actions import AddFile, Metadata
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.assignment import WritePlan, build_write_plan
+from qbeast.index.assignment import WritePlan, build_write_plan
 from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, WriteOptions
 
 logger = logging.getLogger("qbeast.operations.optimize")

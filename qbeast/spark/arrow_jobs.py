@@ -10,14 +10,10 @@ have no JVM handle, go through the public method).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
-import pyarrow as pa
-
 from qbeast.core.transformers import quote_identifier
-
-ArrowMapFunction = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+from qbeast.index.batches import ArrowMapFunction
 
 
 def map_in_arrow(df: Any, func: ArrowMapFunction, schema: Any) -> Any:
@@ -32,7 +28,3 @@ def map_in_arrow(df: Any, func: ArrowMapFunction, schema: Any) -> Any:
     column = udf(*[df[quote_identifier(name)] for name in df.columns])
     return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)
 
-
-def concat_batches(batches: list[pa.RecordBatch]) -> pa.Table:
-    """One table holding ``batches`` (which share a schema), chunks combined for numpy access."""
-    return pa.Table.from_batches(batches).combine_chunks()

@@ -23,7 +23,7 @@ which Spark applies per scan; with the JVM read bridge they also prune files.
 How the pieces run: ``schema()`` and ``partitions()`` run in a Python planner process; ``read()``
 runs in executor Python workers, reading the planned parquet files with pyarrow and yielding Arrow
 record batches. Python workers have no JVM, so the sample's row filter ``lo <= hash(indexed
-columns) < hi`` uses :mod:`qbeast.spark.row_weights`, a bit-exact port of Spark's ``hash()``.
+columns) < hi`` uses :mod:`qbeast.index.row_weights`, a bit-exact port of Spark's ``hash()``.
 
 Catalog tables: Spark does not hand a Python source the OPTIONS or LOCATION of a table created
 ``USING qbeast`` (the options arrive empty), but it does hand over the table schema with its
@@ -304,7 +304,7 @@ def _weight_mask(
     """Rows of ``batch`` whose weight (Spark's hash of the indexed columns) is in the range."""
     import pyarrow as pa
 
-    from qbeast.spark.row_weights import spark_hash
+    from qbeast.index.row_weights import spark_hash
 
     columns = [
         pa.nulls(batch.num_rows, arrow_type) if source is None

@@ -37,7 +37,7 @@ from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.filters import column_types
-from qbeast.spark.stats_skipping import file_may_match
+from qbeast.core.stats_skipping import file_may_match
 
 logger = logging.getLogger("qbeast.spark.reader")
 

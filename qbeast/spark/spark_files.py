@@ -4,7 +4,7 @@ Moving whole rows from the JVM into Python workers and encoding parquet there co
 as Spark's entire parquet write, so the rows never cross to Python here:
 
 1. **write** — an Arrow UDF sees only the indexed columns and the weight and returns each row's
-   file (the assignment of ``qbeast.spark.assignment``); Spark repartitions the rows by file into
+   file (the assignment of ``qbeast.index.assignment``); Spark repartitions the rows by file into
    a staging folder inside the table folder, one task holding every row of a file. With one task
    per file, each file id is mapped to a key that Spark's hash partitioning sends to partition
    ``file id`` (:func:`partition_keys`), so task ``n`` writes the one part file ``part-<n>-...``
@@ -42,9 +42,9 @@ import pyarrow.parquet as pq
 
 from qbeast.core.transformers import quote_identifier
 from qbeast.errors import QbeastError
-from qbeast.spark.assignment import WritePlan
+from qbeast.index.assignment import WritePlan
 from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
-from qbeast.spark.delta_stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
+from qbeast.delta.stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
 from qbeast.spark.session import restored_confs
 
 logger = logging.getLogger("qbeast.spark.writer")
@@ -169,7 +169,7 @@ def partition_keys(count: int) -> list[int]:
     """For each file id ``f < count``, an int key that ``repartition(count, key)`` puts in partition f.
 
     Spark's hash partitioning sends a row to partition ``pmod(hash(key), count)`` (Murmur3 with
-    seed 42, the same function as ``F.hash``, reproduced by :func:`qbeast.spark.row_weights.
+    seed 42, the same function as ``F.hash``, reproduced by :func:`qbeast.index.row_weights.
     spark_hash`). Taking the smallest int with the wanted remainder for every file id makes the
     shuffle a one-to-one map from files to tasks. Should Spark ever partition differently, files
     would share part files: the tally then disagrees with the footers and the files are
@@ -177,7 +177,7 @@ def partition_keys(count: int) -> list[int]:
     """
     import pyarrow as pa
 
-    from qbeast.spark.row_weights import spark_hash
+    from qbeast.index.row_weights import spark_hash
 
     found: dict[int, int] = {}
     start, step = 0, max(64, 16 * count)
@@ -476,7 +476,7 @@ def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[st
 def _stats_fields(schema) -> list[tuple[str, bool, bool]]:
     """(name, has min/max, is floating) of the columns the Delta stats describe.
 
-    Like ``delta_stats.described_fields``: the first 32 columns, nested ones left out.
+    Like ``qbeast.delta.stats.described_fields``: the first 32 columns, nested ones left out.
     """
     from pyspark.sql import types as T
 

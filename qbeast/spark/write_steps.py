@@ -23,9 +23,9 @@ from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.delta.actions import AddFile
 from qbeast.spark.arrow_jobs import map_in_arrow
-from qbeast.spark.arrow_values import table_points
-from qbeast.spark.assignment import WritePlan, build_write_plan
-from qbeast.spark.estimation import (
+from qbeast.index.points import table_points
+from qbeast.index.assignment import WritePlan, build_write_plan
+from qbeast.index.estimation import (
     DEFAULT_BUFFER_CAPACITY,
     DEFAULT_ESTIMATION_SAMPLE_ROWS,
     DOMAIN_SCHEMA,

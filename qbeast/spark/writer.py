@@ -7,9 +7,9 @@ cube-level aggregates and per-file descriptions reach the driver:
    decides the revision: the latest one when it covers the data, else a new one (FORMAT §3.8).
 2. **estimation** — every task builds local OTrees over buffers of the indexed columns and their
    weight (``F.hash`` in the JVM) and emits a domain per cube; Spark sums them per cube; the driver
-   derives each cube's threshold and the rollup of cubes into files (``qbeast.spark.estimation``).
+   derives each cube's threshold and the rollup of cubes into files (``qbeast.index.estimation``).
 3. **write** — an Arrow UDF that sees only the indexed columns and the weight assigns every row
-   to its cube and file (``qbeast.spark.assignment``); rows are repartitioned by file and Spark's
+   to its cube and file (``qbeast.index.assignment``); rows are repartitioned by file and Spark's
    own parquet writer writes one file per group, then the files are moved to ``<uuid>.parquet``
    at the table root and described (size, Delta stats, blocks) from their footers and the
    assignment counts (``qbeast.spark.spark_files``).

@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from qbeast.errors import UnsupportedTypeError
-from qbeast.spark.row_weights import spark_hash
+from qbeast.index.row_weights import spark_hash
 
 SCHEMA = (
     "i int, l bigint, d double, s string, dt date, ts timestamp, dec decimal(12,2), "

@@ -12,7 +12,7 @@ import random
 import pytest
 
 from qbeast.core import expressions as ex
-from qbeast.spark.stats_skipping import file_may_match
+from qbeast.core.stats_skipping import file_may_match
 
 TYPES = {
     "n": ("n", "integer"),

@@ -11,8 +11,8 @@ import pytest
 
 from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, fraction, normalized_to_weight
-from qbeast.spark.assignment import assigned_cube_ids, build_write_plan
-from qbeast.spark.estimation import (
+from qbeast.index.assignment import assigned_cube_ids, build_write_plan
+from qbeast.index.estimation import (
     ExistingThresholds,
     estimate_cube_weights,
     estimated_block_sizes,

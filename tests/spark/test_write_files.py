@@ -7,7 +7,7 @@ import json
 
 import pyarrow as pa
 
-from qbeast.spark.delta_stats import StatsAccumulator
+from qbeast.delta.stats import StatsAccumulator
 
 UTC = dt.timezone.utc
 

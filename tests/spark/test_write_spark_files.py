@@ -11,7 +11,7 @@ import qbeast
 from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark.assignment import build_write_plan
+from qbeast.index.assignment import build_write_plan
 from qbeast.spark.spark_files import (
     BlockTally,
     FlagTally,

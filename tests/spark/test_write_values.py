@@ -10,7 +10,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.transformations import HashTransformation, LinearTransformation, java_to_string
 from qbeast.core.transformers import make_transformer
 from qbeast.core.types import QDataType
-from qbeast.spark.arrow_values import canonical_values, table_points
+from qbeast.index.points import canonical_values, table_points
 
 D = decimal.Decimal
 

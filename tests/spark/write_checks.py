@@ -19,7 +19,7 @@ from qbeast.core.transformations import HashTransformation
 from qbeast.core.transformers import quote_identifier
 from qbeast.core.weight import weight_from_fraction
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark.arrow_values import canonical_values
+from qbeast.index.points import canonical_values
 
 
 @dataclass

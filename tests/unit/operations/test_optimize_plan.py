@@ -13,7 +13,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.operations.optimize import _indexed_selection, _staging_selection, pass_through_thresholds
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark.assignment import assigned_cube_ids, build_write_plan
+from qbeast.index.assignment import assigned_cube_ids, build_write_plan
 
 from operations_helpers import REVISION_1
 

@@ -20,7 +20,7 @@ import numpy as np
 from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.rollup import rollup
 from qbeast.core.weight import MAX_WEIGHT
-from qbeast.spark.cube_tree import CubeTree
+from qbeast.index.cube_tree import CubeTree
 
 
 #: Most cells (``2**(depth * dimensions)``) of a plan's lookup grid: at most about 20 MB (one

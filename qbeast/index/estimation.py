@@ -20,7 +20,6 @@ lighter one, so both orders give the same trees, and the level form is a handful
 """
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,11 +30,9 @@ import pyarrow as pa
 from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, fraction, fractions, normalized_to_weight
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.arrow_jobs import ArrowMapFunction, concat_batches
-from qbeast.spark.arrow_values import table_points
-from qbeast.spark.cube_tree import CubeTree
-
-logger = logging.getLogger("qbeast.spark.estimation")
+from qbeast.index.batches import ArrowMapFunction, concat_batches
+from qbeast.index.points import table_points
+from qbeast.index.cube_tree import CubeTree
 
 #: qbeast-spark's ``spark.qbeast.index.cubeDomainsBufferCapacity`` default.
 DEFAULT_BUFFER_CAPACITY = 100_000
