@@ -169,7 +169,7 @@ def file_may_match(
     """False only when the file's stats prove that no row satisfies ``predicate``.
 
     ``types`` maps lower-cased column names to ``(name, spark type name)``
-    (:func:`qbeast.spark.filters.column_types`); ``stats`` is the parsed ``AddFile.stats``.
+    (:func:`qbeast.core.columns.column_types`); ``stats`` is the parsed ``AddFile.stats``.
     """
     if not stats or isinstance(predicate, ex.AlwaysTrue):
         return True

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from qbeast.core.jvm_compat import jackson_json
+from qbeast.core.sql import quote_identifier
 from qbeast.core.transformations import (
     DEFAULT_HISTOGRAM,
     CDFNumericQuantilesTransformation,
@@ -52,13 +53,7 @@ __all__ = [
     "default_transformer_type",
     "parse_column_stats",
     "transformer_from_json_obj",
-    "quote_identifier",
 ]
-
-
-def quote_identifier(name: str) -> str:
-    """Backtick-quote a column name for Spark SQL (embedded backticks are doubled)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _alias(column: str, suffix: str) -> str:
@@ -311,6 +306,11 @@ class ColumnSpec:
 
     name: str
     type_name: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The entry as written in ``columnsToIndex``: ``"col"`` or ``"col:type"``."""
+        return self.name if self.type_name is None else f"{self.name}:{self.type_name}"
 
 
 def default_transformer_type(data_type: QDataType) -> str:

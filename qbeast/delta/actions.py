@@ -18,9 +18,10 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
-from urllib.parse import quote, unquote, urlparse
+from urllib.parse import quote, unquote
 
 from qbeast.delta.errors import CorruptLogError
+from qbeast.delta.storage import local_path
 
 _UNPARSED: Any = object()
 
@@ -427,11 +428,10 @@ def encode_relative_path(path: str) -> str:
 
 def resolve_file_path(table_path: str, path: str) -> str:
     """File-system path of a file named in the log (relative URL-encoded path or absolute URI)."""
-    if "://" in path or path.startswith("file:"):
-        parsed = urlparse(path)
-        if parsed.scheme != "file":
-            return path  # another storage's URI: callers with that storage know what to do
-        return unquote(parsed.path)
+    if path[:5].lower() == "file:":
+        return local_path(path)
+    if "://" in path:
+        return path  # another storage's URI: callers with that storage know what to do
     if path.startswith("/"):
         return unquote(path)
     return f"{table_path.rstrip('/')}/{unquote(path)}"

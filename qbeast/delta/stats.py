@@ -1,4 +1,4 @@
-"""Delta ``AddFile.stats`` (numRecords, minValues, maxValues, nullCount) from Arrow data.
+"""Delta ``AddFile.stats`` (numRecords, minValues, maxValues, nullCount) from Arrow data or footers.
 
 Delta readers (Spark's Delta, delta-rs, DuckDB) skip a file when its stats say no row can match a
 filter, so a bound that is too tight silently drops rows. Every bound written here is therefore
@@ -15,6 +15,12 @@ filter, so a bound that is too tight silently drops rows. Every bound written he
   null count (nested ones not even that).
 
 Like Delta's default ``dataSkippingNumIndexedCols``, only the first 32 columns are described.
+
+Two sources feed these rules: the data itself (:class:`StatsAccumulator`) and the row-group
+statistics of a parquet footer (:func:`footer_stats`), used both by the writer for the files Spark
+wrote and by ``convert_to_qbeast`` for existing files. A footer cannot tell whether a float column
+holds NaN (parquet writers leave NaN out of their statistics), so footer bounds of float columns
+are used only when the caller knows which columns hold NaN or infinities.
 """
 from __future__ import annotations
 
@@ -22,10 +28,12 @@ import datetime as dt
 import decimal
 import json
 import math
+from collections.abc import Collection
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 STATS_COLUMN_LIMIT = 32
 STRING_PREFIX_LENGTH = 32
@@ -102,7 +110,7 @@ def stats_json(fields: list[pa.Field], num_records: int, null_counts: dict[str, 
     high_values: dict[str, Any] = {}
     for field in fields:
         name = field.name
-        if name not in mins or mins[name] is None or maxs.get(name) is None:
+        if not _has_min_max(field.type) or mins.get(name) is None or maxs.get(name) is None:
             continue
         low = _json_bound(field.type, mins[name], upper=False)
         high = _json_bound(field.type, maxs[name], upper=True)
@@ -116,6 +124,55 @@ def stats_json(fields: list[pa.Field], num_records: int, null_counts: dict[str, 
         f'"maxValues":{_json_object(high_values)},'
         f'"nullCount":{json.dumps(nulls, separators=(",", ":"))}}}'
     )
+
+
+def footer_stats(footer: pq.FileMetaData, *, non_finite: Collection[str] | None = None) -> str:
+    """The ``AddFile.stats`` JSON of a parquet file from its footer alone (no data read).
+
+    ``non_finite`` names the float columns known to hold NaN or infinities; ``None`` means that
+    is unknown, and then no float column gets bounds (a footer maximum ignores NaN, which Spark
+    orders above every number). A column gets a null count only when every row group states
+    one, and bounds only when every row group holding values states them.
+    """
+    arrow = footer.schema.to_arrow_schema()
+    positions = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
+    fields = described_fields(arrow)
+    nulls: dict[str, int] = {}
+    lows: dict[str, Any] = {}
+    highs: dict[str, Any] = {}
+    for field in fields:
+        index = positions.get(field.name)
+        if index is None:
+            continue
+        count: int | None = 0
+        low = high = None
+        bounded = _has_min_max(field.type) and not (
+            pa.types.is_floating(field.type) and (non_finite is None or field.name in non_finite))
+        for g in range(footer.num_row_groups):
+            group = footer.row_group(g)
+            chunk = group.column(index)
+            st = chunk.statistics
+            if st is None or not st.has_null_count:
+                count = None
+            elif count is not None:
+                count += st.null_count
+            if not bounded or group.num_rows == 0:
+                continue
+            if st is None:
+                bounded = False
+                continue
+            if st.has_null_count and chunk.num_values - st.null_count <= 0:
+                continue  # only nulls: nothing to bound
+            if not st.has_min_max:
+                bounded = False
+                continue
+            low = st.min if low is None else min(low, st.min)
+            high = st.max if high is None else max(high, st.max)
+        if count is not None:
+            nulls[field.name] = count
+        if bounded and low is not None:
+            lows[field.name], highs[field.name] = low, high
+    return stats_json(fields, footer.num_rows, nulls, lows, highs)
 
 
 def described_fields(schema: pa.Schema) -> list[pa.Field]:

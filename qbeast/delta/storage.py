@@ -90,6 +90,17 @@ class Storage(ABC):
         return out
 
 
+def local_path(location: str) -> str:
+    """The plain path a ``file:`` URI names (percent-decoded); any other text unchanged.
+
+    Spark's catalog reports locations as ``file:/...`` URIs, users pass plain paths or URIs:
+    this is the one place that turns the former into the latter.
+    """
+    if location[:5].lower() == "file:":
+        return unquote(urlparse(location).path)
+    return location
+
+
 class LocalStorage(Storage):
     """The local (POSIX) file system.
 
@@ -107,14 +118,12 @@ class LocalStorage(Storage):
         text = os.fspath(location)
         if not text:
             raise InvalidOptionError("table path must not be empty")
-        if "://" in text or text.startswith("file:"):
-            parsed = urlparse(text)
-            if parsed.scheme != "file":
-                raise InvalidOptionError(
-                    f"table path {text!r} uses scheme {parsed.scheme!r}; LocalStorage supports "
-                    "plain paths and file: URIs only"
-                )
-            text = unquote(parsed.path)
+        if "://" in text and text[:5].lower() != "file:":
+            raise InvalidOptionError(
+                f"table path {text!r} uses scheme {urlparse(text).scheme!r}; LocalStorage "
+                "supports plain paths and file: URIs only"
+            )
+        text = local_path(text)
         return os.path.abspath(text).replace(os.sep, "/").rstrip("/") or "/"
 
     def read_bytes(self, path: str) -> bytes:

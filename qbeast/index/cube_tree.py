@@ -11,7 +11,8 @@ one level per call, so rows that already stopped cost nothing at deeper levels.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class CubeTree:
     def __len__(self) -> int:
         return len(self.cubes)
 
-    def values(self, mapping: dict[CubeId, float | int], default: float | int, dtype) -> np.ndarray:
+    def values(self, mapping: Mapping[CubeId, float], default: float, dtype: Any) -> np.ndarray:
         """Per node, ``mapping[cube]`` or ``default`` (attribute arrays indexed by node id)."""
         return np.array([mapping.get(c, default) for c in self.cubes], dtype=dtype)
 

@@ -132,7 +132,7 @@ def local_tree_domains(
     nws_per_level: list[np.ndarray] = []
     while True:
         w = w_sorted[rows]
-        if existing is not None:
+        if existing is not None and ex_nodes is not None:
             first = np.zeros(ngroups, dtype=np.int64)
             first[group] = np.arange(len(group))  # any member: a group shares its cube
             nodes = ex_nodes[first]
@@ -168,8 +168,8 @@ def local_tree_domains(
         ngroups = len(uniq)
         parents_per_level.append(uniq >> d)
         codes_per_level.append(uniq & ((1 << d) - 1))
-        if ex_nodes is not None:
-            ex_nodes = existing.tree.child(ex_nodes[keep], codes)  # type: ignore[union-attr]
+        if existing is not None and ex_nodes is not None:
+            ex_nodes = existing.tree.child(ex_nodes[keep], codes)
     return _domains_bottom_up(d, parents_per_level, codes_per_level, counts_per_level, nws_per_level)
 
 

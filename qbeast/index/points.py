@@ -19,11 +19,15 @@ numeric results hold 0 and must be ignored by the caller.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from qbeast.core.transformations import HashTransformation
+from qbeast.core.revision import Revision
+
+from qbeast.core.transformations import HashTransformation, Transformation
 from qbeast.errors import UnsupportedTypeError
 
 _MILLIS_PER_DAY = 86_400_000
@@ -89,14 +93,15 @@ def _decimal_objects(array: pa.Array) -> np.ndarray:
     return values
 
 
-def table_points(revision, table: pa.Table, columns: list[str] | tuple[str, ...]) -> np.ndarray:
+def table_points(revision: Revision, table: pa.Table, columns: Sequence[str]) -> np.ndarray:
     """Normalized ``(n, d)`` coordinates of the rows of ``table`` under ``revision``.
 
     ``columns`` are the revision's indexed columns in revision order.
     """
     values: list[np.ndarray] = []
     nulls: list[np.ndarray | None] = []
-    transformations = list(revision.transformations) or [None] * len(columns)
+    transformations: list[Transformation | None] = (
+        list(revision.transformations) or [None] * len(columns))
     for name, transformation in zip(columns, transformations):
         hashed = isinstance(transformation, HashTransformation)
         column_values, column_nulls = canonical_values(table.column(name), exact_decimals=hashed)

@@ -7,15 +7,10 @@ adapter. All three want the same things from a result: a plain ``dict`` of JSON-
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qbeast.errors import InvalidOptionError
-
-logger = logging.getLogger("qbeast.operations")
-
 
 class OperationResult:
     """Base of the operations' result dataclasses: ``to_dict`` and a readable ``__str__``.
@@ -85,19 +80,3 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) >= 1 else f"{value:.4g}"
     return str(value)
-
-
-class Phase:
-    """Logs the start and end (with counts and elapsed time) of one phase of an operation."""
-
-    def __init__(self, operation: str, path: str, name: str) -> None:
-        self.operation, self.path, self.name = operation, path, name
-        self.started = time.perf_counter()
-        logger.info("%s %s: %s started", operation, path, name)
-
-    def done(self, **counts: Any) -> None:
-        details = " ".join(f"{k}={v}" for k, v in counts.items())
-        logger.info(
-            "%s %s: %s done %s elapsed=%.2fs",
-            self.operation, self.path, self.name, details, time.perf_counter() - self.started,
-        )

@@ -27,25 +27,21 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.core.revision import (
-    DEFAULT_CUBE_SIZE,
-    LAST_REVISION_KEY,
-    revision_key,
-    staging_revision,
-)
+from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revision
 from qbeast.core.transformers import parse_columns_to_index
 from qbeast.core.types import qdatatype_from_spark_name
 from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
 from qbeast.delta.errors import NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
+from qbeast.delta.stats import footer_stats
 from qbeast.errors import InvalidOptionError
-from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
-from qbeast.delta.stats import StatsAccumulator
+from qbeast.operations.common import OperationResult, check_optional_int, check_path
+from qbeast.progress import Phase
+from qbeast.spark import settings
 
 logger = logging.getLogger("qbeast.operations.convert")
 
 SOURCE_FORMATS = ("parquet", "delta")
-CUBE_SIZE_CONF = "spark.qbeast.index.defaultCubeSize"
 
 
 class PartitionedTableError(InvalidOptionError):
@@ -89,7 +85,7 @@ def convert_to_qbeast(
     columns = _check_columns(columns_to_index)
     size = check_optional_int(cube_size, "cube_size", 1)
     if size is None:
-        size = _default_cube_size(spark)
+        size = settings.DEFAULT_CUBE_SIZE.read(spark)
     log = DeltaLog.for_path(path)
     has_log = log.table_exists()
     if fmt == "delta" and not has_log:
@@ -124,7 +120,7 @@ def _check_columns(columns_to_index: object) -> list[str]:
         and columns_to_index
         and all(isinstance(c, str) for c in columns_to_index)
     ):
-        specs = parse_columns_to_index(columns_to_index)  # type: ignore[arg-type]
+        specs = parse_columns_to_index(columns_to_index)
     else:
         raise InvalidOptionError(
             "columns_to_index must be a non-empty list of column names or a comma-separated "
@@ -142,19 +138,6 @@ def _check_columns(columns_to_index: object) -> list[str]:
     if duplicated:
         raise InvalidOptionError(f"columns_to_index lists {duplicated} more than once")
     return names
-
-
-def _default_cube_size(spark) -> int:
-    value = spark.conf.get(CUBE_SIZE_CONF, None) if spark is not None else None
-    if value is None:
-        return DEFAULT_CUBE_SIZE
-    try:
-        size = int(value)
-    except ValueError:
-        size = 0
-    if size <= 0:
-        raise InvalidOptionError(f"Spark conf {CUBE_SIZE_CONF} must be a positive integer, got {value!r}")
-    return size
 
 
 def _check_schema_columns(schema_json: dict, columns: list[str], where: str) -> None:
@@ -199,7 +182,7 @@ def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: 
         )
     snapshot.check_writable()
     _check_schema_columns(snapshot.schema, columns, f"the Delta table {log.table_path}")
-    phase = Phase("convert", log.table_path, "metadata commit")
+    phase = Phase(logger, "convert", log.table_path, "metadata commit")
     properties = _qbeast_properties(table_id, columns, cube_size)
     metadata = dataclasses.replace(snapshot.metadata, configuration={**configuration, **properties})
     version = (
@@ -224,15 +207,15 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
     root = log.table_path  # LocalStorage resolves file: URIs to plain absolute paths
     if not os.path.isdir(root):
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
-    phase = Phase("convert", log.table_path, "listing parquet files")
+    phase = Phase(logger, "convert", log.table_path, "listing parquet files")
     names = list_parquet_files(root)
     phase.done(files=len(names))
-    phase = Phase("convert", log.table_path, "schema and footer statistics")
+    phase = Phase(logger, "convert", log.table_path, "schema and footer statistics")
     schema_json = _spark_schema(spark, [os.path.join(root, n) for n in names])
     _check_schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
     adds = [parquet_add_file(root, name) for name in names]
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))
-    phase = Phase("convert", log.table_path, "commit")
+    phase = Phase(logger, "convert", log.table_path, "commit")
     metadata = Metadata.create(json.dumps(schema_json), [], _qbeast_properties(table_id, columns, cube_size))
     version = (
         log.start_transaction(None)
@@ -311,53 +294,6 @@ def parquet_add_file(root: str, name: str) -> AddFile:
         encode_relative_path(name), {}, info.st_size, info.st_mtime_ns // 1_000_000, True,
         footer_stats(footer),
     )
-
-
-def footer_stats(footer: pq.FileMetaData) -> str:
-    """Delta stats JSON from the row-group statistics of a parquet footer (no data read).
-
-    Bounds follow :mod:`qbeast.delta.stats`'s safety rules. A column loses its min/max when
-    any non-empty row group lacks them, and floating columns never get them: parquet writers leave
-    NaN out of their statistics, while Spark orders NaN above every number, so a footer max is not
-    a safe bound. A column whose null count is unknown in some row group gets no null count.
-    """
-    schema = footer.schema.to_arrow_schema()
-    acc = StatsAccumulator(schema)
-    acc.num_records = footer.num_rows
-    index = {footer.schema.column(i).path: i for i in range(footer.num_columns)}
-    for field in acc.fields:
-        i = index.get(field.name)
-        if i is None:
-            acc.null_counts.pop(field.name, None)
-            continue
-        nulls: int | None = 0
-        low = high = None
-        safe = not pa.types.is_floating(field.type)
-        for g in range(footer.num_row_groups):
-            chunk = footer.row_group(g).column(i)
-            st = chunk.statistics
-            if st is None or not st.has_null_count:
-                nulls = None
-            elif nulls is not None:
-                nulls += st.null_count
-            if st is None:
-                safe = False
-                continue
-            non_null = chunk.num_values - (st.null_count if st.has_null_count else 0)
-            if footer.row_group(g).num_rows == 0 or (st.has_null_count and non_null <= 0):
-                continue
-            if not st.has_min_max:
-                safe = False
-                continue
-            low = st.min if low is None else min(low, st.min)
-            high = st.max if high is None else max(high, st.max)
-        if nulls is None:
-            acc.null_counts.pop(field.name, None)
-        else:
-            acc.null_counts[field.name] = nulls
-        if safe and low is not None:
-            acc.mins[field.name], acc.maxs[field.name] = low, high
-    return acc.to_json()
 
 
 def _first_line(exc: BaseException) -> str:

@@ -25,32 +25,34 @@ estimation), so optimized files are written exactly like appended ones.
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import json
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from qbeast.core.blocks import Block, encode_tags
+from qbeast.commit import add_file, commit_files
 from qbeast.core.cube_id import CubeId
-from qbeast.core.index_status import IndexStatus
 from qbeast.core.revision import Revision, updated_configuration
-from qbeast.core.weight import MIN_WEIGHT, fraction as weight_fraction
+from qbeast.core.sql import quote_identifier
+from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.errors import InvalidOptionError
-from qbeast.operations.common import OperationResult, Phase, check_optional_int, check_path
+from qbeast.index.assignment import build_write_plan
+from qbeast.index.thresholds import pass_through_thresholds
+from qbeast.operations.common import OperationResult, check_optional_int, check_path
+from qbeast.progress import Phase
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.index.assignment import WritePlan, build_write_plan
 from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, WriteOptions
 
 logger = logging.getLogger("qbeast.operations.optimize")
 
 OPTIMIZE_OPERATION = "OPTIMIZE"
-#: Threshold given to cubes that exist only as ancestors: below every weight, so no row stops.
-_PASS_THROUGH = MIN_WEIGHT - 1
+
+
+def _phase(path: str, name: str) -> Phase:
+    return Phase(logger, "optimize", path, name)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class OptimizeResult(OperationResult):
 
 
 def optimize_table(
-    spark,
+    spark: Any,
     path: str,
     revision_id: int | None = None,
     fraction: float = 1.0,
@@ -180,7 +182,8 @@ def _staging_selection(staging: list[AddFile], fraction: float) -> list[AddFile]
     return chosen
 
 
-def _optimize_listed_files(spark, snapshot: QbeastSnapshot, paths: list[str]) -> list[RevisionOptimization]:
+def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
+                           paths: list[str]) -> list[RevisionOptimization]:
     active = snapshot.delta.files
     unknown = [p for p in paths if p not in active]
     if unknown:
@@ -189,7 +192,7 @@ def _optimize_listed_files(spark, snapshot: QbeastSnapshot, paths: list[str]) ->
             "written in the Delta log (e.g. the names listed by QbeastTable.snapshot().files())"
         )
     wanted = set(paths)
-    commits = []
+    commits: list[RevisionOptimization] = []
     for rid, files in sorted(snapshot.files_by_revision().items()):
         chosen = [f for f in files if f.path in wanted]
         if rid == 0:
@@ -207,23 +210,12 @@ def _optimize_listed_files(spark, snapshot: QbeastSnapshot, paths: list[str]) ->
 # -- rewriting an indexed revision ----------------------------------------------------------------
 
 
-def pass_through_thresholds(status: IndexStatus) -> dict[CubeId, int]:
-    """The thresholds rows are re-assigned with: each cube's effective one, and a threshold below
-    every weight for ancestors that have no block (readers descend through them)."""
-    thresholds = {s.cube: s.max_weight for s in status}
-    for cube in list(thresholds):
-        for ancestor in cube.ancestors():
-            if ancestor in thresholds:
-                break
-            thresholds[ancestor] = _PASS_THROUGH
-    return thresholds
-
-
-def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
+def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
                       chosen: list[AddFile]) -> RevisionOptimization:
     from pyspark.sql import functions as F
 
-    from qbeast.spark.write_steps import assignment_udf, write_files
+    from qbeast.spark.assignment_udf import assignment_udf, weight_column
+    from qbeast.spark.write_steps import write_files
 
     table = snapshot.table_path
     rid = revision.revision_id
@@ -231,15 +223,14 @@ def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
     thresholds = pass_through_thresholds(snapshot.index_status(rid))
     data = _read_files(spark, snapshot, chosen)
     columns = list(revision.columns)
+    indexed = [F.col(quote_identifier(c)) for c in columns]
 
-    phase = Phase("optimize", table, f"revision {rid}: exact cube sizes")
+    phase = _phase(table, f"revision {rid}: exact cube sizes")
     counting = build_write_plan(dims, thresholds, {}, revision.desired_cube_size)
-    weighted = data.select(*[F.col(f"`{c}`") for c in columns],
-                           F.hash(*[F.col(f"`{c}`") for c in columns]).alias(WEIGHT_COLUMN))
-    udf = assignment_udf(revision, counting, columns)
+    weighted = data.select(*indexed, weight_column(columns).alias(WEIGHT_COLUMN))
+    udf = assignment_udf(revision, counting)
     counted = (
-        weighted.select(udf(*[F.col(f"`{c}`") for c in columns], F.col(WEIGHT_COLUMN))
-                .alias(ASSIGNMENT_COLUMN))
+        weighted.select(udf(*indexed, F.col(WEIGHT_COLUMN)).alias(ASSIGNMENT_COLUMN))
         .groupBy(F.col(f"{ASSIGNMENT_COLUMN}.cube").alias("cube"))
         .count()
         .collect()
@@ -248,23 +239,17 @@ def _rewrite_revision(spark, snapshot: QbeastSnapshot, revision: Revision,
              for r in counted}
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
-    phase = Phase("optimize", table, f"revision {rid}: write")
+    phase = _phase(table, f"revision {rid}: write")
     plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size)
-    rows = write_files(data, revision, plan, table) if sizes else []
-    adds = [_optimized_add(row, rid) for row in rows]
-    phase.done(files=len(adds), rows=sum(int(r["num_records"]) for r in rows))
+    written = write_files(data, revision, plan, table) if sizes else []
+    adds = [add_file(w, rid, data_change=False) for w in written]
+    phase.done(files=len(adds), rows=sum(w.num_records for w in written))
     return _commit(snapshot, rid, rid, chosen, adds, None,
-                   {"revisionId": rid, "numFilesRewritten": len(chosen)})
+                   {"revisionId": rid, "numFilesRewritten": len(chosen)},
+                   blocks_added=sum(len(w.blocks) for w in written))
 
 
-def _optimized_add(row: dict, revision_id: int) -> AddFile:
-    """The AddFile of one file written by the optimize's write tasks (dataChange=false)."""
-    blocks = [Block(c, lo, hi, n) for c, lo, hi, n in json.loads(row["blocks"])]
-    return AddFile(row["path"], {}, int(row["size"]), int(row["modification_time"]), False,
-                   row["stats"], encode_tags(revision_id, blocks))
-
-
-def _read_files(spark, snapshot: QbeastSnapshot, files: list[AddFile]):
+def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
     from pyspark.sql.types import StructType
 
@@ -275,29 +260,30 @@ def _read_files(spark, snapshot: QbeastSnapshot, files: list[AddFile]):
 # -- indexing the staging files -------------------------------------------------------------------
 
 
-def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> RevisionOptimization:
+def _index_staging(spark: Any, snapshot: QbeastSnapshot,
+                   chosen: list[AddFile]) -> RevisionOptimization:
     from qbeast.spark.revision_change import choose_revision, index_spec
-    from qbeast.spark.write_steps import add_files, analyze, write_files
+    from qbeast.spark.write_steps import analyze, with_threshold_markers, write_files
 
     table = snapshot.table_path
     latest = snapshot.latest_revision
     data = _read_files(spark, snapshot, chosen)
-    phase = Phase("optimize", table, "staging: stats")
+    phase = _phase(table, "staging: stats")
     spec = index_spec(data.schema, None, latest)
     revision, is_new, count = choose_revision(
         data, spec, latest, latest.desired_cube_size, None, table_id=latest.table_id
     )
     phase.done(files=len(chosen), rows=count, revision=revision.revision_id, new_revision=is_new)
     adds: list[AddFile] = []
+    blocks_added = 0
     if count > 0:
         existing = None if is_new else snapshot.index_status(revision.revision_id)
-        plan: WritePlan = analyze(spark, data, revision, revision.desired_cube_size, count,
-                                  existing, WriteOptions(), table)
-        phase = Phase("optimize", table, "staging: write")
-        rows = write_files(data, revision, plan, table)
-        adds, _ = add_files(rows, revision, plan, existing)
-        for add in adds:
-            add.data_change = False
+        plan = analyze(spark, data, revision, desired_cube_size=revision.desired_cube_size,
+                       count=count, existing=existing, options=WriteOptions(), path=table)
+        phase = _phase(table, "staging: write")
+        written = with_threshold_markers(write_files(data, revision, plan, table), plan, existing)
+        adds = [add_file(w, revision.revision_id, data_change=False) for w in written]
+        blocks_added = sum(len(w.blocks) for w in written)
         phase.done(files=len(adds), rows=count)
     metadata = None
     if is_new and count > 0:
@@ -307,7 +293,7 @@ def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> Re
         )
     return _commit(snapshot, 0, revision.revision_id, chosen, adds, metadata,
                    {"revisionId": 0, "targetRevisionId": revision.revision_id,
-                    "numFilesRewritten": len(chosen)})
+                    "numFilesRewritten": len(chosen)}, blocks_added=blocks_added)
 
 
 # -- commit ---------------------------------------------------------------------------------------
@@ -315,33 +301,29 @@ def _index_staging(spark, snapshot: QbeastSnapshot, chosen: list[AddFile]) -> Re
 
 def _commit(snapshot: QbeastSnapshot, revision_id: int, target_revision_id: int,
             removed: list[AddFile], adds: list[AddFile], metadata: Metadata | None,
-            parameters: dict) -> RevisionOptimization:
-    """One transaction: the old files out, the new ones in, all with ``dataChange=false``."""
+            parameters: dict, *, blocks_added: int) -> RevisionOptimization:
+    """One transaction: the old files out, the new ones in, all with ``dataChange=false``.
+
+    A failed commit deletes the new files (:func:`qbeast.commit.commit_files`): nothing
+    references them.
+    """
     table = snapshot.table_path
-    phase = Phase("optimize", table, f"revision {revision_id}: commit")
+    phase = _phase(table, f"revision {revision_id}: commit")
     transaction = snapshot.delta.log.start_transaction(snapshot.delta)
     if metadata is not None:
         transaction.update_metadata(metadata)
     transaction.mark_files_read(f.path for f in removed)
     transaction.add_actions([f.remove(data_change=False) for f in removed])
-    transaction.add_actions(adds)
     rows = sum(a.num_records or 0 for a in adds)
-    try:
-        version = transaction.commit(
-            OPTIMIZE_OPERATION,
-            parameters,
-            metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds),
-                     "numOutputRows": rows, "numRemovedBytes": sum(f.size for f in removed),
-                     "numAddedBytes": sum(a.size for a in adds)},
-        )
-    except BaseException:
-        # Nothing references the new files: delete them now rather than leave them to vacuum.
-        for add in adds:
-            with contextlib.suppress(OSError):
-                os.remove(snapshot.delta.file_path(add))
-        raise
+    version = commit_files(
+        transaction, adds,
+        operation=OPTIMIZE_OPERATION,
+        parameters=parameters,
+        metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds),
+                 "numOutputRows": rows, "numRemovedBytes": sum(f.size for f in removed),
+                 "numAddedBytes": sum(a.size for a in adds)},
+    )
     blocks_removed = sum(len(snapshot.blocks(f)) for f in removed) if revision_id else 0
-    blocks_added = sum(len(json.loads(a.tags["blocks"])) for a in adds if a.tags)
     phase.done(version=version, removed=len(removed), added=len(adds), rows=rows)
     return RevisionOptimization(revision_id, target_revision_id, version,
                                 tuple(f.path for f in removed), tuple(a.path for a in adds),

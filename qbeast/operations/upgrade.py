@@ -37,7 +37,8 @@ from qbeast.core.revision import LAST_REVISION_KEY, REPLICATED_SET_PREFIX
 from qbeast.delta.actions import AddFile
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import FormatError
-from qbeast.operations.common import OperationResult, Phase, check_bool, check_path
+from qbeast.operations.common import OperationResult, check_bool, check_path
+from qbeast.progress import Phase
 from qbeast.snapshot import NotAQbeastTableError
 
 logger = logging.getLogger("qbeast.operations.upgrade")
@@ -140,7 +141,7 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
             f"{log.table_path} has no Qbeast metadata ({LAST_REVISION_KEY}); upgrade_format only "
             "applies to tables written by qbeast-spark or this engine"
         )
-    phase = Phase("upgrade", log.table_path, "scan")
+    phase = Phase(logger, "upgrade", log.table_path, "scan")
     removed = tuple(sorted(k for k in configuration if k.startswith(REPLICATED_SET_PREFIX)))
     changes: list[TagChange] = []
     new_adds: list[AddFile] = []
@@ -164,7 +165,7 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
         logger.info("upgrade %s: %s", log.table_path, result.summary_lines()[0])
         return result
     snapshot.check_writable()
-    phase = Phase("upgrade", log.table_path, "commit")
+    phase = Phase(logger, "upgrade", log.table_path, "commit")
     transaction = log.start_transaction(snapshot)
     if removed:
         kept = {k: v for k, v in configuration.items() if k not in removed}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from qbeast.core.transformers import quote_identifier
+from qbeast.core.sql import quote_identifier
 from qbeast.index.batches import ArrowMapFunction
 
 

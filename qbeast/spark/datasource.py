@@ -36,12 +36,14 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from qbeast.core.sql import quote_identifier, sql_string
+from qbeast.delta.storage import local_path
 from qbeast.errors import InvalidOptionError
 
 logger = logging.getLogger("qbeast.spark.datasource")
@@ -121,7 +123,7 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
         raise InvalidOptionError(
             "the qbeast data source needs the table location: use "
             "spark.read.format('qbeast').load('<path>') or a catalog table created with "
-            "qbeast.spark.datasource.create_table(spark, name, path)"
+            "qbeast.create_table(spark, name, path)"
         )
     fraction_text = _option(options, OPTION_SAMPLE_FRACTION)
     fraction: float | None = None
@@ -252,6 +254,7 @@ class QbeastDataSourceReader(DataSourceReader):
         import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
 
+        assert isinstance(partition, FilesPartition)  # what partitions() returns
         target = to_arrow_schema(self.schema, timezone="UTC")
         weight_range = partition.weight_range
         hash_types = _hash_column_types(partition) if weight_range is not None else []
@@ -365,28 +368,49 @@ def register(spark: Any) -> None:
 
 
 def _location_of(path: str) -> str:
-    return path if "://" in path or path.startswith("file:") else os.path.abspath(path)
+    """The location a catalog table records: an absolute local path, or another storage's URI."""
+    local = local_path(path)
+    return local if "://" in local else os.path.abspath(local)
 
 
-def table_schema_with_location(schema: Any, path: str) -> Any:
-    """``schema`` with the table location stored in every column's metadata."""
+def table_schema_with_location(schema: Any, path: str,
+                               column_comments: Mapping[str, str] | None = None) -> Any:
+    """``schema`` with the table location stored in every column's metadata.
+
+    ``column_comments`` (column name, any case -> text) become the columns' ``comment``
+    metadata, which Spark shows as the column comments.
+    """
     from pyspark.sql.types import StructField, StructType
 
     location = _location_of(path)
-    return StructType(
-        [
-            StructField(f.name, f.dataType, f.nullable, {**(f.metadata or {}), LOCATION_KEY: location})
-            for f in schema.fields
-        ]
-    )
+    comments = {k.lower(): v for k, v in (column_comments or {}).items()}
+    fields = []
+    for f in schema.fields:
+        metadata = {**(f.metadata or {}), LOCATION_KEY: location}
+        if comments.get(f.name.lower()):
+            metadata["comment"] = comments[f.name.lower()]
+        fields.append(StructField(f.name, f.dataType, f.nullable, metadata))
+    return StructType(fields)
 
 
-def create_table(spark: Any, name: str, path: str, *, replace: bool = False) -> None:
+def create_table(
+    spark: Any,
+    name: str,
+    path: str,
+    *,
+    replace: bool = False,
+    column_comments: Mapping[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
+    comment: str | None = None,
+) -> None:
     """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
 
     The catalog keeps the schema (with the location in the column metadata) as an external
     table; queries always read the latest committed snapshot of ``path``. With ``replace`` an
     existing table of that name is dropped first (dropping it never deletes the data).
+    ``column_comments`` travel in the schema (so no later statement rewrites the column
+    metadata that carries the location); ``properties`` (table properties) and the table
+    ``comment`` are set after the table exists, with quoted literals.
     """
     from pyspark.sql.types import StructType
 
@@ -396,17 +420,19 @@ def create_table(spark: Any, name: str, path: str, *, replace: bool = False) -> 
         raise InvalidOptionError(f"table name must be a non-empty string, got {name!r}")
     register(spark)
     snapshot = load_snapshot(path)
-    schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path)
+    schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path,
+                                        column_comments)
     if replace:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
     # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data);
     # the reader itself takes the location from the column metadata, as Spark does not pass it.
     spark.catalog.createTable(name, path=_location_of(path), source=SOURCE_NAME, schema=schema)
+    if properties:
+        pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
+        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
+    if comment:  # after the properties: their ALTER would drop a comment set before it
+        spark.sql(f"COMMENT ON TABLE {name} IS {sql_string(comment)}")
     logger.info("created catalog table %s over %s (version %d)", name, path, snapshot.version)
-
-
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def create_table_sql(name: str, path: str, schema: Any) -> str:
@@ -420,9 +446,9 @@ def create_table_sql(name: str, path: str, schema: Any) -> str:
     location = _location_of(path)
     columns = []
     for i, field in enumerate(schema.fields):
-        column = f"`{field.name.replace('`', '``')}` {field.dataType.simpleString()}"
+        column = f"{quote_identifier(field.name)} {field.dataType.simpleString()}"
         if i == 0:
-            column += f" COMMENT {_sql_string(LOCATION_COMMENT_PREFIX + location)}"
+            column += f" COMMENT {sql_string(LOCATION_COMMENT_PREFIX + location)}"
         columns.append(column)
     return f"CREATE TABLE {name} ({', '.join(columns)}) USING {SOURCE_NAME}"
 

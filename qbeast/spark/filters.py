@@ -24,15 +24,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qbeast.core import expressions as ex
+from qbeast.core.columns import ColumnTypes
+from qbeast.core.columns import column_types as json_column_types
+from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 
 logger = logging.getLogger("qbeast.spark.filters")
 
 _INTEGRAL = {"byte", "short", "integer", "long", "tinyint", "smallint", "int", "bigint"}
 _FRACTIONAL = {"float", "double"}
-
-#: Column name (lower case) -> Spark simple type string ("integer", "date", "decimal(10,2)", ...).
-ColumnTypes = dict
 
 
 class _Unknown(Exception):
@@ -42,16 +42,15 @@ class _Unknown(Exception):
 # -- column types ---------------------------------------------------------------------------------
 
 
-def column_types(schema: Any) -> dict[str, tuple[str, str]]:
-    """Map lower-cased top-level column names to ``(name, type)`` from a Spark ``StructType``.
+def column_types(schema: Any) -> ColumnTypes:
+    """Lower-cased top-level column names -> ``(name, type)`` of a ``StructType`` or JSON schema.
 
-    Spark column references are case-insensitive by default; the canonical spelling is kept so
-    predicates name columns exactly as the table (and the revision) do.
+    The rule lives in :func:`qbeast.core.columns.column_types` (on the JSON form the Delta log
+    stores); a ``pyspark`` ``StructType`` is converted to that form first.
     """
-    out: dict[str, tuple[str, str]] = {}
-    for field in schema.fields:
-        out[field.name.lower()] = (field.name, field.dataType.typeName())
-    return out
+    if hasattr(schema, "jsonValue"):
+        schema = schema.jsonValue()
+    return json_column_types(schema)
 
 
 def _resolve(types: dict[str, tuple[str, str]], name: str) -> tuple[str, str]:
@@ -261,7 +260,7 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         if match is None:  # pragma: no cover - the pattern matches any non-space character
             break
         pos = match.end()
-        kind = match.lastgroup
+        kind = match.lastgroup or "other"  # every alternative of the pattern is a named group
         raw = match.group(kind)
         if kind == "number":
             body = raw.rstrip("LlDdSsYyBb")
@@ -376,6 +375,7 @@ class _SqlPredicateParser:
             self.take()
 
     def parse_atom(self, negated_context: bool) -> ex.Expression | None:
+        result: ex.Expression
         if self.peek() == ("op", "("):
             self.take()
             inner = self.parse_or(negated_context)
@@ -597,7 +597,7 @@ def to_spark_column(expr: ex.Expression, schema: Any):
             return ~result
 
         def visit_comparison(self, p: ex.Comparison):
-            column = F.col(f"`{p.column}`")
+            column = F.col(quote_identifier(p.column))
             value = lit(p.column, p.value)
             return {
                 ex.EqualTo: column == value,
@@ -611,12 +611,12 @@ def to_spark_column(expr: ex.Expression, schema: Any):
         def visit_in(self, p: ex.In):
             if not p.values:
                 return F.lit(False)
-            return F.col(f"`{p.column}`").isin([lit(p.column, v) for v in p.values])
+            return F.col(quote_identifier(p.column)).isin([lit(p.column, v) for v in p.values])
 
         def visit_is_null(self, p: ex.IsNull):
-            return F.col(f"`{p.column}`").isNull()
+            return F.col(quote_identifier(p.column)).isNull()
 
         def visit_is_not_null(self, p: ex.IsNotNull):
-            return F.col(f"`{p.column}`").isNotNull()
+            return F.col(quote_identifier(p.column)).isNotNull()
 
     return ex.visit(expr, ToColumn())

@@ -29,15 +29,15 @@ from typing import Any
 
 from qbeast.core import expressions as ex
 from qbeast.core.blocks import TagFormat
+from qbeast.core.columns import column_types
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_files
-from qbeast.core.transformers import quote_identifier
+from qbeast.core.sql import row_weight_sql
+from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.filters import column_types
-from qbeast.core.stats_skipping import file_may_match
 
 logger = logging.getLogger("qbeast.spark.reader")
 
@@ -169,9 +169,7 @@ def plan_read(
     delta = snapshot.delta
     delta.check_readable()
     schema_json = json.dumps(delta.schema)
-    from pyspark.sql.types import StructType
-
-    types = column_types(StructType.fromJson(delta.schema))
+    types = column_types(delta.schema)
 
     chosen: list[tuple[int, Any]] = []
     for revision_id, files in sorted(_revision_files(snapshot).items()):
@@ -211,7 +209,7 @@ def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]
     in dbt expands to it, and the read planner recognises it in filters to prune by the sample.
     """
     lo, hi = weight_range
-    weight = f"hash({', '.join(quote_identifier(c) for c in hash_columns)})"
+    weight = row_weight_sql(hash_columns)
     condition = f"{weight} < {hi}"
     if lo != MIN_WEIGHT:
         condition = f"{weight} >= {lo} AND {condition}"

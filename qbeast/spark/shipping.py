@@ -34,14 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from qbeast.errors import InvalidOptionError
+from qbeast.spark.settings import SHIP_ENGINE
 
 logger = logging.getLogger("qbeast.spark.shipping")
 
 #: Session setting that controls shipping: "auto" ships when tasks may run outside this process
 #: (a non-local master or Spark Connect); "true" always ships; "false" never does (the workers
-#: have the engine installed already).
-SHIP_ENGINE_KEY = "spark.qbeast.shipEngine"
-SHIP_ENGINE_VALUES = ("auto", "true", "false")
+#: have the engine installed already). See :data:`qbeast.spark.settings.SHIP_ENGINE`.
+SHIP_ENGINE_KEY = SHIP_ENGINE.key
+SHIP_ENGINE_VALUES = SHIP_ENGINE.choices
 
 #: Files of the package that never go into the archive (byte code is rebuilt by the workers).
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -54,13 +55,7 @@ _shipped_to: set[str] = set()
 
 def ship_engine_mode(conf: Mapping[str, Any]) -> str:
     """The validated value of :data:`SHIP_ENGINE_KEY` in ``conf`` ("auto" when absent)."""
-    value = str(conf.get(SHIP_ENGINE_KEY, "auto")).strip().lower()
-    if value not in SHIP_ENGINE_VALUES:
-        raise InvalidOptionError(
-            f"{SHIP_ENGINE_KEY} is {conf.get(SHIP_ENGINE_KEY)!r}; allowed values: "
-            f"{', '.join(SHIP_ENGINE_VALUES)}"
-        )
-    return value
+    return str(SHIP_ENGINE.read_from(conf))
 
 
 def tasks_leave_process(master: str | None, remote: str | None) -> bool:

@@ -26,26 +26,30 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import logging
 import os
 import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.core.transformers import quote_identifier
+from qbeast.commit import WrittenFile
+from qbeast.core.blocks import Block
+from qbeast.core.revision import Revision
+from qbeast.core.sql import quote_identifier
+from qbeast.delta.stats import STATS_COLUMN_LIMIT, footer_stats, stats_json
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
-from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
-from qbeast.delta.stats import STATS_COLUMN_LIMIT, has_min_max, stats_json
+from qbeast.index.tally import BlockTally, DictTally, FlagTally
+from qbeast.spark.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.session import restored_confs
+from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
 
 logger = logging.getLogger("qbeast.spark.writer")
 
@@ -74,47 +78,42 @@ def scoped_confs(spark, confs: dict[str, str]) -> Iterator[None]:
 
 
 def write_plan_files(
-    data,
+    data: Any,
     plan: WritePlan,
     table_dir: str,
-    indexed_columns: Sequence[str],
-    weight: Callable[[], Any],
-    assignment: Callable[..., Any],
+    *,
+    revision: Revision,
     tasks: int,
-    tally=None,
-    untallied_assignment: Callable[[], Any] | None = None,
-    flags=None,
-) -> list[dict]:
-    """Write ``data``'s rows into one file per plan group; return one description per file.
-
-    ``weight()`` builds the row weight column, ``assignment(*indexed, weight)`` the UDF column
-    ``struct<file, cube>``. Each description has ``file_id, path, size, modification_time,
-    num_records, stats, blocks`` (blocks as a JSON list of ``[cube, min weight, threshold,
-    count]``).
+    tally: Any = None,
+    flags: Any = None,
+) -> list[WrittenFile]:
+    """Write ``data``'s rows into one file per plan group of ``revision``; describe each file.
 
     ``tasks == plan.file_count`` writes one file per task without ``partitionBy`` (no sort);
     fewer tasks write several files each with ``partitionBy``.
 
-    With a ``tally`` accumulator fed by ``assignment`` (classic sessions), blocks come from it
-    and stats from the parquet footers, without reading rows again. With a ``flags`` accumulator
-    (:class:`FlagTally`), ``assignment`` takes one more argument, the :func:`non_finite_mask` of
-    the row, and reports per file which float columns hold NaN or infinities, so that no scan of
-    the new files is needed for that either. When the tally disagrees with
-    the footers' row counts (a re-executed task counted twice) or is missing, the files are
-    described by a grouped aggregate over them, using ``untallied_assignment()``.
+    With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
+    counts the blocks while it runs, and stats come from the parquet footers, without reading
+    rows again. With a ``flags`` accumulator (:func:`new_flag_tally`) the UDF also receives the
+    :func:`non_finite_mask` of each row and reports per file which float columns hold NaN or
+    infinities, so that no scan of the new files is needed for that either. When the tally
+    disagrees with the footers' row counts (a re-executed task counted twice) or is missing, the
+    files are described by a grouped aggregate over them.
     """
     from pyspark.sql import functions as F
 
     started = time.perf_counter()
     spark = data.sparkSession
     user_columns = list(data.columns)
+    indexed_columns = list(revision.columns)
     staging = os.path.join(table_dir, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
     moved: list[str] = []
     try:
-        indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
-        inputs = [*indexed, weight()]
+        inputs = [*[F.col(quote_identifier(c)) for c in indexed_columns],
+                  weight_column(indexed_columns)]
         if flags is not None:
             inputs.append(non_finite_mask(data.schema))
+        assignment = assignment_udf(revision, plan, tally=tally, flags=flags)
         assigned = data.select(
             *[F.col(quote_identifier(c)) for c in user_columns],
             assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
@@ -138,8 +137,7 @@ def write_plan_files(
         described = _from_footers(staged, parts, plan, tally, flags)
         if described is None:
             logger.info("block tally unavailable or inconsistent: describing the files by a scan")
-            described = _describe(staged, plan, indexed_columns, weight,
-                                  untallied_assignment() if untallied_assignment else assignment)
+            described = _describe(staged, plan, revision)
         logger.info("files described: groups=%d elapsed=%.2fs", len(described),
                     time.perf_counter() - started)
         results = []
@@ -150,11 +148,8 @@ def write_plan_files(
             moved.append(target)
             info = os.stat(target)
             num_records, stats, blocks = described[file_id]
-            results.append({
-                "file_id": file_id, "path": name, "size": info.st_size,
-                "modification_time": int(info.st_mtime * 1000), "num_records": num_records,
-                "stats": stats, "blocks": blocks,
-            })
+            results.append(WrittenFile(file_id, name, info.st_size, int(info.st_mtime * 1000),
+                                       num_records, stats, blocks))
         return results
     except BaseException:
         for path in moved:
@@ -241,37 +236,7 @@ def _all_nullable(assigned, schema):
     )
 
 
-class _DictTally:
-    """A Spark ``AccumulatorParam`` over dictionaries; subclasses say how two values merge."""
-
-    def zero(self, value: dict) -> dict:
-        return {}
-
-    def addInPlace(self, total: dict, more: dict) -> dict:  # noqa: N802 - pyspark's name
-        for key, value in more.items():
-            seen = total.get(key)
-            total[key] = value if seen is None else self.merge(seen, value)
-        return total
-
-    def merge(self, seen: Any, value: Any) -> Any:
-        raise NotImplementedError
-
-
-class BlockTally(_DictTally):
-    """Merges ``{(file, cube): (rows, min weight)}`` dictionaries."""
-
-    def merge(self, seen: tuple, value: tuple) -> tuple:
-        return seen[0] + value[0], min(seen[1], value[1])
-
-
-class FlagTally(_DictTally):
-    """ORs ``{file: bitmask}`` dictionaries (see :func:`batch_flags`)."""
-
-    def merge(self, seen: int, value: int) -> int:
-        return seen | value
-
-
-def _new_tally(spark, param: _DictTally):
+def _new_tally(spark: Any, param: DictTally) -> Any:
     """A fresh accumulator, or ``None`` where the SparkContext is unreachable (Spark Connect)."""
     try:
         return spark.sparkContext.accumulator({}, param)
@@ -316,59 +281,38 @@ def float_stats_columns(schema) -> list[str]:
     return [name for name, _, floating in _stats_fields(schema) if floating]
 
 
-def batch_flags(files: np.ndarray, masks: np.ndarray) -> dict:
-    """``{file: OR of the masks}`` of one batch, for the files with a non-zero mask."""
-    masks = np.asarray(masks, dtype=np.int64)
-    hit = np.flatnonzero(masks)
-    out: dict[int, int] = {}
-    for file_id, mask in zip(files[hit].tolist(), masks[hit].tolist()):
-        out[file_id] = out.get(file_id, 0) | mask
-    return out
+#: What describing a file yields: its row count, Delta stats JSON and blocks.
+_Described = tuple[int, str, tuple[Block, ...]]
 
 
-def batch_blocks(files: np.ndarray, cubes: np.ndarray, weights: np.ndarray) -> dict:
-    """``{(file, cube): (rows, min weight)}`` of one batch of assigned rows."""
-    if len(files) == 0:
-        return {}
-    order = np.lexsort((cubes, files))
-    f, c, w = files[order], cubes[order], np.asarray(weights, dtype=np.int64)[order]
-    starts = np.flatnonzero(np.r_[True, (f[1:] != f[:-1]) | (c[1:] != c[:-1])])
-    counts = np.diff(np.r_[starts, len(f)])
-    lows = np.minimum.reduceat(w, starts)
-    return {
-        (int(fi), int(ci)): (int(n), int(lo))
-        for fi, ci, n, lo in zip(f[starts].tolist(), c[starts].tolist(), counts.tolist(),
-                                 lows.tolist())
-    }
+def _blocks(found: list[tuple[int, Block]]) -> tuple[Block, ...]:
+    """A file's blocks in a stable order: by the cube ids of :meth:`WritePlan.assign`."""
+    return tuple(block for _, block in sorted(found, key=lambda item: item[0]))
 
 
 def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
-                  tally, flags=None) -> dict[int, tuple] | None:
+                  tally: Any, flags: Any = None) -> dict[int, _Described] | None:
     """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable."""
     if tally is None:
         return None
-    per_file: dict[int, list] = {}
+    per_file: dict[int, list[tuple[int, Block]]] = {}
     for (file_id, cube_id), (count, low) in tally.value.items():
         cube, threshold = plan.cube_and_threshold(cube_id)
-        per_file.setdefault(file_id, []).append((cube_id, [cube, low, threshold, count]))
-    fields = _stats_fields(staged.schema)
+        per_file.setdefault(file_id, []).append((cube_id, Block(cube, low, threshold, count)))
     floats = float_stats_columns(staged.schema)  # the bit order of the flags
     if flags is not None:
         unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
                   for file_id, mask in flags.value.items()}
     else:
         unsafe = _non_finite_columns(staged, floats)
-    out: dict[int, tuple] = {}
+    out: dict[int, _Described] = {}
     for file_id, part in parts.items():
         meta = pq.ParquetFile(part).metadata
         blocks = per_file.get(file_id, [])
-        if sum(b[3] for _, b in blocks) != meta.num_rows:
+        if sum(b.element_count for _, b in blocks) != meta.num_rows:
             return None
-        out[file_id] = (
-            meta.num_rows,
-            _footer_stats(meta, [name for name, _, _ in fields], unsafe.get(file_id, set())),
-            json.dumps([b for _, b in sorted(blocks)], separators=(",", ":")),
-        )
+        stats = footer_stats(meta, non_finite=unsafe.get(file_id, set()))
+        out[file_id] = (meta.num_rows, stats, _blocks(blocks))
     return out
 
 
@@ -386,32 +330,6 @@ def _non_finite_columns(staged: _StagedRows, names: list[str]) -> dict[int, set[
         .collect()
     )
     return {r[STAGING_FILE_COLUMN]: {n for i, n in enumerate(names) if r[f"b{i}"]} for r in rows}
-
-
-def _footer_stats(meta: pq.FileMetaData, names: list[str], unsafe: set[str]) -> str:
-    """Delta stats of one file from its row-group statistics (exact values of written rows)."""
-    arrow = meta.schema.to_arrow_schema()
-    positions = {meta.schema.column(i).path: i for i in range(meta.num_columns)}
-    fields, nulls, lows, highs = [], {}, {}, {}
-    for name in names:
-        fields.append(arrow.field(name))
-        index = positions.get(name)
-        if index is None:
-            continue
-        groups = [meta.row_group(g).column(index).statistics for g in range(meta.num_row_groups)]
-        if any(st is None or not st.has_null_count for st in groups):
-            continue
-        nulls[name] = sum(st.null_count for st in groups)
-        if name in unsafe or not has_min_max(arrow.field(name).type):
-            continue
-        bounded = [st for st in groups if st.has_min_max]
-        if len(bounded) != sum(1 for g in range(meta.num_row_groups)
-                               if meta.row_group(g).num_rows > groups[g].null_count):
-            continue  # a row group with values but without bounds: no safe file bound
-        if bounded:
-            lows[name] = min(st.min for st in bounded)
-            highs[name] = max(st.max for st in bounded)
-    return stats_json(fields, meta.num_rows, nulls, lows, highs)
 
 
 def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
@@ -444,8 +362,7 @@ def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
     return parts
 
 
-def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[str],
-              weight: Callable[[], Any], assignment: Callable[..., Any]) -> dict[int, tuple]:
+def _describe(staged: _StagedRows, plan: WritePlan, revision: Revision) -> dict[int, _Described]:
     """Per file id: (row count, Delta stats JSON, blocks), from one aggregate over the files."""
     from pyspark.sql import functions as F
 
@@ -453,7 +370,9 @@ def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[st
         return {}
     written = staged.frame()
     fields = _stats_fields(staged.schema)
+    indexed_columns = list(revision.columns)
     indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
+    assignment = assignment_udf(revision, plan)
     aggregates = [F.count(F.lit(1)).alias("n"), F.min(WEIGHT_COLUMN).alias("w_min")]
     for i, (field, bounded, floating) in enumerate(fields):
         col = F.col(quote_identifier(field))
@@ -463,9 +382,8 @@ def _describe(staged: _StagedRows, plan: WritePlan, indexed_columns: Sequence[st
         if floating:
             aggregates.append(F.max(_non_finite(col).cast("int"))
                               .alias(f"bad{i}"))
-    w = weight()
     grouped = (
-        written.select("*", w.alias(WEIGHT_COLUMN))
+        written.select("*", weight_column(indexed_columns).alias(WEIGHT_COLUMN))
         .select("*", assignment(*indexed, F.col(WEIGHT_COLUMN)).getField("cube").alias(CUBE_COLUMN))
         .groupBy(STAGING_FILE_COLUMN, CUBE_COLUMN).agg(*aggregates)
         .toArrow()
@@ -489,7 +407,7 @@ def _stats_fields(schema) -> list[tuple[str, bool, bool]]:
     ]
 
 
-def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int, tuple]:
+def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int, _Described]:
     """Fold the (file, cube) aggregate rows into per-file counts, stats and blocks."""
     columns = {name: grouped.column(name).to_pylist() for name in grouped.column_names}
     files: dict[int, dict[str, Any]] = {}
@@ -501,23 +419,23 @@ def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int,
         acc["n"] += count
         cube_id = int(columns[CUBE_COLUMN][r])
         cube, threshold = plan.cube_and_threshold(cube_id)
-        acc["blocks"].append((cube_id, [cube, int(columns["w_min"][r]), threshold, count]))
+        acc["blocks"].append((cube_id, Block(cube, int(columns["w_min"][r]), threshold, count)))
         for i, name in enumerate(names):
             acc["nulls"][name] = acc["nulls"].get(name, 0) + columns[f"n{i}"][r]
             bad = columns.get(f"bad{i}")
             if bad is not None and bad[r]:
                 acc["bad"].add(name)
             low, high = columns.get(f"lo{i}"), columns.get(f"hi{i}")
-            if low is None or low[r] is None:
+            if low is None or high is None or low[r] is None:
                 continue
             acc["lo"][name] = low[r] if name not in acc["lo"] else min(acc["lo"][name], low[r])
             acc["hi"][name] = high[r] if name not in acc["hi"] else max(acc["hi"][name], high[r])
     fields = [grouped.schema.field(f"lo{i}").with_name(name) if f"lo{i}" in columns
               else pa.field(name, pa.null()) for i, name in enumerate(names)]
-    out: dict[int, tuple] = {}
+    out: dict[int, _Described] = {}
     for file_id, acc in files.items():
         lows = {k: v for k, v in acc["lo"].items() if k not in acc["bad"]}
         highs = {k: v for k, v in acc["hi"].items() if k not in acc["bad"]}
-        blocks = json.dumps([b for _, b in sorted(acc["blocks"])], separators=(",", ":"))
-        out[file_id] = (acc["n"], stats_json(fields, acc["n"], acc["nulls"], lows, highs), blocks)
+        stats = stats_json(fields, acc["n"], acc["nulls"], lows, highs)
+        out[file_id] = (acc["n"], stats, _blocks(acc["blocks"]))
     return out

@@ -6,12 +6,9 @@ the new data match — can be read (and tested) without running Spark.
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.core.cube_id import CubeId
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.revision import Revision
 from qbeast.delta.log import DeltaLog
@@ -47,11 +44,11 @@ class TableState:
 
     @property
     def latest_revision_id(self) -> int | None:
-        return self.qbeast.latest_revision_id if self.is_qbeast else None
+        return self.qbeast.latest_revision_id if self.qbeast is not None and self.is_qbeast else None
 
     @property
     def latest_revision(self) -> Revision | None:
-        return self.qbeast.latest_revision if self.is_qbeast else None  # type: ignore[union-attr]
+        return self.qbeast.latest_revision if self.qbeast is not None and self.is_qbeast else None
 
     @property
     def schema(self) -> dict[str, Any] | None:
@@ -66,31 +63,3 @@ class TableState:
         """The cubes of ``revision`` as its files describe them (FORMAT §6.1)."""
         assert self.qbeast is not None
         return self.qbeast.index_status(revision.revision_id)
-
-
-def effective_thresholds(status: IndexStatus) -> dict[CubeId, int]:
-    """Each existing cube's effective threshold: the minimum ``maxWeight`` over its blocks."""
-    return {cube_status.cube: cube_status.max_weight for cube_status in status}
-
-
-def schema_fields(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """Top-level fields of a Delta/Spark JSON schema by name."""
-    if not schema:
-        return {}
-    return {f["name"]: f for f in schema.get("fields", [])}
-
-
-_NULLABILITY_KEYS = ("nullable", "containsNull", "valueContainsNull", "metadata")
-
-
-def canonical_type(field_json: Mapping[str, Any]) -> str:
-    """A field's type as comparable text (nullability and metadata ignored at every level)."""
-
-    def strip(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in _NULLABILITY_KEYS}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-
-    return json.dumps(strip(field_json["type"]), sort_keys=True)

@@ -12,7 +12,6 @@ from typing import Any
 from qbeast.errors import InvalidOptionError, UnsupportedTypeError
 
 MODES = ("append", "overwrite")
-DEFAULT_CUBE_SIZE = 5_000_000  # spark.qbeast.index.defaultCubeSize
 
 #: Internal columns added during the write; user columns may not use these names.
 WEIGHT_COLUMN = "_qbeast_weight"

@@ -1,33 +1,29 @@
 """The steps of an indexing write, public for reuse by ``qbeast.operations`` (optimize).
 
 ``qbeast.spark.writer.write`` chains them: :func:`analyze` (estimation pass -> :class:`WritePlan`),
-:func:`write_files` (assignment + file writing; one description per file),
-:func:`add_files` (the AddFile actions with Qbeast tags, threshold markers included). Optimize
-reruns the same steps over the files it rewrites, so they live here rather than as private
-functions of the writer.
+:func:`write_files` (assignment + file writing -> one :class:`~qbeast.commit.WrittenFile` per
+file), :func:`with_threshold_markers` (the blocks that record lowered thresholds); then
+:func:`qbeast.commit.add_file` and :func:`qbeast.commit.commit_files` turn the files into one
+commit.
+Optimize reruns the same steps over the files it rewrites, so they live here rather than as
+private functions of the writer.
 """
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
-import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from qbeast.core.blocks import Block, encode_tags
+from qbeast.commit import WrittenFile
+from qbeast.core.blocks import Block
 from qbeast.core.cube_id import CubeId
+from qbeast.core.index_status import IndexStatus
 from qbeast.core.revision import Revision
-from qbeast.core.transformers import quote_identifier
+from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
-from qbeast.delta.actions import AddFile
-from qbeast.spark.arrow_jobs import map_in_arrow
-from qbeast.index.points import table_points
 from qbeast.index.assignment import WritePlan, build_write_plan
 from qbeast.index.estimation import (
-    DEFAULT_BUFFER_CAPACITY,
-    DEFAULT_ESTIMATION_SAMPLE_ROWS,
     DOMAIN_SCHEMA,
     ExistingThresholds,
     estimate_cube_weights,
@@ -36,49 +32,55 @@ from qbeast.index.estimation import (
     group_cube_size,
     partition_domains_function,
 )
+from qbeast.index.thresholds import effective_thresholds, threshold_markers
+from qbeast.progress import Phase
+from qbeast.spark import settings
+from qbeast.spark.arrow_jobs import map_in_arrow
+from qbeast.spark.assignment_udf import weight_column
 from qbeast.spark.spark_files import (
-    batch_blocks,
-    batch_flags,
     float_stats_columns,
     new_block_tally,
     new_flag_tally,
     scoped_confs,
     write_plan_files,
 )
-from qbeast.spark.table_state import effective_thresholds
-from qbeast.spark.write_options import WEIGHT_COLUMN, check_non_negative_int, check_positive_int
+from qbeast.spark.write_options import WEIGHT_COLUMN, WriteOptions
 
 logger = logging.getLogger("qbeast.spark.writer")
 
-#: Session conf of the estimation's sample size (rows; 0 = estimate from every row).
-ESTIMATION_SAMPLE_ROWS_CONF = "spark.qbeast.index.estimationSampleRows"
 #: Seed of the estimation sample, so that the same input and partitioning give the same layout.
 ESTIMATION_SEED = 1_879_048_193
 
 
-class WritePhase:
-    """Logs one phase of the write with its elapsed time (and whatever counts it reports)."""
-
-    def __init__(self, path: str, name: str) -> None:
-        self.path, self.name, self.started = path, name, time.perf_counter()
-        logger.info("write %s: %s started", path, name)
-
-    def done(self, **counts: Any) -> None:
-        details = " ".join(f"{k}={v}" for k, v in counts.items())
-        logger.info(
-            "write %s: %s done %s elapsed=%.2fs",
-            self.path, self.name, details, time.perf_counter() - self.started,
-        )
+def write_phase(path: str, name: str) -> Phase:
+    """A :class:`qbeast.progress.Phase` of a write, logged on ``qbeast.spark.writer``."""
+    return Phase(logger, "write", path, name)
 
 
 # -- analysis -----------------------------------------------------------------------------------
 
 
-def analyze(spark, data, revision: Revision, desired: int, count: int, existing, opts, path) -> WritePlan:
-    """Estimation pass: local trees in tasks, summed domains, thresholds and rollup on the driver."""
+def analyze(
+    spark: Any,
+    data: Any,
+    revision: Revision,
+    *,
+    desired_cube_size: int,
+    count: int,
+    existing: IndexStatus | None,
+    options: WriteOptions,
+    path: str,
+) -> WritePlan:
+    """Estimation pass: local trees in tasks, summed domains, thresholds and rollup on the driver.
+
+    ``count`` is the input's row count (from the stats pass), ``existing`` the index of the
+    revision an append writes into (``None`` for a new revision), ``path`` names the table in
+    the progress log.
+    """
     from pyspark.sql import functions as F
 
-    phase = WritePhase(path, "estimation")
+    desired = desired_cube_size
+    phase = write_phase(path, "estimation")
     dims = revision.dimension_count
     if existing is None and count <= desired:
         # The whole input fits the root: every domain estimate would give a leaf root holding all
@@ -88,14 +90,11 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
         phase.done(rows=count, cubes=1, files=1, skipped="input fits one cube")
         return plan
     columns = list(revision.columns)
-    capacity = opts.buffer_capacity or conf_int(
-        spark, "spark.qbeast.index.cubeDomainsBufferCapacity", DEFAULT_BUFFER_CAPACITY
-    )
+    capacity = options.buffer_capacity or settings.BUFFER_CAPACITY.read(spark)
     partitions = input_partitions(data)
-    sample_rows = opts.estimation_sample_rows
+    sample_rows = options.estimation_sample_rows
     if sample_rows is None:
-        sample_rows = conf_int(spark, ESTIMATION_SAMPLE_ROWS_CONF, DEFAULT_ESTIMATION_SAMPLE_ROWS,
-                               allow_zero=True)
+        sample_rows = settings.ESTIMATION_SAMPLE_ROWS.read(spark)
     sampled = estimation_fraction(count, desired, sample_rows)
     source = data
     if sampled < 1.0:
@@ -108,7 +107,7 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
     thresholds = effective_thresholds(existing) if existing is not None else None
     lookup = ExistingThresholds.from_thresholds(dims, thresholds) if thresholds else None
     indexed = source.select(
-        *[F.col(quote_identifier(c)) for c in columns], weight_expression(columns).alias(WEIGHT_COLUMN)
+        *[F.col(quote_identifier(c)) for c in columns], weight_column(columns).alias(WEIGHT_COLUMN)
     )
     domains_fn = partition_domains_function(revision, columns, WEIGHT_COLUMN, gcs, capacity, lookup)
     summed = (
@@ -141,55 +140,7 @@ def analyze(spark, data, revision: Revision, desired: int, count: int, existing,
     return plan
 
 
-def weight_expression(columns: Sequence[str]):
-    """Spark's ``hash()`` over the indexed columns in revision order: the row weight."""
-    from pyspark.sql import functions as F
-
-    return F.hash(*[F.col(quote_identifier(c)) for c in columns])
-
-
 # -- writing ------------------------------------------------------------------------------------
-
-
-def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], tally=None,
-                   flags=None):
-    """Arrow UDF: (indexed columns..., weight) -> struct<file, cube> (only those cross to Python).
-
-    ``tally``, a Spark accumulator of :class:`qbeast.spark.spark_files.BlockTally`, receives per
-    batch the row count and min weight of every (file, cube) met. With ``flags`` (a
-    :class:`qbeast.spark.spark_files.FlagTally` accumulator) the UDF takes one more argument, the
-    row's ``non_finite_mask``, and ORs it per file into ``flags``.
-    """
-    import pyarrow as pa
-    from pyspark.sql import functions as F
-    from pyspark.util import PythonEvalType
-
-    names = list(columns)
-
-    def assign(*arrays: pa.Array) -> pa.Array:
-        masks = None
-        if flags is not None:
-            *arrays, mask_array = arrays
-            masks = mask_array.to_numpy(zero_copy_only=False)
-        table = pa.Table.from_arrays(list(arrays[:-1]), names=names)
-        coords = table_points(revision, table, names)
-        weights = arrays[-1].to_numpy(zero_copy_only=False)
-        cubes, files = plan.assign(coords, weights)
-        if tally is not None:
-            tally.add(batch_blocks(files, cubes, weights))
-        if masks is not None:
-            found = batch_flags(files, masks)
-            if found:
-                flags.add(found)
-        return pa.StructArray.from_arrays(
-            [pa.array(files, pa.int32()), pa.array(cubes, pa.int64())], names=["file", "cube"]
-        )
-
-    with warnings.catch_warnings():  # pyspark prefers type hints; the eval type is explicit
-        warnings.simplefilter("ignore", UserWarning)
-        return F.arrow_udf(
-            assign, "struct<file:int,cube:bigint>", PythonEvalType.SQL_SCALAR_ARROW_UDF
-        )
 
 
 #: Average rows per file from which every file gets its own write task even when there are more
@@ -199,7 +150,7 @@ def assignment_udf(revision: Revision, plan: WritePlan, columns: Sequence[str], 
 ONE_TASK_PER_FILE_ROWS = 50_000
 
 
-def write_tasks(spark, plan: WritePlan, rows: int | None) -> int:
+def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     """Number of write tasks: one per file when files are few or large, else 4 per core."""
     tasks = max(1, min(plan.file_count, 4 * parallelism(spark)))
     if rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
@@ -207,87 +158,31 @@ def write_tasks(spark, plan: WritePlan, rows: int | None) -> int:
     return tasks
 
 
-def write_files(data, revision: Revision, plan: WritePlan, table_dir: str,
-                rows: int | None = None) -> list[dict]:
-    """Assignment, shuffle by file and Spark's parquet writer; returns one dict per file.
+def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, *,
+                rows: int | None = None) -> list[WrittenFile]:
+    """Assignment, shuffle by file and Spark's parquet writer; returns one description per file.
 
     See ``qbeast.spark.spark_files``: only the indexed columns and the weight cross to Python.
     ``rows`` (the input's row count, when known) lets large files get one task each.
     """
-    columns = list(revision.columns)
     tally = new_block_tally(data.sparkSession)
     # float columns can hold NaN or infinities, which parquet footers do not reliably show
     flags = (new_flag_tally(data.sparkSession)
              if tally is not None and float_stats_columns(data.schema) else None)
-    udf = assignment_udf(revision, plan, columns, tally, flags)
     tasks = write_tasks(data.sparkSession, plan, rows)
-    return write_plan_files(
-        data, plan, table_dir, columns, lambda: weight_expression(columns), udf, tasks, tally,
-        lambda: assignment_udf(revision, plan, columns), flags,
-    )
+    return write_plan_files(data, plan, table_dir, revision=revision, tasks=tasks, tally=tally,
+                            flags=flags)
 
 
-def add_files(rows: list[dict], revision: Revision, plan: WritePlan, existing) -> tuple[list[AddFile], int]:
-    """AddFile actions with Qbeast tags, threshold markers included (see :func:`threshold_markers`)."""
-    per_file: dict[int, list[Block]] = {
-        row["file_id"]: [Block(c, lo, hi, n) for c, lo, hi, n in json.loads(row["blocks"])]
-        for row in rows
-    }
+def with_threshold_markers(written: Sequence[WrittenFile], plan: WritePlan,
+                           existing: IndexStatus | None) -> list[WrittenFile]:
+    """The written files with the zero-element blocks that state the thresholds rows were
+    placed by (see :func:`qbeast.index.thresholds.threshold_markers`)."""
+    per_file: dict[int, list[Block]] = {w.file_id: list(w.blocks) for w in written}
+    extra: dict[int, list[Block]] = {}
     for file_id, block in threshold_markers(per_file, plan, existing):
-        per_file[file_id].append(block)
-    adds = [
-        AddFile(
-            row["path"], {}, int(row["size"]), int(row["modification_time"]), True,
-            row["stats"], encode_tags(revision.revision_id, per_file[row["file_id"]]),
-        )
-        for row in rows
-    ]
-    return adds, sum(len(b) for b in per_file.values())
-
-
-def threshold_markers(per_file: dict[int, list[Block]], plan: WritePlan, existing):
-    """Zero-element blocks that make the committed index state the thresholds rows were placed by.
-
-    Readers only know a cube's threshold from its blocks (the minimum over them). Two kinds of cube
-    can end up without a block in this commit although rows were assigned using their threshold:
-
-    * an inner cube that received no row while rows went to its descendants (a sparse region): the
-      index would lack the parent of a written cube;
-    * an existing cube of the revision whose threshold this append lowered but which received no
-      row: its effective threshold would stay the old, higher one, and a sample with
-      ``Weight(f)`` between the two would stop there and miss the rows placed below (FORMAT §13).
-
-    For each such cube a block ``(cube, threshold, threshold, 0)`` is attached to one of the new
-    files (the cube's own rollup file when it was written, else the file that needed it).
-    """
-    dims = plan.dimensions
-    current = {s.cube: s.max_weight for s in existing} if existing is not None else {}
-    covered = {b.cube for blocks in per_file.values() for b in blocks}
-    markers: list[tuple[int, Block]] = []
-
-    def mark(cube: CubeId, fallback_file: int) -> None:
-        node = plan.tree.index[cube]
-        threshold = int(plan.max_weights[node])
-        covered.add(cube.string)
-        if threshold >= current.get(cube, MAX_WEIGHT):
-            return  # the stored blocks already carry this threshold (or a lower one)
-        target = int(plan.files[node])
-        markers.append((target if target in per_file else fallback_file,
-                        Block(cube.string, threshold, threshold, 0)))
-
-    for file_id, blocks in list(per_file.items()):
-        for block in list(blocks):
-            for ancestor in CubeId.from_string(dims, block.cube).ancestors():
-                if ancestor.string in covered:
-                    break
-                mark(ancestor, file_id)
-    if per_file:
-        first = next(iter(per_file))
-        for cube in current:
-            node = plan.tree.index.get(cube)
-            if node is not None and cube.string not in covered and plan.max_weights[node] < current[cube]:
-                mark(cube, first)
-    return markers
+        extra.setdefault(file_id, []).append(block)
+    return [w.with_blocks(extra.get(w.file_id, ())) for w in written]
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -301,7 +196,7 @@ WRITE_ARROW_BATCH_ROWS = 100_000
 
 
 @contextlib.contextmanager
-def larger_arrow_batches(spark):
+def larger_arrow_batches(spark: Any) -> Iterator[None]:
     """Raise the Arrow batch size for the write's jobs (never lower a user's larger setting)."""
     previous = spark.conf.get(_ARROW_BATCH_KEY, None)
     try:
@@ -315,7 +210,7 @@ def larger_arrow_batches(spark):
         yield
 
 
-def input_partitions(data) -> int:
+def input_partitions(data: Any) -> int:
     """Partitions of the input (1 where the RDD is not reachable, e.g. Spark Connect)."""
     try:
         return max(1, data.rdd.getNumPartitions())
@@ -323,7 +218,7 @@ def input_partitions(data) -> int:
         return 1
 
 
-def parallelism(spark) -> int:
+def parallelism(spark: Any) -> int:
     """Cores Spark schedules on (shuffle partitions where the SparkContext is not reachable)."""
     try:
         return max(1, spark.sparkContext.defaultParallelism)
@@ -331,21 +226,7 @@ def parallelism(spark) -> int:
         return max(1, int(spark.conf.get("spark.sql.shuffle.partitions", "8")))
 
 
-def conf_int(spark, key: str, default: int, allow_zero: bool = False) -> int:
-    """An integer session conf (> 0, or >= 0 with ``allow_zero``), else ``default`` when unset."""
-    value = spark.conf.get(key, None)
-    if value is None:
-        return default
-    check = check_non_negative_int if allow_zero else check_positive_int
-    try:
-        number: Any = int(value)
-    except ValueError:
-        number = value  # not an integer: the check reports the text as given
-    return check(f"Spark conf {key}", number)
-
-
 __all__ = [
-    "WritePhase", "add_files", "analyze", "assignment_udf", "conf_int", "input_partitions",
-    "larger_arrow_batches", "parallelism", "threshold_markers", "weight_expression", "write_files",
-    "write_tasks",
+    "analyze", "input_partitions", "larger_arrow_batches", "parallelism", "with_threshold_markers",
+    "write_files", "write_phase", "write_tasks",
 ]

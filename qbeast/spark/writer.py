@@ -32,19 +32,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qbeast.commit import add_file, commit_files
+from qbeast.core.columns import canonical_type, schema_fields
 from qbeast.core.revision import (
     LAST_REVISION_KEY,
     Revision,
     updated_configuration,
     without_qbeast_keys,
 )
-from qbeast.core.transformers import quote_identifier
+from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.errors import InvalidOptionError
+from qbeast.spark import settings
 from qbeast.spark.revision_change import choose_revision, index_spec
-from qbeast.spark.table_state import TableState, canonical_type, schema_fields
+from qbeast.spark.table_state import TableState
 from qbeast.spark.write_options import (
-    DEFAULT_CUBE_SIZE,
     WriteOptions,
     check_mode,
     check_positive_int,
@@ -52,12 +54,11 @@ from qbeast.spark.write_options import (
     check_txn,
 )
 from qbeast.spark.write_steps import (
-    WritePhase,
-    add_files,
     analyze,
-    conf_int,
     larger_arrow_batches,
+    with_threshold_markers,
     write_files,
+    write_phase,
 )
 
 logger = logging.getLogger("qbeast.spark.writer")
@@ -91,7 +92,7 @@ class WriteResult:
 
 
 def write(
-    df,
+    df: Any,
     path: str,
     columns_to_index: str | Sequence[str] | None = None,
     cube_size: int | None = None,
@@ -142,17 +143,17 @@ def write(
         )
     base = state.latest_revision if mode == "append" else None
     spec = index_spec(df.schema, columns_to_index, base)
-    desired = cube_size or (base.desired_cube_size if base is not None else conf_int(
-        spark, "spark.qbeast.index.defaultCubeSize", DEFAULT_CUBE_SIZE))
+    desired = cube_size or (base.desired_cube_size if base is not None
+                            else settings.DEFAULT_CUBE_SIZE.read(spark))
     data, schema_string, schema_changed = _align_schema(df, state, mode, opts.merge_schema)
 
-    phase = WritePhase(path, "stats")
+    phase = write_phase(path, "stats")
     revision, is_new_revision, count = choose_revision(
         data, spec, base, desired, column_stats, table_id=path
     )
     phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
 
-    table_dir = _local_dir(state.log.table_path)
+    table_dir = state.log.table_path  # a plain folder: the log resolved any file: URI
     os.makedirs(table_dir, exist_ok=True)
     adds: list[AddFile] = []
     blocks_written = 0
@@ -161,17 +162,21 @@ def write(
         if not is_new_revision:
             existing = state.index_status(revision)
         with larger_arrow_batches(spark):
-            plan = analyze(spark, data, revision, desired, count, existing, opts, path)
-            phase = WritePhase(path, "write")
-            rows = write_files(data, revision, plan, table_dir, count)
-        adds, blocks_written = add_files(rows, revision, plan, existing)
-        phase.done(files=len(adds), rows=sum(r["num_records"] for r in rows), blocks=blocks_written)
+            plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
+                           existing=existing, options=opts, path=path)
+            phase = write_phase(path, "write")
+            written = write_files(data, revision, plan, table_dir, rows=count)
+        written = with_threshold_markers(written, plan, existing)
+        adds = [add_file(w, revision.revision_id) for w in written]
+        blocks_written = sum(len(w.blocks) for w in written)
+        phase.done(files=len(adds), rows=sum(w.num_records for w in written),
+                   blocks=blocks_written)
 
-    phase = WritePhase(path, "commit")
+    phase = write_phase(path, "commit")
     metadata_changed = schema_changed or is_new_revision or mode == "overwrite" or not state.exists
     version = _commit(
-        state, table_dir, mode, revision if is_new_revision else None,
-        schema_string if metadata_changed else None, adds, txn, opts,
+        state, adds, mode=mode, new_revision=revision if is_new_revision else None,
+        schema_string=schema_string if metadata_changed else None, txn=txn, options=opts,
     )
     rows_written = sum(a.num_records or 0 for a in adds)
     phase.done(version=version, files=len(adds))
@@ -185,15 +190,15 @@ def write(
     )
 
 
-def _commit(state: TableState, table_dir: str, mode: str, new_revision: Revision | None,
-            schema_string: str | None, adds: list[AddFile], txn: tuple[str, int] | None,
-            opts: WriteOptions) -> int:
+def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: Revision | None,
+            schema_string: str | None, txn: tuple[str, int] | None,
+            options: WriteOptions) -> int:
     """The write's single Delta transaction; returns the committed version.
 
     Metadata is written only when ``schema_string`` is given (new table, overwrite, new revision
     or merged schema): plain appends into the latest revision commit none, as qbeast-spark.
     When the commit fails (e.g. a conflicting concurrent commit), the new files are deleted:
-    nothing references them.
+    nothing references them (:func:`qbeast.commit.commit_files`).
     """
     transaction = state.log.start_transaction(state.snapshot)
     configuration = state.configuration
@@ -215,36 +220,24 @@ def _commit(state: TableState, table_dir: str, mode: str, new_revision: Revision
                 old.description, old.format_provider, dict(old.format_options),
             )
         transaction.update_metadata(metadata)
-    transaction.add_actions(adds)
     if txn is not None:
         transaction.set_transaction(*txn)
-    info = {"userMetadata": opts.user_metadata} if opts.user_metadata is not None else None
-    try:
-        return transaction.commit(
-            "WRITE",
-            {"mode": mode.capitalize(), "partitionBy": "[]"},
-            metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
-                     "numOutputBytes": sum(a.size for a in adds)},
-            info=info,
-        )
-    except BaseException:
-        if transaction.committed_version is None:
-            _delete_files(table_dir, adds)
-        raise
-
-
-def _delete_files(table_dir: str, adds: Sequence[AddFile]) -> None:
-    for add in adds:
-        try:
-            os.remove(os.path.join(table_dir, add.path))
-        except OSError:
-            pass
+    info = {"userMetadata": options.user_metadata} if options.user_metadata is not None else None
+    return commit_files(
+        transaction, adds,
+        operation="WRITE",
+        parameters={"mode": mode.capitalize(), "partitionBy": "[]"},
+        metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
+                 "numOutputBytes": sum(a.size for a in adds)},
+        info=info,
+    )
 
 
 # -- schema -------------------------------------------------------------------------------------
 
 
-def _align_schema(df, state: TableState, mode: str, merge_schema: bool):
+def _align_schema(df: Any, state: TableState, mode: str,
+                  merge_schema: bool) -> tuple[Any, str, bool]:
     """The DataFrame in the table's column order, the schema to commit, and whether it changed.
 
     On append every column the data shares with the table must have the same type; columns the
@@ -255,7 +248,7 @@ def _align_schema(df, state: TableState, mode: str, merge_schema: bool):
     from pyspark.sql.types import StructField, StructType
 
     incoming = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in df.schema])
-    if not state.exists or mode == "overwrite":
+    if not state.exists or mode == "overwrite" or state.schema is None:
         return df, incoming.json(), True
     table_schema = StructType.fromJson(state.schema)
     table_fields = schema_fields(state.schema)
@@ -282,18 +275,6 @@ def _align_schema(df, state: TableState, mode: str, merge_schema: bool):
         for f in target.fields
     ]
     return df.select(*columns), target.json(), bool(new)
-
-
-# -- small helpers ------------------------------------------------------------------------------
-
-
-def _local_dir(table_path: str) -> str:
-    """The file-system folder of a table path (``file:`` URIs included)."""
-    if table_path.startswith("file://"):
-        return table_path[len("file://"):]
-    if table_path.startswith("file:"):
-        return table_path[len("file:"):]
-    return table_path
 
 
 __all__ = ["WriteResult", "write"]

@@ -14,7 +14,8 @@ from qbeast.core.blocks import TagFormat
 from qbeast.core.revision import Revision
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError, QbeastError, UnsupportedTypeError
-from qbeast.operations.convert import PartitionedTableError, convert_to_qbeast, footer_stats
+from qbeast.delta.stats import footer_stats
+from qbeast.operations.convert import PartitionedTableError, convert_to_qbeast
 from qbeast.snapshot import QbeastSnapshot
 
 pytestmark = pytest.mark.spark

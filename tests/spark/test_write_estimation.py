@@ -238,7 +238,7 @@ def test_threshold_markers_pin_lowered_and_empty_inner_cubes():
     from qbeast.core.transformations import LinearTransformation
     from qbeast.core.transformers import LinearTransformer
     from qbeast.core.types import QDataType
-    from qbeast.spark.write_steps import threshold_markers
+    from qbeast.index.thresholds import threshold_markers
 
     revision = Revision(1, 0, "t", 100, (LinearTransformer("x", QDataType.DOUBLE),),
                         (LinearTransformation.create(0.0, 1.0, QDataType.DOUBLE),))

@@ -264,6 +264,7 @@ def test_conflicting_commit_deletes_the_new_files(spark, tmp_path):
     pq.write_table(pa.table({"id": [1]}), orphan)
     add = AddFile("orphan.parquet", {}, orphan.stat().st_size, 0)
     with pytest.raises(ConcurrentModificationError):
-        _commit(stale, path, "append", None, None, [add], None, WriteOptions())
+        _commit(stale, [add], mode="append", new_revision=None, schema_string=None, txn=None,
+                options=WriteOptions())
     assert not orphan.exists()
     assert QbeastSnapshot.load(path).version == 1

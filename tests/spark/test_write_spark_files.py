@@ -12,17 +12,13 @@ from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.index.assignment import build_write_plan
+from qbeast.index.tally import BlockTally, FlagTally, batch_blocks, batch_flags
 from qbeast.spark.spark_files import (
-    BlockTally,
-    FlagTally,
-    batch_blocks,
-    batch_flags,
     new_block_tally,
     new_flag_tally,
     partition_keys,
     write_plan_files,
 )
-from qbeast.spark.write_steps import assignment_udf, weight_expression
 
 
 def test_batch_blocks_and_tally_merge():
@@ -72,11 +68,9 @@ def _write_every_way(spark, tmp_path):
         folder.mkdir()
         tally = new_block_tally(spark) if "scan" not in name else None
         flags = new_flag_tally(spark) if "flags" in name else None
-        udf = assignment_udf(revision, plan, ["x"], tally, flags)
         tasks = 3 if "plain" in name else 2
-        rows = write_plan_files(data, plan, str(folder), ["x"], lambda: weight_expression(["x"]),
-                                udf, tasks, tally, lambda: assignment_udf(revision, plan, ["x"]),
-                                flags)
+        rows = write_plan_files(data, plan, str(folder), revision=revision, tasks=tasks,
+                                tally=tally, flags=flags)
         out[name] = (folder, rows)
         if flags is not None:
             assert set(flags.value.values()) == {2, 6}  # floats x, f, g: f everywhere, g in two files
@@ -107,12 +101,12 @@ def test_files_sharing_a_task_are_described_by_a_scan(spark, tmp_path, monkeypat
         every = _write_every_way(spark, tmp_path)
     assert "describing the files by a scan" in caplog.text
     folder, rows = every["plain flags"]
-    assert len(rows) == 1 and rows[0]["num_records"] == 3000  # every row in the one task
-    blocks = json.loads(rows[0]["blocks"])
-    assert sum(b[3] for b in blocks) == 3000 and len(blocks) == 3
-    expected = {b[0]: b for _, r in [every["tally"]] for row in r for b in json.loads(row["blocks"])}
-    assert {b[0]: b for b in blocks} == expected  # same cubes, counts and min weights
-    assert "g" not in json.loads(rows[0]["stats"])["minValues"]
+    assert len(rows) == 1 and rows[0].num_records == 3000  # every row in the one task
+    blocks = rows[0].blocks
+    assert sum(b.element_count for b in blocks) == 3000 and len(blocks) == 3
+    expected = {b.cube: b for _, r in [every["tally"]] for row in r for b in row.blocks}
+    assert {b.cube: b for b in blocks} == expected  # same cubes, counts and min weights
+    assert "g" not in json.loads(rows[0].stats)["minValues"]
 
 
 def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog):
@@ -121,12 +115,13 @@ def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog
     assert caplog.text.count("one_file_per_task=True") == 2  # the two plain variants
     assert caplog.text.count("one_file_per_task=False") == 3
     for name, (folder, rows) in every.items():
-        assert sorted(os.listdir(folder)) == sorted(r["path"] for r in rows), name  # no staging left
+        assert sorted(os.listdir(folder)) == sorted(r.path for r in rows), name  # no staging left
         for row in rows:
-            footer = pq.ParquetFile(folder / row["path"]).metadata
-            assert footer.num_rows == row["num_records"]
+            footer = pq.ParquetFile(folder / row.path).metadata
+            assert footer.num_rows == row.num_records
     described = {
-        name: sorted((r["file_id"], r["num_records"], json.loads(r["stats"]), json.loads(r["blocks"]))
+        name: sorted((r.file_id, r.num_records, json.loads(r.stats),
+                      [[b.cube, b.min_weight, b.max_weight, b.element_count] for b in r.blocks])
                      for r in rows)
         for name, (_, rows) in every.items()
     }

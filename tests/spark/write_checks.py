@@ -16,7 +16,7 @@ import pyarrow as pa
 from qbeast.core.cube_id import CubeId, codes_to_strings, point_codes
 from qbeast.core.selection import select_sample_files
 from qbeast.core.transformations import HashTransformation
-from qbeast.core.transformers import quote_identifier
+from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import weight_from_fraction
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.index.points import canonical_values

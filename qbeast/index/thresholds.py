@@ -1,0 +1,85 @@
+"""The thresholds of an existing index as appends and optimize use them, and the blocks that record
+the thresholds a write assigned rows with.
+
+A reader knows a cube's threshold only from its blocks: the *effective* threshold is the minimum
+``maxWeight`` over them (FORMAT §6.1, §13). Appends into a revision never raise it; optimize keeps
+it exactly; and whenever a write places rows below a cube using a threshold that no block of that
+cube states, a zero-element block states it (:func:`threshold_markers`).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from qbeast.core.blocks import Block
+from qbeast.core.cube_id import CubeId
+from qbeast.core.index_status import IndexStatus
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
+from qbeast.index.assignment import WritePlan
+
+#: Threshold given to cubes that exist only as ancestors: below every weight, so no row stops.
+PASS_THROUGH = MIN_WEIGHT - 1
+
+
+def effective_thresholds(status: IndexStatus) -> dict[CubeId, int]:
+    """Each existing cube's effective threshold: the minimum ``maxWeight`` over its blocks."""
+    return {cube_status.cube: cube_status.max_weight for cube_status in status}
+
+
+def pass_through_thresholds(status: IndexStatus) -> dict[CubeId, int]:
+    """The thresholds rows are re-assigned with by optimize: each cube's effective one, and a
+    threshold below every weight for ancestors that have no block (readers descend through them,
+    so rows must keep walking through them too)."""
+    thresholds = effective_thresholds(status)
+    for cube in list(thresholds):
+        for ancestor in cube.ancestors():
+            if ancestor in thresholds:
+                break
+            thresholds[ancestor] = PASS_THROUGH
+    return thresholds
+
+
+def threshold_markers(per_file: Mapping[int, list[Block]], plan: WritePlan,
+                      existing: IndexStatus | None) -> list[tuple[int, Block]]:
+    """Zero-element blocks that make the committed index state the thresholds rows were placed by.
+
+    ``per_file`` holds the blocks each new file (by plan file id) holds. Readers only know a
+    cube's threshold from its blocks (the minimum over them). Two kinds of cube can end up
+    without a block in this commit although rows were assigned using their threshold:
+
+    * an inner cube that received no row while rows went to its descendants (a sparse region): the
+      index would lack the parent of a written cube;
+    * an existing cube of the revision whose threshold this append lowered but which received no
+      row: its effective threshold would stay the old, higher one, and a sample with
+      ``Weight(f)`` between the two would stop there and miss the rows placed below (FORMAT §13).
+
+    For each such cube a block ``(cube, threshold, threshold, 0)`` is attached to one of the new
+    files (the cube's own rollup file when it was written, else the file that needed it).
+    """
+    dims = plan.dimensions
+    current = effective_thresholds(existing) if existing is not None else {}
+    covered = {b.cube for blocks in per_file.values() for b in blocks}
+    markers: list[tuple[int, Block]] = []
+
+    def mark(cube: CubeId, fallback_file: int) -> None:
+        node = plan.tree.index[cube]
+        threshold = int(plan.max_weights[node])
+        covered.add(cube.string)
+        if threshold >= current.get(cube, MAX_WEIGHT):
+            return  # the stored blocks already carry this threshold (or a lower one)
+        target = int(plan.files[node])
+        markers.append((target if target in per_file else fallback_file,
+                        Block(cube.string, threshold, threshold, 0)))
+
+    for file_id, blocks in list(per_file.items()):
+        for block in list(blocks):
+            for ancestor in CubeId.from_string(dims, block.cube).ancestors():
+                if ancestor.string in covered:
+                    break
+                mark(ancestor, file_id)
+    if per_file:
+        first = next(iter(per_file))
+        for cube in current:
+            node = plan.tree.index.get(cube)
+            if node is not None and cube.string not in covered and plan.max_weights[node] < current[cube]:
+                mark(cube, first)
+    return markers

@@ -1,0 +1,32 @@
+"""Progress logging of long operations: one line when a phase starts, one when it ends.
+
+Writes, optimize, convert and upgrade all report their phases the same way, ``<operation> <path>:
+<phase> started`` and ``<operation> <path>: <phase> done k=v ... elapsed=1.23s``, so that a log
+of any of them reads alike and tools can follow it. Each caller passes its own logger, so that
+users can turn one operation's progress up or down by logger name.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+
+class Phase:
+    """Logs the start and the end (with counts and elapsed time) of one phase of an operation."""
+
+    def __init__(self, logger: logging.Logger, operation: str, path: str, name: str) -> None:
+        self.logger, self.operation, self.path, self.name = logger, operation, path, name
+        self.started = time.perf_counter()
+        logger.info("%s %s: %s started", operation, path, name)
+
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the phase started."""
+        return time.perf_counter() - self.started
+
+    def done(self, **counts: Any) -> None:
+        """Log the end of the phase with ``counts`` (rows, files, ...) in the given order."""
+        details = " ".join(f"{k}={v}" for k, v in counts.items())
+        self.logger.info("%s %s: %s done %s elapsed=%.2fs", self.operation, self.path, self.name,
+                         details, self.elapsed)

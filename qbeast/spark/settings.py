@@ -1,0 +1,93 @@
+"""Every ``spark.qbeast.*`` session setting the engine reads: key, default, allowed values, meaning.
+
+Settings are read from the Spark session (``spark.conf``) at the moment an operation needs them,
+so ``spark.conf.set(...)`` between two writes takes effect for the second. A value that is set but
+not allowed is an error naming the setting and the allowed values; an unset one is its default.
+``docs/settings.md`` lists the same table for users (a test keeps the two in step).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from qbeast.core.revision import DEFAULT_CUBE_SIZE as FORMAT_DEFAULT_CUBE_SIZE
+from qbeast.errors import InvalidOptionError
+from qbeast.index.estimation import DEFAULT_BUFFER_CAPACITY, DEFAULT_ESTIMATION_SAMPLE_ROWS
+from qbeast.spark.write_options import check_non_negative_int, check_positive_int
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One session setting. ``choices`` (lower-case words) or ``minimum`` (integers) says what
+    is allowed; values are parsed by :meth:`parse`."""
+
+    key: str
+    default: Any
+    doc: str
+    minimum: int | None = None
+    choices: tuple[str, ...] | None = None
+
+    def parse(self, value: Any) -> Any:
+        """The setting's value from its text (``None``: unset, the default)."""
+        if value is None:
+            return self.default
+        if self.choices is not None:
+            word = str(value).strip().lower()
+            if word not in self.choices:
+                raise InvalidOptionError(
+                    f"{self.key} is {value!r}; allowed values: {', '.join(self.choices)}"
+                )
+            return word
+        check = check_non_negative_int if self.minimum == 0 else check_positive_int
+        try:
+            number: Any = int(value)
+        except ValueError:
+            number = value  # not an integer: the check reports the text as given
+        return check(f"Spark conf {self.key}", number)
+
+    def read(self, spark: Any) -> Any:
+        """The value in ``spark``'s session (a ``SparkSession``, or ``None``: the default)."""
+        return self.parse(spark.conf.get(self.key, None) if spark is not None else None)
+
+    def read_from(self, conf: Mapping[str, Any]) -> Any:
+        """The value in a configuration mapping (e.g. the settings a session is built with)."""
+        return self.parse(conf.get(self.key))
+
+    @property
+    def allowed(self) -> str:
+        """The allowed values, as the documentation states them."""
+        if self.choices is not None:
+            return ", ".join(self.choices)
+        return "integer >= 0" if self.minimum == 0 else "positive integer"
+
+
+DEFAULT_CUBE_SIZE = Setting(
+    "spark.qbeast.index.defaultCubeSize", FORMAT_DEFAULT_CUBE_SIZE,
+    "Desired rows per cube of a new table, an overwrite or a conversion (convert_to_qbeast) "
+    "when no cube_size is given; appends keep the table's own.",
+    minimum=1,
+)
+BUFFER_CAPACITY = Setting(
+    "spark.qbeast.index.cubeDomainsBufferCapacity", DEFAULT_BUFFER_CAPACITY,
+    "Rows per local tree in the estimation pass of a write (bounds each task's memory there); "
+    "the write option buffer_capacity overrides it.",
+    minimum=1,
+)
+ESTIMATION_SAMPLE_ROWS = Setting(
+    "spark.qbeast.index.estimationSampleRows", DEFAULT_ESTIMATION_SAMPLE_ROWS,
+    "Rows the estimation pass of a write reads from a larger input (a Bernoulli sample; 0 = "
+    "every row); the write option estimation_sample_rows overrides it.",
+    minimum=0,
+)
+SHIP_ENGINE = Setting(
+    "spark.qbeast.shipEngine", "auto",
+    "Whether sessions built by the engine send its Python code to the executors: auto (when "
+    "tasks run outside this process: a cluster master or Spark Connect), true, false (the "
+    "workers have dbt-qbeast installed).",
+    choices=("auto", "true", "false"),
+)
+
+#: Every setting, in the order docs/settings.md lists them.
+SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
+                                 SHIP_ENGINE)
