@@ -12,12 +12,24 @@ from qbeast.errors import FormatError, InvalidOptionError, QbeastError, Unsuppor
 __version__ = "0.1.0"
 
 _LAZY = {
+    # writing, reading and table operations
     "write": ("qbeast.spark.writer", "write"),
     "WriteResult": ("qbeast.spark.writer", "WriteResult"),
     "QbeastTable": ("qbeast.table", "QbeastTable"),
-    "register": ("qbeast.spark.datasource", "register"),
     "convert_to_qbeast": ("qbeast.operations.convert", "convert_to_qbeast"),
     "upgrade_format": ("qbeast.operations.upgrade", "upgrade_format"),
+    # sessions and catalog tables
+    "get_or_create_session": ("qbeast.spark.session", "get_or_create_session"),
+    "is_connect_session": ("qbeast.spark.session", "is_connect_session"),
+    "register": ("qbeast.spark.datasource", "register"),
+    "create_table": ("qbeast.spark.datasource", "create_table"),
+    # the rules integrations (the dbt adapter) build on
+    "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
+    "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),
+    "parse_columns_to_index": ("qbeast.core.transformers", "parse_columns_to_index"),
+    "quote_identifier": ("qbeast.core.sql", "quote_identifier"),
+    "sql_string": ("qbeast.core.sql", "sql_string"),
+    "local_path": ("qbeast.delta.storage", "local_path"),
 }
 
 __all__ = [
@@ -26,8 +38,8 @@ __all__ = [
     "QbeastError",
     "UnsupportedTypeError",
     "__version__",
-    *_LAZY,
 ]
+__all__ += list(_LAZY)
 
 
 def __getattr__(name: str) -> Any:

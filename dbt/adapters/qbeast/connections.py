@@ -20,7 +20,7 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
-from qbeast.spark.session import is_connect_session
+from qbeast import is_connect_session
 
 from dbt.adapters.qbeast.session_settings import catalog_path, connection_spark_conf, project_root_of
 
@@ -68,10 +68,9 @@ class QbeastSession:
 
     def _start(self) -> Any:
         import qbeast
-        from qbeast.spark.session import get_or_create_session
 
         started = time.monotonic()
-        session = get_or_create_session(self.conf, app_name=APP_NAME, hive=True)
+        session = qbeast.get_or_create_session(self.conf, app_name=APP_NAME, hive=True)
         # Catalog tables `USING qbeast` (the qbeast models) are only readable once the Python
         # data source is registered, and registrations are per session.
         qbeast.register(session)
@@ -135,7 +134,7 @@ class QbeastConnectionManager(SparkConnectionManager):
             catalog.mkdir(parents=True, exist_ok=True)
         handle = QbeastSession(conf)
         try:
-            handle.session  # start now: a broken setting should fail the connection, not a model
+            _ = handle.session  # start now: a broken setting should fail the connection, not a model
         except Exception as exc:
             raise FailedToConnectError(
                 f"could not start the Spark session of the qbeast adapter "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
 
-from qbeast.errors import InvalidOptionError
+from qbeast import InvalidOptionError
 
 
 class QbeastProfileError(DbtConfigError, InvalidOptionError):

@@ -1,8 +1,9 @@
 """The qbeast adapter: dbt-spark's SQL behaviour on the in-process session, plus engine methods.
 
 The ``@available`` methods are what the ``qbeast`` materialization macro calls; they are thin
-wrappers over the engine's public API (``qbeast.write``, ``qbeast.register``, the data source's
-catalog-table helpers) so that the Jinja stays declarative.
+wrappers over the engine's public API (``qbeast.write``, ``qbeast.create_table``,
+``qbeast.QbeastTable``, ...: only names ``qbeast`` itself exports) so that the Jinja stays
+declarative.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, Optional
-from urllib.parse import unquote, urlparse
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -24,8 +24,7 @@ from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
 from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation
-from dbt.adapters.qbeast.schema_changes import apply_schema_change, with_column_comments
-from dbt.adapters.qbeast.sql_literals import sql_string
+from dbt.adapters.qbeast.schema_changes import apply_schema_change
 
 logger = AdapterLogger("Qbeast")
 
@@ -45,7 +44,7 @@ class QbeastConfig(SparkConfig):
 @contextmanager
 def _engine_errors(model: str, what: str) -> Iterator[None]:
     """Engine errors as dbt errors that name the model: bad options as config errors."""
-    from qbeast.errors import InvalidOptionError, QbeastError
+    from qbeast import InvalidOptionError, QbeastError
 
     try:
         yield
@@ -58,7 +57,7 @@ def _engine_errors(model: str, what: str) -> Iterator[None]:
 @contextmanager
 def _operation_errors(operation: str) -> Iterator[None]:
     """Engine errors of a run-operation as dbt errors that name the operation."""
-    from qbeast.errors import QbeastError
+    from qbeast import QbeastError
 
     try:
         yield
@@ -66,20 +65,12 @@ def _operation_errors(operation: str) -> Iterator[None]:
         raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc
 
 
-def _local_path(uri: str) -> str:
-    """``file:`` URIs (what Spark's catalog reports) as plain paths; other URIs unchanged."""
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return unquote(parsed.path)
-    return uri
-
-
 class QbeastAdapter(SparkAdapter):
     """Spark adapter whose connection is the engine's Spark session."""
 
-    ConnectionManager = QbeastConnectionManager  # type: ignore[assignment]
-    Relation = QbeastRelation  # type: ignore[assignment]
-    AdapterSpecificConfigs = QbeastConfig  # type: ignore[assignment]
+    ConnectionManager = QbeastConnectionManager
+    Relation = QbeastRelation
+    AdapterSpecificConfigs = QbeastConfig
 
     @classmethod
     def _get_adapter_specific_run_info(cls, config: Any) -> Dict[str, Any]:
@@ -110,12 +101,15 @@ class QbeastAdapter(SparkAdapter):
         ``location_root/<name>`` when configured (relative roots hang off the dbt project folder),
         else ``<schema folder>/<name>`` in the warehouse, the folder a managed table would use.
         """
+        import qbeast
+
         if model_config.location_root:
-            root = _local_path(model_config.location_root)
+            root = qbeast.local_path(model_config.location_root)
             if "://" not in root and not os.path.isabs(root):
-                root = os.path.join(str(self.connections.project_root), root)
+                project_root = self.connections.project_root  # type: ignore[attr-defined]
+                root = os.path.join(str(project_root), root)
         else:
-            root = _local_path(self._spark().catalog.getDatabase(relation.schema).locationUri)
+            root = qbeast.local_path(self._spark().catalog.getDatabase(relation.schema).locationUri)
         return root.rstrip("/") + "/" + relation.identifier
 
     @available
@@ -226,18 +220,18 @@ class QbeastAdapter(SparkAdapter):
 
         op = "qbeast_convert"
         location = ops.check_path(op, "path", path)
-        if isinstance(columns_to_index, str):
-            columns_to_index = [c.strip() for c in columns_to_index.split(",")]
-        if not isinstance(columns_to_index, (list, tuple)) or not columns_to_index or not all(
-            isinstance(c, str) and c for c in columns_to_index
-        ):
-            raise ops.argument_error(op, "columns_to_index", columns_to_index, "a non-empty list of column names")
+        try:
+            specs = qbeast.parse_columns_to_index(columns_to_index)
+        except qbeast.InvalidOptionError:
+            raise ops.argument_error(op, "columns_to_index", columns_to_index,
+                                     "a non-empty list of column names") from None
         size = ops.check_int(op, "cube_size", cube_size, 1)
         if source_format is not None and source_format not in ("delta", "parquet"):
             raise ops.argument_error(op, "source_format", source_format, "delta, parquet, none (detect)")
         with _operation_errors(op):
             result = qbeast.convert_to_qbeast(
-                self._spark(), location, list(columns_to_index), cube_size=size, source_format=source_format
+                self._spark(), location, [s.text for s in specs], cube_size=size,
+                source_format=source_format,
             )
         return ops.report(op, result)
 
@@ -286,32 +280,18 @@ class QbeastAdapter(SparkAdapter):
         """Point catalog table ``relation`` (``USING qbeast``, external) at ``location``.
 
         Re-created on every write so that its schema follows the table's; dropping an external
-        table never deletes its files. ``persist_docs`` column comments travel in the schema
-        (Spark reads a column's ``comment`` metadata key), so no ALTER COLUMN statement ever
-        rewrites the column metadata that carries the location; ``tblproperties`` and the table
-        comment are set afterwards with quoted literals.
+        table never deletes its files. ``persist_docs`` comments and ``tblproperties`` go to the
+        engine's ``qbeast.create_table``, which keeps column comments in the schema (so no ALTER
+        COLUMN statement ever rewrites the column metadata that carries the location).
         """
         import qbeast
-        from qbeast.spark.datasource import SOURCE_NAME, table_schema_with_location
 
-        qbeast.register(spark)
-        schema = qbeast.QbeastTable.for_path(spark, location).to_df().schema
-        name = relation.render()
-        spark.sql(f"drop table if exists {name}")
-        spark.catalog.createTable(
-            name,
-            path=location,
-            source=SOURCE_NAME,
-            schema=with_column_comments(
-                table_schema_with_location(schema, location), model_config.column_comments
-            ),
+        qbeast.create_table(
+            spark,
+            relation.render(),
+            location,
+            replace=True,
+            column_comments=model_config.column_comments,
+            properties=model_config.tblproperties,
+            comment=model_config.table_comment,
         )
-        if model_config.tblproperties:
-            pairs = ", ".join(
-                f"{sql_string(key)} = {sql_string(value)}"
-                for key, value in model_config.tblproperties.items()
-            )
-            spark.sql(f"alter table {name} set tblproperties ({pairs})")
-        # after the properties: their ALTER would drop a comment set before it
-        if model_config.table_comment:
-            spark.sql(f"comment on table {name} is {sql_string(model_config.table_comment)}")

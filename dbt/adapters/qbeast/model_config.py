@@ -10,9 +10,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index
+
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 
-TRANSFORMER_TYPES: Tuple[str, ...] = ("linear", "hashing", "quantiles", "histogram")
 WRITE_MODES: Tuple[str, ...] = ("overwrite", "append")
 #: What later runs of a qbeast model do when the model sets no write_mode: append, like an
 #: incremental model (the first run and --full-refresh always overwrite).
@@ -61,7 +62,7 @@ class QbeastModelConfig:
 
     @property
     def column_names(self) -> List[str]:
-        return [spec.split(":", 1)[0] for spec in self.columns_to_index]
+        return [spec.name for spec in parse_columns_to_index(list(self.columns_to_index))]
 
     def check_columns_exist(self, available: Sequence[str]) -> None:
         """Every indexed column must be an output column of the model (Spark names: no case)."""
@@ -81,30 +82,22 @@ def _error(model: str, option: str, value: Any, allowed: str) -> QbeastModelConf
 
 
 def _index_specs(model: str, value: Any) -> Tuple[str, ...]:
+    """The engine's parse of ``columns_to_index`` (``qbeast.parse_columns_to_index``), with errors
+    that name the model; plus dbt's rule that names differing only in case are one column."""
     allowed = (
         "a non-empty list (or comma-separated string) of column names, each optionally "
         f"suffixed with ':' and one of {', '.join(TRANSFORMER_TYPES)}"
     )
-    if isinstance(value, str):
-        items: List[Any] = value.split(",")
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
+    if not isinstance(value, (str, list, tuple)):
         raise _error(model, "columns_to_index", value, allowed)
-    specs: List[str] = []
-    for item in items:
-        if not isinstance(item, str) or not item.strip():
-            raise _error(model, "columns_to_index", value, allowed)
-        name, _, kind = (part.strip() for part in item.strip().partition(":"))
-        if not name or (kind and kind.lower() not in TRANSFORMER_TYPES) or (":" in item and not kind):
-            raise _error(model, "columns_to_index", value, allowed)
-        specs.append(f"{name}:{kind.lower()}" if kind else name)
-    if not specs:
-        raise _error(model, "columns_to_index", value, allowed)
-    lowered = [spec.split(":", 1)[0].lower() for spec in specs]
+    try:
+        specs = parse_columns_to_index(value)
+    except InvalidOptionError as exc:
+        raise _error(model, "columns_to_index", value, f"{allowed} ({exc})") from None
+    lowered = [spec.name.lower() for spec in specs]
     if len(set(lowered)) != len(lowered):
         raise _error(model, "columns_to_index", value, "each column at most once")
-    return tuple(specs)
+    return tuple(spec.text for spec in specs)
 
 
 def _cube_size(model: str, value: Any) -> Optional[int]:

@@ -81,8 +81,9 @@ def catalog_location(spark: Any, operation: str, schema: str, identifier: str) -
         raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}",
                     f"a qbeast table (this one's provider is {facts.get('Provider', 'unknown')}); "
                     "pass a folder path to work on a Delta or parquet table")
-    location = facts["Location"]
-    return location[len("file:"):] if location.startswith("file:") else location
+    import qbeast
+
+    return qbeast.local_path(facts["Location"])
 
 
 def report(operation: str, result: Any) -> Dict[str, Any]:

@@ -1,4 +1,4 @@
-"""How an append meets the existing table's schema (``on_schema_change``), and catalog comments.
+"""How an append meets the existing table's schema (``on_schema_change``).
 
 The rules follow what dbt users know from incremental models:
 
@@ -12,7 +12,7 @@ Type changes of existing columns are refused by the engine whatever the setting.
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, List, Sequence, Tuple
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 from dbt.adapters.qbeast.model_config import ON_SCHEMA_CHANGE, QbeastModelConfig
@@ -42,24 +42,11 @@ def apply_schema_change(
         return df, False
     from pyspark.sql import functions as F
 
+    from qbeast import quote_identifier
+
     kept = [
-        F.col(f"`{name.replace('`', '``')}`").alias(table_by_lower[name.lower()])
+        F.col(quote_identifier(name)).alias(table_by_lower[name.lower()])
         for name in df.columns
         if name.lower() in table_by_lower
     ]
     return df.select(*kept), False
-
-
-def with_column_comments(schema: Any, comments: Dict[str, str]) -> Any:
-    """``schema`` with a ``comment`` metadata entry on the documented columns (any case)."""
-    if not comments:
-        return schema
-    from pyspark.sql.types import StructField, StructType
-
-    by_lower = {name.lower(): text for name, text in comments.items()}
-    fields = []
-    for f in schema.fields:
-        comment = by_lower.get(f.name.lower())
-        metadata = {**f.metadata, "comment": comment} if comment else f.metadata
-        fields.append(StructField(f.name, f.dataType, f.nullable, metadata))
-    return StructType(fields)

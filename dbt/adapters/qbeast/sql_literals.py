@@ -1,12 +1,10 @@
-"""Quoting of values the adapter puts into Spark SQL text.
+"""Quoting of values the adapter puts into Spark SQL text: the engine's own rule.
 
-Run-operation arguments and config values reach SQL only through these helpers, never spliced in
-raw, so a quote or backslash in a value cannot end the literal early.
+Run-operation arguments and config values reach SQL only through :func:`sql_string`, never
+spliced in raw, so a quote or backslash in a value cannot end the literal early.
 """
 from __future__ import annotations
 
+from qbeast import sql_string
 
-def sql_string(value: object) -> str:
-    """``value`` as a Spark SQL string literal (single quotes; backslash and quote escaped)."""
-    text = str(value)
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+__all__ = ["sql_string"]
