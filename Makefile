@@ -1,12 +1,12 @@
 # Two commands for a fresh machine (Python >= 3.10 and Java 17):
 #   make demo   build the example dbt project in integration/ on the embedded Spark
-#   make test   run the whole test suite
+#   make test   run the static checks (ruff, mypy) and the whole test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test install bench bench-full clean
+.PHONY: demo test lint install bench bench-full clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(PY) integration/run_demo.py
 
-test: $(STAMP)
+# Static checks first (seconds): ruff (pyflakes, bugbear, the pyspark layering rule) and mypy,
+# configured in pyproject.toml; then the test suite.
+lint: $(STAMP)
+	$(PY) -m ruff check qbeast dbt tests benchmarks integration
+	$(PY) -m mypy
+
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     def load_ours_all() -> None:
         snap = DeltaLog.for_path(path).snapshot()
         for add in snap.files.values():  # build every AddFile (tags, stats string, sizes)
-            add.tags
+            _ = add.tags
 
     def load_theirs_all() -> None:
         DeltaTable(path).get_add_actions()

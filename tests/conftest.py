@@ -6,7 +6,6 @@ the same session: dbt-spark's session method calls ``SparkSession.builder.getOrC
 """
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 

@@ -82,6 +82,7 @@ class _Compound(Expression):
     """An n-ary And/Or; nested nodes of the same kind are flattened."""
 
     __slots__ = ("children",)
+    children: tuple[Expression, ...]
 
     def __init__(self, *children: Expression) -> None:
         flat: list[Expression] = []
@@ -90,7 +91,10 @@ class _Compound(Expression):
                 raise InvalidOptionError(
                     f"{type(self).__name__} operands must be expressions, got {child!r}"
                 )
-            flat.extend(child.children if type(child) is type(self) else (child,))
+            if isinstance(child, _Compound) and type(child) is type(self):
+                flat.extend(child.children)
+            else:
+                flat.append(child)
         if len(flat) < 2:
             raise InvalidOptionError(f"{type(self).__name__} needs at least two operands")
         object.__setattr__(self, "children", tuple(flat))

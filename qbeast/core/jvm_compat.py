@@ -129,7 +129,7 @@ def scala212_bytes_hash_many(buffer: bytes | np.ndarray, offsets: np.ndarray) ->
     h = np.full(n, SCALA_SEQ_SEED, dtype=np.uint32)
     max_len = int(sorted_len[0]) if n else 0
     # active[j] = number of rows longer than j (lengths sorted descending).
-    active_counts = np.searchsorted(-sorted_len, -np.arange(max_len), side="left") if max_len else []
+    active_counts = np.searchsorted(-sorted_len, -np.arange(max_len), side="left")
     with np.errstate(over="ignore"):
         for j in range(max_len):
             cnt = int(active_counts[j])

@@ -240,7 +240,8 @@ def _space_of_conjunction(
             return EmptySpace()
         if isinstance(leaf, AlwaysTrue):
             continue
-        entry = dims.get(getattr(leaf, "column", None))
+        column = getattr(leaf, "column", None)
+        entry = dims.get(column) if isinstance(column, str) else None
         if entry is None or entry[1].kind == _OPAQUE:
             continue
         index, dim = entry

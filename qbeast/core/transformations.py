@@ -106,6 +106,11 @@ class Transformation(abc.ABC):
     def to_json_obj(self) -> dict[str, Any]:
         """The JSON object qbeast-spark writes (``className`` first); floats marked for Java printing."""
 
+    @classmethod
+    def from_json_obj(cls, obj: Mapping[str, Any]) -> "Transformation":
+        """Decode the JSON object of this class (see :func:`transformation_from_json_obj`)."""
+        raise NotImplementedError(f"{cls.__name__} has no JSON form")
+
     def to_json(self) -> str:
         """Compact JSON text exactly as Jackson prints it."""
         return jackson_json(self.to_json_obj())
@@ -359,6 +364,8 @@ class IdentityTransformation(Transformation):
                 return other
             if b is None or float(a) == float(b):
                 return self
+            if self.data_type is None:
+                raise FormatError("IdentityTransformation has no data type; read it through its Revision")
             return LinearTransformation.create(_min_of(a, b), _max_of(a, b), self.data_type, rng)
         if isinstance(other, LinearTransformation) and other.data_type is self.data_type:
             return other.merge(self, rng)
@@ -817,7 +824,7 @@ class StringHistogramTransformation(_StringSearchTransformation):
 # polymorphic JSON
 # --------------------------------------------------------------------------------------------
 
-_BY_CLASS_NAME: dict[str, type] = {
+_BY_CLASS_NAME: dict[str, type[Transformation]] = {
     LinearTransformation.class_name: LinearTransformation,
     IdentityTransformation.class_name: IdentityTransformation,
     EmptyTransformation.class_name: EmptyTransformation,

@@ -172,11 +172,11 @@ class FileIndex(Mapping[str, AddFile]):
                 yield from self._base.index
         yield from self._added
 
-    def values(self) -> ValuesView[AddFile]:  # type: ignore[override]
+    def values(self) -> ValuesView[AddFile]:
         """All active AddFiles (built in bulk rather than one lookup at a time)."""
         return _Values(self)
 
-    def items(self) -> ItemsView[str, AddFile]:  # type: ignore[override]
+    def items(self) -> ItemsView[str, AddFile]:
         """``(path, AddFile)`` pairs of all active files (built in bulk)."""
         return _Items(self)
 
@@ -198,11 +198,15 @@ class FileIndex(Mapping[str, AddFile]):
 
 
 class _Values(ValuesView):
+    _mapping: FileIndex
+
     def __iter__(self) -> Iterator[AddFile]:
         return self._mapping._iter_values()
 
 
 class _Items(ItemsView):
+    _mapping: FileIndex
+
     def __iter__(self) -> Iterator[tuple[str, AddFile]]:
         return zip(iter(self._mapping), self._mapping._iter_values())
 

@@ -337,7 +337,7 @@ class DeltaLog:
         # commitInfo is conventionally the first line; only fall back to parsing every line.
         first = data.split(b"\n", 1)[0]
         if first.startswith(b'{"commitInfo"'):
-            for key, body in parse_commit(first, source):
+            for _key, body in parse_commit(first, source):
                 info = CommitInfo.from_json(body)
         else:
             for key, body in parse_commit(data, source):

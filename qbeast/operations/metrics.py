@@ -176,8 +176,8 @@ def metrics_of_snapshot(snapshot: QbeastSnapshot, revision_id: int) -> IndexMetr
 
     present = {c.cube for c in status}
     children: dict[object, int] = {}
-    for cube in present:
-        parent = cube.parent
+    for cube_id in present:
+        parent = cube_id.parent
         if parent is not None and parent in present:
             children[parent] = children.get(parent, 0) + 1
     avg_fanout = sum(children.values()) / len(children) if children else None

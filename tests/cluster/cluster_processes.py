@@ -337,7 +337,7 @@ def run_driver(args: list[str], env: Mapping[str, str], cwd: Path,
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         out, err = process.communicate()
-        raise DriverFailed(f"driver {args[:2]} timed out after {timeout:.0f}s:\n{_tail(err)}")
+        raise DriverFailed(f"driver {args[:2]} timed out after {timeout:.0f}s:\n{_tail(err)}") from None
     if process.returncode != 0:
         raise DriverFailed(f"driver {args[:2]} exited with {process.returncode}:\n{_tail(err)}")
     return out, err

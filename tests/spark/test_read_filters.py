@@ -6,7 +6,6 @@ allowed to be coarse, never lossy). Checked directly, and by evaluating both sid
 from __future__ import annotations
 
 import datetime as dt
-import decimal
 import random
 
 import pytest

@@ -15,7 +15,7 @@ from qbeast.core.selection import (
     select_files,
     select_sample_files,
 )
-from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
 
 
