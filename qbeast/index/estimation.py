@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 
 from qbeast.core.cube_id import CubeId, descend_one_level
+from qbeast.core.revision import Revision
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, fraction, fractions, normalized_to_weight
 from qbeast.errors import InvalidOptionError
 from qbeast.index.batches import ArrowMapFunction, concat_batches
@@ -205,7 +206,8 @@ def _domains_bottom_up(
 
 
 def partition_domains_function(
-    revision,
+    revision: Revision,
+    *,
     columns: Sequence[str],
     weight_column: str,
     gcs: int,

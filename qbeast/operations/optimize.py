@@ -244,8 +244,8 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     written = write_files(data, revision, plan, table) if sizes else []
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
-    return _commit(snapshot, rid, rid, chosen, adds, None,
-                   {"revisionId": rid, "numFilesRewritten": len(chosen)},
+    return _commit(snapshot, revision_id=rid, target_revision_id=rid, removed=chosen, adds=adds,
+                   metadata=None, parameters={"revisionId": rid, "numFilesRewritten": len(chosen)},
                    blocks_added=sum(len(w.blocks) for w in written))
 
 
@@ -271,7 +271,8 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
     phase = _phase(table, "staging: stats")
     spec = index_spec(data.schema, None, latest)
     revision, is_new, count = choose_revision(
-        data, spec, latest, latest.desired_cube_size, None, table_id=latest.table_id
+        data, spec, base=latest, cube_size=latest.desired_cube_size, column_stats=None,
+        table_id=latest.table_id,
     )
     phase.done(files=len(chosen), rows=count, revision=revision.revision_id, new_revision=is_new)
     adds: list[AddFile] = []
@@ -291,17 +292,19 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
             snapshot.delta.metadata,
             configuration=updated_configuration(snapshot.configuration, revision),
         )
-    return _commit(snapshot, 0, revision.revision_id, chosen, adds, metadata,
-                   {"revisionId": 0, "targetRevisionId": revision.revision_id,
-                    "numFilesRewritten": len(chosen)}, blocks_added=blocks_added)
+    return _commit(snapshot, revision_id=0, target_revision_id=revision.revision_id,
+                   removed=chosen, adds=adds, metadata=metadata,
+                   parameters={"revisionId": 0, "targetRevisionId": revision.revision_id,
+                               "numFilesRewritten": len(chosen)},
+                   blocks_added=blocks_added)
 
 
 # -- commit ---------------------------------------------------------------------------------------
 
 
-def _commit(snapshot: QbeastSnapshot, revision_id: int, target_revision_id: int,
+def _commit(snapshot: QbeastSnapshot, *, revision_id: int, target_revision_id: int,
             removed: list[AddFile], adds: list[AddFile], metadata: Metadata | None,
-            parameters: dict, *, blocks_added: int) -> RevisionOptimization:
+            parameters: dict, blocks_added: int) -> RevisionOptimization:
     """One transaction: the old files out, the new ones in, all with ``dataChange=false``.
 
     A failed commit deletes the new files (:func:`qbeast.commit.commit_files`): nothing

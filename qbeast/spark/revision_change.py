@@ -82,8 +82,9 @@ def run_stats(data, transformers: Sequence[Transformer]) -> dict[str, Any]:
 
 
 def choose_revision(
-    data,
+    data: Any,
     spec: IndexSpec,
+    *,
     base: Revision | None,
     cube_size: int,
     column_stats: Mapping[str, Any] | str | None,

@@ -109,7 +109,8 @@ def analyze(
     indexed = source.select(
         *[F.col(quote_identifier(c)) for c in columns], weight_column(columns).alias(WEIGHT_COLUMN)
     )
-    domains_fn = partition_domains_function(revision, columns, WEIGHT_COLUMN, gcs, capacity, lookup)
+    domains_fn = partition_domains_function(revision, columns=columns, weight_column=WEIGHT_COLUMN,
+                                            gcs=gcs, buffer_capacity=capacity, existing=lookup)
     summed = (
         map_in_arrow(indexed, domains_fn, DOMAIN_SCHEMA)
         .groupBy("cube")

@@ -149,7 +149,7 @@ def write(
 
     phase = write_phase(path, "stats")
     revision, is_new_revision, count = choose_revision(
-        data, spec, base, desired, column_stats, table_id=path
+        data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
     )
     phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
 
