@@ -43,7 +43,6 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from qbeast.core.sql import quote_identifier, sql_string
-from qbeast.delta.storage import local_path
 from qbeast.errors import InvalidOptionError
 
 logger = logging.getLogger("qbeast.spark.datasource")
@@ -369,6 +368,10 @@ def register(spark: Any) -> None:
 
 def _location_of(path: str) -> str:
     """The location a catalog table records: an absolute local path, or another storage's URI."""
+    # imported here: Spark imports this module in every Python worker and planner process of a
+    # read, and the log layer's package would add pyarrow and the whole log to each of them
+    from qbeast.delta.storage import local_path
+
     local = local_path(path)
     return local if "://" in local else os.path.abspath(local)
 
