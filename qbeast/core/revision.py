@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from qbeast.core.defaults import DEFAULT_CUBE_SIZE
 from qbeast.core.jvm_compat import jackson_json
 from qbeast.core.transformations import (
     EmptyTransformation,
@@ -41,7 +42,6 @@ LAST_REVISION_KEY = "qbeast.lastRevisionID"
 REVISION_PREFIX = "qbeast.revision."
 #: Pre-0.6 tables stored replicated cube sets under this prefix; ignored today, removed on upgrade.
 REPLICATED_SET_PREFIX = "qbeast.replicatedSet."
-DEFAULT_CUBE_SIZE = 5_000_000
 STAGING_REVISION_ID = 0
 
 __all__ = [

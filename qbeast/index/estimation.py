@@ -35,17 +35,8 @@ from qbeast.index.batches import ArrowMapFunction, concat_batches
 from qbeast.index.points import table_points
 from qbeast.index.cube_tree import CubeTree
 
-#: qbeast-spark's ``spark.qbeast.index.cubeDomainsBufferCapacity`` default.
-DEFAULT_BUFFER_CAPACITY = 100_000
 #: Smallest per-buffer cube capacity (``CubeDomainsBuilder``'s floor).
 MIN_GROUP_CUBE_SIZE = 30
-#: Rows the estimation pass reads from a large input (``spark.qbeast.index.estimationSampleRows``);
-#: a larger input is estimated from a Bernoulli sample of about this many rows. 0 disables it.
-#: 1M sampled rows reproduced the full estimation's layout of the 20M-row benchmark table (361
-#: cubes, 45 files) and put every threshold of an 8M-row table within 1% of it, in 0.8 s instead
-#: of 1.2-1.5 s for 2M; 500k was faster still but lost 64 of the 361 cubes of the skewed table
-#: (benchmarks/results/write.md).
-DEFAULT_ESTIMATION_SAMPLE_ROWS = 1_000_000
 #: Sampled rows a cube of the desired size must still hold, so that small cube sizes keep enough
 #: rows per cube for a stable threshold (the fraction is raised to ``this / cube_size``).
 MIN_SAMPLED_ROWS_PER_CUBE = 1_000

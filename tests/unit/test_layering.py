@@ -93,3 +93,18 @@ def test_the_dbt_adapter_uses_only_the_engines_public_api():
                   and node.value.id == "qbeast" and node.attr not in qbeast.__all__):
                 bad.append(f"{path.name}: qbeast.{node.attr}")
     assert bad == []
+
+
+def test_modules_every_spark_process_imports_stay_light():
+    """Spark imports the data source module in every Python worker and planner process of a SQL
+    read, and dbt imports the session helper on every invocation: pulling the log layer or
+    pyarrow into them cost each read about 0.3 s (measured by benchmarks/bench_sql.py)."""
+    probe = (
+        "import sys, qbeast.spark.datasource, qbeast.spark.session\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyarrow' "
+        "or m.startswith(('qbeast.delta', 'qbeast.index', 'qbeast.snapshot'))))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=ROOT, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"
