@@ -5,8 +5,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The JVM read bridge (jvm/): compiled with javac against the installed pyspark; the wheel ships it.
+JAR := qbeast/jars/qbeast-bridge.jar
+JAVA_SOURCES := $(shell find jvm/src -type f) jvm/build_jar.py
 
-.PHONY: demo test lint install bench bench-full clean
+.PHONY: demo test lint install jar wheel bench bench-full clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -16,9 +19,14 @@ $(STAMP): $(PY) pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
 	touch $(STAMP)
 
-install: $(STAMP)
+$(JAR): $(STAMP) $(JAVA_SOURCES)
+	$(PY) jvm/build_jar.py --output $(JAR)
 
-demo: $(STAMP)
+jar: $(JAR)
+
+install: $(STAMP) $(JAR)
+
+demo: install
 	$(PY) integration/run_demo.py
 
 # Static checks first (seconds): ruff (pyflakes, bugbear, the pyspark layering rule) and mypy,
@@ -27,14 +35,18 @@ lint: $(STAMP)
 	$(PY) -m ruff check qbeast dbt tests benchmarks integration
 	$(PY) -m mypy
 
-test: lint
+test: lint install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+# A wheel with the bridge jar inside (users then need a JRE only).
+wheel: install
+	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+
+bench: install
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,bench]"
 	$(PY) benchmarks/run_all.py --quick
 
-bench-full: $(STAMP)
+bench-full: install
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,bench]"
 	$(PY) benchmarks/run_all.py --full
 

@@ -48,6 +48,8 @@ from qbeast.errors import InvalidOptionError
 logger = logging.getLogger("qbeast.spark.datasource")
 
 SOURCE_NAME = "qbeast"
+#: The name of this Python source in sessions where the JVM bridge is ``qbeast``.
+PYTHON_SOURCE_NAME = "qbeast_python"
 LOCATION_KEY = "qbeast.location"
 #: A column comment of this form also carries the location (for DDL written by hand).
 LOCATION_COMMENT_PREFIX = LOCATION_KEY + "="
@@ -339,23 +341,53 @@ class QbeastDataSource(DataSource):
         return QbeastDataSourceReader(parse_read_options(self.options, schema), schema)
 
 
-def register(spark: Any) -> None:
+class QbeastPythonSource(QbeastDataSource):
+    """The Python source under a second name, for sessions where the JVM bridge holds ``qbeast``.
+
+    Reading one table through both implementations in one session (to compare them) needs two
+    names: ``spark.read.format("qbeast_python")``, or catalog tables created with
+    ``create_table(..., source="qbeast_python")``.
+    """
+
+    @classmethod
+    def name(cls) -> str:
+        return PYTHON_SOURCE_NAME
+
+
+def register(spark: Any) -> str:
     """Make ``format("qbeast")`` and ``USING qbeast`` available in ``spark``'s session.
 
-    Registrations are per session: a session made with ``newSession()`` needs its own call.
-    Spark checks for a name clash by looking the name up in the *active* session, so registering
-    in a second session while the first is active fails with ``DATA_SOURCE_ALREADY_EXISTS``;
-    ``spark`` is made the active session for the duration of the call to avoid that.
+    The JVM read bridge when it can serve the session, else this Python data source; returns
+    ``"jvm"`` or ``"python"`` (see :func:`qbeast.spark.bridge.register`).
     """
+    from qbeast.spark.bridge import register as register_sql_source
+
+    return register_sql_source(spark)
+
+
+def register_python_source(spark: Any, name: str = SOURCE_NAME) -> None:
+    """Register this Python data source in ``spark``'s session as ``name``.
+
+    ``name`` is ``qbeast`` (the fallback, where the bridge cannot serve the session) or
+    ``qbeast_python`` (beside the bridge, for comparisons). Registrations are per session: a
+    session made with ``newSession()`` needs its own call. Spark checks for a name clash by
+    looking the name up in the *active* session, so registering in a second session while the
+    first is active fails with ``DATA_SOURCE_ALREADY_EXISTS``; ``spark`` is made the active
+    session for the duration of the call to avoid that.
+    """
+    sources = {SOURCE_NAME: QbeastDataSource, PYTHON_SOURCE_NAME: QbeastPythonSource}
+    if name not in sources:
+        raise InvalidOptionError(f"python source name {name!r} is unknown; allowed: {', '.join(sources)}")
+    source = sources[name]
     jvm_session = getattr(spark, "_jsparkSession", None)  # absent on Spark Connect
     if jvm_session is None:
-        spark.dataSource.register(QbeastDataSource)
+        spark.dataSource.register(source)
         return
     session_class = spark._jvm.org.apache.spark.sql.SparkSession
     previous = session_class.getActiveSession()
     session_class.setActiveSession(jvm_session)
     try:
-        spark.dataSource.register(QbeastDataSource)
+        spark.dataSource.register(source)
     finally:
         if previous.isDefined():
             session_class.setActiveSession(previous.get())
@@ -405,15 +437,19 @@ def create_table(
     column_comments: Mapping[str, str] | None = None,
     properties: Mapping[str, str] | None = None,
     comment: str | None = None,
+    source: str = SOURCE_NAME,
 ) -> None:
     """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
 
-    The catalog keeps the schema (with the location in the column metadata) as an external
-    table; queries always read the latest committed snapshot of ``path``. With ``replace`` an
-    existing table of that name is dropped first (dropping it never deletes the data).
-    ``column_comments`` travel in the schema (so no later statement rewrites the column
-    metadata that carries the location); ``properties`` (table properties) and the table
-    ``comment`` are set after the table exists, with quoted literals.
+    The catalog keeps it as an external table with ``LOCATION path`` (what the JVM bridge
+    reads) and the location in every column's metadata too (what the Python data source reads),
+    so either implementation can read it. Queries always read the latest committed snapshot of
+    ``path``. With ``replace`` an existing table of that name is dropped first (dropping it never
+    deletes the data). ``column_comments`` travel in the schema (so no later statement rewrites
+    the column metadata that carries the location); ``properties`` (table properties) and the
+    table ``comment`` are set after the table exists, with quoted literals.
+    ``source="qbeast_python"`` makes a table read by the Python source in a session where the
+    bridge is ``qbeast``.
     """
     from pyspark.sql.types import StructType
 
@@ -421,15 +457,21 @@ def create_table(
 
     if not isinstance(name, str) or not name.strip():
         raise InvalidOptionError(f"table name must be a non-empty string, got {name!r}")
+    if source not in (SOURCE_NAME, PYTHON_SOURCE_NAME):
+        raise InvalidOptionError(
+            f"source {source!r} is unknown; allowed: {SOURCE_NAME}, {PYTHON_SOURCE_NAME}"
+        )
     register(spark)
+    if source == PYTHON_SOURCE_NAME:
+        register_python_source(spark, PYTHON_SOURCE_NAME)
     snapshot = load_snapshot(path)
     schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path,
                                         column_comments)
     if replace:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
     # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data);
-    # the reader itself takes the location from the column metadata, as Spark does not pass it.
-    spark.catalog.createTable(name, path=_location_of(path), source=SOURCE_NAME, schema=schema)
+    # the Python source takes the location from the column metadata, as Spark does not pass it.
+    spark.catalog.createTable(name, path=_location_of(path), source=source, schema=schema)
     if properties:
         pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
@@ -471,4 +513,5 @@ __all__ = [
     "location_from_schema",
     "parse_read_options",
     "register",
+    "register_python_source",
 ]

@@ -67,7 +67,30 @@ def _parse_date(text: str) -> _dt.date:
         raise _Unknown(f"not a date literal: {text!r}") from None
 
 
-def _parse_timestamp(text: str) -> _dt.datetime:
+def _zone(name: str) -> _dt.tzinfo:
+    """The ``tzinfo`` of a Spark session time zone name (``UTC``, ``Europe/Paris``, ``+02:00``)."""
+    if name.upper() in ("UTC", "Z", "GMT", "ETC/UTC"):
+        return _dt.timezone.utc
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except (ValueError, KeyError, ImportError, OSError):
+        pass
+    match = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2}):?(\d{2})?", name.strip(), re.IGNORECASE)
+    if match is None:
+        raise _Unknown(f"unknown session time zone {name!r}")
+    sign = -1 if match.group(1) == "-" else 1
+    delta = _dt.timedelta(hours=int(match.group(2)), minutes=int(match.group(3) or 0))
+    return _dt.timezone(sign * delta)
+
+
+def _parse_timestamp(text: str, zone: str = "UTC") -> _dt.datetime:
+    """A timestamp literal; without an offset it is a wall-clock time in ``zone``.
+
+    The engine pins its sessions to UTC, so zone-less strings users write are UTC; Spark prints
+    ``TIMESTAMP '...'`` literals in the session time zone, which the SQL bridge passes along.
+    """
     value = text.strip().replace(" ", "T", 1)
     if value.endswith("Z"):
         value = value[:-1] + "+00:00"
@@ -75,8 +98,9 @@ def _parse_timestamp(text: str) -> _dt.datetime:
         parsed = _dt.datetime.fromisoformat(value)
     except ValueError:
         raise _Unknown(f"not a timestamp literal: {text!r}") from None
-    # The engine pins the session time zone to UTC, so zone-less literals are UTC.
-    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=_dt.timezone.utc)
+    if parsed.tzinfo is not None:
+        return parsed
+    return parsed.replace(tzinfo=_zone(zone)).astimezone(_dt.timezone.utc)
 
 
 def typed_literal(type_name: str, value: Any) -> Any:
@@ -193,6 +217,14 @@ def _finish(expr: ex.Expression | None) -> ex.Expression:
     return ex.AlwaysTrue() if expr is None else expr
 
 
+#: Integral types by width (Spark SQL and ``typeName()`` spellings).
+_INTEGRAL_RANK = {"tinyint": 0, "byte": 0, "smallint": 1, "short": 1, "int": 2, "integer": 2,
+                  "bigint": 3, "long": 3}
+#: Column types whose every value a double holds exactly.
+_EXACT_IN_DOUBLE = {"byte", "short", "integer", "float"}
+#: Keywords that start a typed literal (``DATE '2024-01-31'``) or, alone, name a column.
+_LITERAL_PREFIXES = ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ")
+
 _COMPARISON = {
     "=": ex.EqualTo,
     "==": ex.EqualTo,
@@ -243,8 +275,8 @@ _TOKEN = re.compile(
         (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?[LlDdSsYy]?(?:BD|bd)?)
       | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
       | (?P<quoted>`(?:[^`]|``)+`)
-      | (?P<word>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)
-      | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,)
+      | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<op><=>|<=|>=|<>|!=|==|=|<|>|\(|\)|,|\.)
       | (?P<other>\S)
     )""",
     re.VERBOSE,
@@ -265,7 +297,9 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         if kind == "number":
             body = raw.rstrip("LlDdSsYyBb")
             value: Any = decimal.Decimal(body) if any(c in body for c in ".eE") else int(body)
-            if isinstance(value, decimal.Decimal) and raw[-1:] in ("D", "d"):
+            if raw[-2:].upper() == "BD":  # Spark's decimal literal: keep it exact
+                value = decimal.Decimal(body)
+            elif raw[-1:] in ("D", "d"):  # Spark's double literal
                 value = float(body)
             tokens.append(("lit", value))
         elif kind == "string":
@@ -278,7 +312,7 @@ def _tokenize(text: str) -> list[tuple[str, Any]]:
         elif kind == "word":
             upper = raw.upper()
             if upper in ("AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "TRUE", "FALSE",
-                         "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"):
+                         "DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "CAST", "AS"):
                 tokens.append(("kw", upper))
             else:
                 tokens.append(("ident", raw))
@@ -294,15 +328,18 @@ class _SqlPredicateParser:
     """Recursive descent over the subset of Spark SQL predicates that can prune files.
 
     Grammar: ``or := and (OR and)*``, ``and := not (AND not)*``, ``not := NOT not | atom``,
-    ``atom := '(' or ')' | operand (cmp operand | [NOT] BETWEEN a AND b | [NOT] IN (...) |
-    IS [NOT] NULL | [NOT] LIKE 'p%')``. Any other atom (function calls, arithmetic, column-to-
-    column comparisons) is skipped as unknown.
+    ``atom := '(' or ')' | startswith(column, 'p') | operand (cmp operand | [NOT] BETWEEN a AND b
+    | [NOT] IN (...) | IS [NOT] NULL | [NOT] LIKE 'p%')``, ``operand := literal | column |
+    CAST(column AS <wider integral type or double>)``. Columns may carry table qualifiers
+    (``t.x``, ```db`.`t`.`x```), as Spark's ``Expression.sql()`` prints them. Any other atom
+    (function calls, arithmetic, column-to-column comparisons) is skipped as unknown.
     """
 
-    def __init__(self, text: str, types: dict) -> None:
+    def __init__(self, text: str, types: dict, time_zone: str = "UTC") -> None:
         self.tokens = _tokenize(text)
         self.pos = 0
         self.types = types
+        self.time_zone = time_zone
 
     # token helpers
     def peek(self, offset: int = 0) -> tuple[str, Any]:
@@ -381,6 +418,18 @@ class _SqlPredicateParser:
             inner = self.parse_or(negated_context)
             self.expect(("op", ")"))
             return inner
+        kind, value = self.peek()
+        if kind == "ident" and value.lower() == "startswith" and self.peek(1) == ("op", "("):
+            # what Spark's optimizer makes of LIKE 'prefix%'
+            self.take()
+            self.take()
+            column = self.column_of(self.parse_operand())
+            self.expect(("op", ","))
+            prefix = self.parse_operand()
+            self.expect(("op", ")"))
+            if prefix[0] != "lit" or not isinstance(prefix[1], str):
+                raise _Unknown("startswith without a string prefix")
+            return _prefix_range(self.types, column, prefix[1])
         left = self.parse_operand()
         negated = False
         if self.at_kw("NOT"):
@@ -435,25 +484,68 @@ class _SqlPredicateParser:
         kind, value = self.take()
         if kind == "lit":
             return ("lit", value)
-        if kind == "ident":
-            if self.peek() == ("op", "("):
-                raise _Unknown("function calls are not used for pruning")
-            return ("col", value)
+        if kind == "kw" and value == "CAST" and self.peek() == ("op", "("):
+            return self.parse_cast()
+        if kind == "kw" and value in _LITERAL_PREFIXES and self.peek()[0] == "lit":
+            text = self.take()[1]
+            if not isinstance(text, str):
+                raise _Unknown(f"{value} must be followed by a string")
+            if value == "DATE":
+                return ("lit", _parse_date(text))
+            parsed = _parse_timestamp(text, self.time_zone)
+            return ("lit", parsed.replace(tzinfo=None) if value == "TIMESTAMP_NTZ" else parsed)
         if kind == "kw" and value in ("TRUE", "FALSE"):
             return ("lit", value == "TRUE")
         if kind == "kw" and value == "NULL":
             return ("lit", None)
-        if kind == "kw" and value in ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ"):
-            lit_kind, text = self.take()
-            if lit_kind != "lit" or not isinstance(text, str):
-                raise _Unknown(f"{value} must be followed by a string")
-            if value == "DATE":
-                return ("lit", _parse_date(text))
-            parsed = _parse_timestamp(text)
-            return ("lit", parsed.replace(tzinfo=None) if value == "TIMESTAMP_NTZ" else parsed)
+        if kind == "ident" or (kind == "kw" and value in _LITERAL_PREFIXES):
+            if self.peek() == ("op", "("):
+                raise _Unknown("function calls are not used for pruning")
+            return ("col", self.column_name(value))
         if kind == "op" and value in ("-", "+"):
             raise _Unknown("arithmetic")
         raise _Unknown(f"unexpected token {value!r}")
+
+    def column_name(self, first: str) -> str:
+        """A column reference, without the table qualifiers Spark may print before it.
+
+        ``a.b`` where ``a`` (or any part before the last) is a column is a struct field access,
+        which never prunes; otherwise the leading parts are qualifiers (catalog, database, table
+        or alias) and the last part is the column.
+        """
+        parts = [first]
+        while self.peek() == ("op", ".") and self.peek(1)[0] in ("ident", "kw"):
+            self.take()
+            parts.append(str(self.take()[1]))
+        if any(part.lower() in self.types for part in parts[:-1]):
+            raise _Unknown("struct field access")
+        return parts[-1]
+
+    def parse_cast(self) -> tuple[str, Any]:
+        """``CAST(column AS type)`` where the cast is exact (integral widening): the column itself.
+
+        Spark wraps a column in such a cast when it meets a literal of a wider type
+        (``CAST(int_col AS BIGINT) > 5L``); comparing the column with the literal converted to the
+        column's type selects the same rows. Any other cast is unknown.
+        """
+        self.expect(("op", "("))
+        operand = self.parse_operand()
+        self.expect(("kw", "AS"))
+        target_kind, target = self.take()
+        if target_kind not in ("ident", "kw"):
+            raise _Unknown("CAST without a type")
+        target_type = str(target).lower()
+        if self.peek() == ("op", "("):
+            raise _Unknown(f"CAST to {target_type}(...) is not used for pruning")
+        self.expect(("op", ")"))
+        column = self.column_of(operand)
+        _, source_type = _resolve(self.types, column)
+        widening = _INTEGRAL_RANK.get(source_type, 99) <= _INTEGRAL_RANK.get(target_type, -1) or (
+            source_type in _EXACT_IN_DOUBLE and target_type == "double"
+        )
+        if not widening:
+            raise _Unknown(f"CAST of a {source_type} column to {target_type}")
+        return ("col", column)
 
     def column_of(self, operand: tuple[str, Any]) -> str:
         if operand[0] != "col":
@@ -468,23 +560,75 @@ class _SqlPredicateParser:
         raise _Unknown("comparison must be between a column and a literal")
 
 
-def parse_sql_predicate(text: str, schema: Any) -> ex.Expression:
+def parse_sql_predicate(text: str, schema: Any, *, time_zone: str = "UTC") -> ex.Expression:
     """A simple Spark SQL predicate as a core expression for pruning.
 
     Understood: comparisons (``=``, ``<>``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``<=>``) between a
-    column and a literal, ``[NOT] BETWEEN``, ``[NOT] IN``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``,
-    ``AND``/``OR``/``NOT`` and parentheses; literals: numbers, quoted strings, ``TRUE``/``FALSE``,
-    ``NULL``, ``DATE '...'``, ``TIMESTAMP '...'``. Anything else is ignored for pruning (never
-    for the result: the reader still applies the full SQL text with Spark).
+    column and a literal, ``[NOT] BETWEEN``, ``[NOT] IN``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``
+    and ``startswith(column, 'prefix')``, ``AND``/``OR``/``NOT`` and parentheses; literals:
+    numbers (with Spark's type suffixes ``5L``, ``1.5D``, ``2.50BD``), quoted strings,
+    ``TRUE``/``FALSE``, ``NULL``, ``DATE '...'``, ``TIMESTAMP '...'`` (a wall-clock time in
+    ``time_zone`` unless it has an offset), ``TIMESTAMP_NTZ '...'``; columns optionally qualified
+    (``t.x``) or in an exact widening ``CAST``. That covers what Spark's ``Expression.sql()``
+    prints for pushed filters. Anything else is ignored for pruning (never for the result: the
+    reader still applies the full SQL text with Spark).
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidOptionError(f"filter must be a non-empty SQL predicate string, got {text!r}")
     types = column_types(schema)
     try:
-        return _finish(_SqlPredicateParser(text, types).parse())
+        return _finish(_SqlPredicateParser(text, types, time_zone).parse())
     except _Unknown as why:
         logger.info("filter %r is not used for pruning (%s); it is still applied to rows", text, why)
         return ex.AlwaysTrue()
+
+
+_WEIGHT_OPS = {"<": (None, 0), "<=": (None, 1), ">=": (0, None), ">": (1, None)}
+
+
+def weight_bounds(text: str, hash_columns: Sequence[str]) -> tuple[int, int] | None:
+    """The weight range ``[lo, hi)`` a filter ``hash(<hash_columns>) <op> <integer>`` keeps.
+
+    This is how a sample reaches a scan in SQL (FORMAT §2.4): ``QbeastTable.sample_predicate``,
+    dbt's ``qbeast_sample()`` and the bridge's ``TABLESAMPLE`` rewrite all produce it. The columns
+    must be exactly the indexed columns in revision order (case-insensitive, unqualified);
+    anything else returns None (the filter then only applies to rows).
+    """
+    from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
+
+    if not hash_columns:
+        return None
+    tokens = [t for t in _tokenize(text) if t[0] != "end"]
+    while len(tokens) >= 2 and tokens[0] == ("op", "(") and tokens[-1] == ("op", ")"):
+        tokens = tokens[1:-1]
+    if len(tokens) > 2 and tokens[0][0] == "lit":  # `w > hash(...)`
+        tokens = tokens[2:] + [(tokens[1][0], _FLIPPED.get(tokens[1][1], tokens[1][1])), tokens[0]]
+    if len(tokens) < 6 or tokens[0][0] != "ident" or tokens[0][1].lower() != "hash" or tokens[1] != ("op", "("):
+        return None
+    close = next((i for i, t in enumerate(tokens) if t == ("op", ")")), None)
+    if close is None or close + 3 != len(tokens):
+        return None
+    # plain column names only: the bridge prints columns without qualifiers, and `s.a` may be a
+    # struct field rather than column `a`
+    names: list[str] = []
+    expect_name = True
+    for kind, value in tokens[2:close]:
+        if expect_name and kind in ("ident", "kw"):
+            names.append(str(value))
+        elif expect_name or (kind, value) != ("op", ","):
+            return None
+        expect_name = not expect_name
+    if expect_name:
+        return None
+    (op_kind, op), (lit_kind, bound) = tokens[close + 1], tokens[close + 2]
+    if op_kind != "op" or op not in _WEIGHT_OPS or lit_kind != "lit" or not isinstance(bound, int):
+        return None
+    if [n.lower() for n in names] != [c.lower() for c in hash_columns]:
+        return None
+    low_shift, high_shift = _WEIGHT_OPS[op]
+    lo = MIN_WEIGHT if low_shift is None else bound + low_shift
+    hi = MAX_WEIGHT + 1 if high_shift is None else bound + high_shift
+    return max(lo, MIN_WEIGHT), min(hi, MAX_WEIGHT + 1)
 
 
 def normalize_predicate(expr: ex.Expression, schema: Any) -> ex.Expression:

@@ -52,6 +52,7 @@ class PlannedFile:
     path: str  # file-system path (absolute)
     size: int
     revision_id: int
+    modification_time: int = 0  # epoch milliseconds, from the AddFile
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,17 @@ def sample_weight_range(fraction: float | None) -> tuple[int, int] | None:
     return MIN_WEIGHT, weight_from_fraction(value)
 
 
+def sample_columns(snapshot: Any) -> tuple[str, ...]:
+    """The columns a row's weight hashes (latest revision); refused for plain Delta tables."""
+    if not snapshot.is_qbeast:
+        raise NotAQbeastTableError(
+            f"cannot sample {snapshot.table_path}: it is a plain Delta table without Qbeast "
+            "metadata (qbeast.lastRevisionID), so rows have no weight; read it in full or "
+            "convert it with qbeast.convert_to_qbeast"
+        )
+    return tuple(snapshot.latest_revision.columns)
+
+
 def load_snapshot(path: str, version: int | None = None):
     """The Qbeast view of the table at ``path`` (latest committed version by default)."""
     if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
@@ -121,8 +133,14 @@ def _select_revision(
     files: list[Any],
     predicate: ex.Expression,
     weight_range: tuple[int, int] | None,
+    hash_columns: tuple[str, ...],
 ) -> list[Any]:
-    """The files of one indexed revision the OTree walk keeps."""
+    """The files of one indexed revision the OTree walk keeps.
+
+    The weight range only prunes a revision whose indexed columns are the ``hash_columns``: a
+    row's weight is the hash of its revision's columns, so another revision's blocks say nothing
+    about ``hash(hash_columns)`` (the row filter still applies to its rows).
+    """
     decoded = [(add, snapshot.decoded(add)) for add in files]
     if snapshot.needs_upgrade or any(tags.format in _UNINDEXED_FORMATS for _, tags in decoded):
         logger.info(
@@ -137,6 +155,8 @@ def _select_revision(
                        revision_id, snapshot.table_path)
         return files
     status = IndexStatus.from_files(revision, ((add.path, tags.blocks) for add, tags in decoded))
+    if tuple(revision.columns) != hash_columns:
+        weight_range = None
     lo, hi = weight_range or (MIN_WEIGHT, MAX_WEIGHT)
     spaces = query_spaces(revision, None if isinstance(predicate, ex.AlwaysTrue) else predicate)
     keep = select_files(status, spaces, lo, hi)
@@ -148,24 +168,24 @@ def plan_read(
     *,
     fraction: float | None = None,
     predicate: ex.Expression | None = None,
+    weight_range: tuple[int, int] | None = None,
 ) -> ReadPlan:
     """Plan a read of ``snapshot`` sampled to ``fraction`` and pruned by ``predicate``.
 
     ``predicate`` must already name the table's columns with literals of their types
     (:func:`qbeast.spark.filters.normalize_predicate` and friends produce that).
+    ``weight_range`` ``[lo, hi)`` of ``hash(indexed columns)`` is the other way to ask for a
+    sample (the SQL bridge finds it in a scan's filters); give it or ``fraction``, not both.
     """
     started = time.monotonic()
     predicate = predicate if predicate is not None else ex.AlwaysTrue()
-    weight_range = sample_weight_range(fraction)
+    if weight_range is not None and fraction is not None:
+        raise InvalidOptionError("plan_read takes a sample fraction or a weight range, not both")
+    if weight_range is None:
+        weight_range = sample_weight_range(fraction)
     hash_columns: tuple[str, ...] = ()
     if weight_range is not None:
-        if not snapshot.is_qbeast:
-            raise NotAQbeastTableError(
-                f"cannot sample {snapshot.table_path}: it is a plain Delta table without Qbeast "
-                "metadata (qbeast.lastRevisionID), so rows have no weight; read it in full or "
-                "convert it with qbeast.convert_to_qbeast"
-            )
-        hash_columns = tuple(snapshot.latest_revision.columns)
+        hash_columns = sample_columns(snapshot)
     delta = snapshot.delta
     delta.check_readable()
     schema_json = json.dumps(delta.schema)
@@ -176,10 +196,10 @@ def plan_read(
         if revision_id == 0:
             selected = files
         else:
-            selected = _select_revision(snapshot, revision_id, files, predicate, weight_range)
+            selected = _select_revision(snapshot, revision_id, files, predicate, weight_range, hash_columns)
         chosen.extend((revision_id, add) for add in selected)
     kept = [
-        PlannedFile(delta.file_path(add), int(add.size or 0), revision_id)
+        PlannedFile(delta.file_path(add), int(add.size or 0), revision_id, int(add.modification_time or 0))
         for revision_id, add in chosen
         if file_may_match(predicate, add.parsed_stats, types)
     ]

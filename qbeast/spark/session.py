@@ -12,6 +12,11 @@ On a cluster (a non-local master) or through Spark Connect (``spark.remote``) th
 are not children of this process, so the session also gets the engine's code shipped to them (see
 :mod:`qbeast.spark.shipping`); ``spark.qbeast.shipEngine`` = ``false`` turns that off for clusters
 whose workers have the engine installed.
+
+Sessions built here also read ``qbeast`` in SQL at native speed: the JVM read bridge's jar goes
+on ``spark.jars`` with its optimizer rule on ``spark.sql.extensions``, and the engine's planner
+is registered (:mod:`qbeast.spark.bridge`; ``spark.qbeast.sqlBridge`` = ``false`` keeps the
+Python data source).
 """
 from __future__ import annotations
 
@@ -110,7 +115,9 @@ def get_or_create_session(
     pin_python_workers()
     from pyspark.sql import SparkSession
 
-    merged = session_conf(conf)
+    from qbeast.spark import bridge
+
+    merged = bridge.session_conf(session_conf(conf))
     mode = ship_engine_mode(merged)
     remote = merged.get("spark.remote")
     builder = SparkSession.builder
@@ -125,6 +132,7 @@ def get_or_create_session(
     session = builder.getOrCreate()
     if mode == "true" or (mode == "auto" and tasks_leave_process(_master_of(session), remote)):
         ship_engine(session)
+    bridge.register(session)  # `qbeast` in SQL: the JVM read bridge, or the Python data source
     return session
 
 

@@ -1,4 +1,9 @@
-"""The ``qbeast`` Python data source: reads by path, options, catalog tables.
+"""The ``qbeast`` Python data source (the fallback of the JVM bridge): reads by path, options,
+catalog tables.
+
+The test session has the bridge, which holds the name ``qbeast``; the Python source is read here
+under its second name ``qbeast_python`` (same class, same code). ``test_sql_bridge.py`` checks
+that a session without the jar falls back to it under ``qbeast``.
 
 What a Python source reads is not visible through ``inputFiles()``; the scan node's
 ``numOutputRows`` metric is: the source returns every row of the files it opens (Spark applies
@@ -18,12 +23,16 @@ import qbeast
 from qbeast import QbeastTable
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.datasource import (
+    PYTHON_SOURCE_NAME,
     create_table,
     create_table_sql,
     describe_location,
     parse_read_options,
     register,
+    register_python_source,
 )
+
+PY = PYTHON_SOURCE_NAME
 
 SCHEMA = "id BIGINT, x INT, ts TIMESTAMP, dec DECIMAL(10,2), s STRING, day DATE"
 
@@ -49,6 +58,7 @@ def table_path(spark, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("datasource") / "orders")
     qbeast.write(spark.createDataFrame(_rows(1, 0, 5000), SCHEMA), path, "x,ts", cube_size=300)
     register(spark)
+    register_python_source(spark, PY)
     return path
 
 
@@ -108,7 +118,7 @@ def test_options_are_validated_with_clear_messages():
 
 
 def test_load_by_path_equals_the_dataframe_api(spark, table_path):
-    source = spark.read.format("qbeast").load(table_path)
+    source = spark.read.format(PY).load(table_path)
     table = QbeastTable.for_path(spark, table_path)
     native = table.to_df()
     assert source.schema.simpleString() == native.schema.simpleString()
@@ -118,14 +128,14 @@ def test_load_by_path_equals_the_dataframe_api(spark, table_path):
 @pytest.mark.parametrize("fraction", [0.05, 0.3])
 def test_sample_fraction_option(spark, table_path, fraction):
     table = QbeastTable.for_path(spark, table_path)
-    source = spark.read.format("qbeast").option("sampleFraction", str(fraction)).load(table_path)
+    source = spark.read.format(PY).option("sampleFraction", str(fraction)).load(table_path)
     expected = _ids(table.sample(fraction))
     assert _ids(source) == expected
     # the sample's row filter runs inside the source (Spark knows nothing of weights)
     assert _scan_rows(source) == len(expected)
     # a user schema without the indexed columns still samples by them
     narrow = (
-        spark.read.format("qbeast").schema("id BIGINT").option("sampleFraction", str(fraction))
+        spark.read.format(PY).schema("id BIGINT").option("sampleFraction", str(fraction))
         .load(table_path)
     )
     assert _ids(narrow) == expected
@@ -134,7 +144,7 @@ def test_sample_fraction_option(spark, table_path, fraction):
 def test_filters_are_applied_by_spark_and_never_prune_the_shared_read(spark, table_path):
     table = QbeastTable.for_path(spark, table_path)
     condition = "x BETWEEN 100 AND 400 AND ts < TIMESTAMP '2023-01-20 00:00:00'"
-    source = spark.read.format("qbeast").load(table_path).filter(condition)
+    source = spark.read.format(PY).load(table_path).filter(condition)
     assert _ids(source) == _ids(table.to_df().filter(condition))
     # the index could prune this filter, but the Python source must not: its read is shared
     assert _planned_rows(table, filter=condition) < 5000 / 2
@@ -145,14 +155,14 @@ def test_version_as_of_and_plain_delta_tables(spark, table_path, tmp_path):
     path = str(tmp_path / "copy")
     qbeast.write(spark.createDataFrame(_rows(2, 0, 300), SCHEMA), path, "x", cube_size=100)
     qbeast.write(spark.createDataFrame(_rows(3, 300, 200), SCHEMA), path)
-    assert spark.read.format("qbeast").option("versionAsOf", "0").load(path).count() == 300
-    assert spark.read.format("qbeast").load(path).count() == 500
+    assert spark.read.format(PY).option("versionAsOf", "0").load(path).count() == 300
+    assert spark.read.format(PY).load(path).count() == 500
 
     import deltalake
 
     plain = str(tmp_path / "plain")
     deltalake.write_deltalake(plain, spark.createDataFrame(_rows(4, 0, 50), SCHEMA).toArrow())
-    assert spark.read.format("qbeast").load(plain).count() == 50
+    assert spark.read.format(PY).load(plain).count() == 50
     plain_table = QbeastTable.for_path(spark, plain)
     assert plain_table.to_df().count() == 50 and plain_table.revision_ids() == []
     with pytest.raises(InvalidOptionError, match="plain Delta table"):
@@ -160,7 +170,7 @@ def test_version_as_of_and_plain_delta_tables(spark, table_path, tmp_path):
     with pytest.raises(InvalidOptionError, match="Qbeast metadata"):
         plain_table.indexed_columns()
     with pytest.raises(Exception, match="plain Delta table"):
-        spark.read.format("qbeast").option("sampleFraction", "0.5").load(plain).count()
+        spark.read.format(PY).option("sampleFraction", "0.5").load(plain).count()
 
 
 # -- catalog tables -----------------------------------------------------------------------------
@@ -169,11 +179,12 @@ def test_version_as_of_and_plain_delta_tables(spark, table_path, tmp_path):
 def test_catalog_table_in_a_new_session_follows_appends_and_prunes(spark, tmp_path):
     path = str(tmp_path / "catalog_events")
     qbeast.write(spark.createDataFrame(_rows(5, 0, 2000), SCHEMA), path, "x,ts", cube_size=200)
-    create_table(spark, "qb_events", path, replace=True)
+    create_table(spark, "qb_events", path, replace=True, source=PY)
     assert describe_location(spark, "qb_events") == path
 
     other = spark.newSession()
     register(other)
+    register_python_source(other, PY)
     assert other.sql("SELECT count(*) AS n FROM qb_events").first()["n"] == 2000
 
     # an append after the table was created is visible: the catalog only keeps the location

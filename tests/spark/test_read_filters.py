@@ -23,9 +23,11 @@ from pyspark.sql.types import (
 
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.spark.filters import (
     normalize_predicate,
     parse_sql_predicate,
+    weight_bounds,
 )
 
 SCHEMA = StructType(
@@ -86,6 +88,85 @@ def test_sql_predicates(sql, expected):
 )
 def test_sql_predicates_degrade_conservatively(sql, expected):
     assert parse_sql_predicate(sql, SCHEMA) == expected
+
+
+STRUCTS = StructType(SCHEMA.fields + [StructField("s", StructType([StructField("user_id", IntegerType())])),
+                                      StructField("date", DateType())])
+
+
+@pytest.mark.parametrize(
+    "sql, expected",
+    [
+        # what Spark's Expression.sql() prints for the data filters it hands the JVM bridge
+        ("(price >= 100.0D)", ex.GreaterThanOrEqual("price", 100.0)),
+        ("(big < 5L)", ex.LessThan("big", 5)),
+        ("(amount = 2.50BD)", ex.EqualTo("amount", decimal.Decimal("2.50"))),
+        ("((user_id < 5) OR (price > 90.5D))", ex.Or(ex.LessThan("user_id", 5), ex.GreaterThan("price", 90.5))),
+        ("(user_id IN (1, 2, 3))", ex.In("user_id", (1, 2, 3))),
+        ("(NOT (user_id IN (1, 2)))", ex.Not(ex.In("user_id", (1, 2)))),
+        ("(user_id IS NULL)", ex.IsNull("user_id")),
+        ("(Brand IS NOT NULL)", ex.IsNotNull("Brand")),
+        ("(user_id <=> 4)", ex.EqualTo("user_id", 4)),
+        ("(day >= DATE '2024-01-10')", ex.GreaterThanOrEqual("day", millis(dt.datetime(2024, 1, 10)))),
+        ("(day IN (DATE '2024-01-01', DATE '2024-01-02'))",
+         ex.In("day", (millis(dt.datetime(2024, 1, 1)), millis(dt.datetime(2024, 1, 2))))),
+        ("(ts < TIMESTAMP '2024-02-25 00:00:00')", ex.LessThan("ts", millis(dt.datetime(2024, 2, 25)))),
+        ("(Brand = 'it\\'s')", ex.EqualTo("Brand", "it's")),
+        # qualifiers Spark may print before a column
+        ("(spark_catalog.default.t.user_id < 5)", ex.LessThan("user_id", 5)),
+        ("(`spark_catalog`.`default`.`t`.`price` > 1.0D)", ex.GreaterThan("price", 1.0)),
+        # exact widening casts of a column keep pruning; narrowing ones do not
+        ("(CAST(user_id AS BIGINT) > 5L)", ex.GreaterThan("user_id", 5)),
+        ("(CAST(user_id AS DOUBLE) <= 7.0D)", ex.LessThanOrEqual("user_id", 7)),
+        ("(CAST(user_id AS DOUBLE) <= 7.5D)", ex.AlwaysTrue()),
+        ("(CAST(big AS INT) > 5)", ex.AlwaysTrue()),
+        ("(CAST(price AS STRING) = '1')", ex.AlwaysTrue()),
+        # LIKE 'ab%' after Spark's optimizer
+        ("startswith(Brand, 'ab')", ex.And(ex.GreaterThanOrEqual("Brand", "ab"), ex.LessThan("Brand", "ac"))),
+        ("(hash(user_id, price) < -5)", ex.AlwaysTrue()),  # a weight filter is not a predicate
+    ],
+)
+def test_pushed_filter_text(sql, expected):
+    assert parse_sql_predicate(sql, SCHEMA) == expected
+
+
+def test_pushed_filters_with_struct_fields_keyword_names_and_time_zones():
+    # `s.user_id` reads a struct field, not the column user_id: never prunes by user_id
+    assert parse_sql_predicate("(s.user_id < 5)", STRUCTS) == ex.AlwaysTrue()
+    assert parse_sql_predicate("(t.s.user_id < 5)", STRUCTS) == ex.AlwaysTrue()
+    # a column named like a keyword
+    assert parse_sql_predicate("(date = DATE '2024-01-01')", STRUCTS) == ex.EqualTo(
+        "date", millis(dt.datetime(2024, 1, 1)))
+    # Spark prints timestamp literals in the session time zone, without an offset
+    paris = parse_sql_predicate("(ts >= TIMESTAMP '2024-01-01 00:00:00')", SCHEMA, time_zone="Europe/Paris")
+    assert paris == ex.GreaterThanOrEqual("ts", millis(dt.datetime(2023, 12, 31, 23)))
+    offset = parse_sql_predicate("(ts >= TIMESTAMP '2024-01-01 00:00:00')", SCHEMA, time_zone="+02:00")
+    assert offset == ex.GreaterThanOrEqual("ts", millis(dt.datetime(2023, 12, 31, 22)))
+
+
+@pytest.mark.parametrize(
+    "sql, columns, expected",
+    [
+        ("(hash(a, b) < -1717986918)", ["a", "b"], (MIN_WEIGHT, -1717986918)),
+        ("hash(`a`, `b`) < -5", ["a", "b"], (MIN_WEIGHT, -5)),
+        ("(hash(A, b) <= 10)", ["a", "b"], (MIN_WEIGHT, 11)),
+        ("(hash(a, b) >= 3)", ["a", "b"], (3, MAX_WEIGHT + 1)),
+        ("(hash(a, b) > 3)", ["a", "b"], (4, MAX_WEIGHT + 1)),
+        ("(-5 > hash(a, b))", ["a", "b"], (MIN_WEIGHT, -5)),
+        ("(hash(`a`) < 0)", ["a"], (MIN_WEIGHT, 0)),
+        ("(hash(s.a, s.b) < 5)", ["a", "b"], None),  # maybe struct fields: never a sample
+        # not the sample of this table: other columns, other order, another function, a range
+        ("(hash(b, a) < 5)", ["a", "b"], None),
+        ("(hash(a) < 5)", ["a", "b"], None),
+        ("(xxhash64(a, b) < 5)", ["a", "b"], None),
+        ("(hash(a, b) < 5.0D)", ["a", "b"], None),
+        ("(hash(a, b) = 5)", ["a", "b"], None),
+        ("((hash(a, b) < 5) OR (a = 1))", ["a", "b"], None),
+        ("(hash(a, b) < 5)", [], None),
+    ],
+)
+def test_weight_filters_are_recognised_exactly(sql, columns, expected):
+    assert weight_bounds(sql, columns) == expected
 
 
 def test_empty_sql_predicate_is_rejected():

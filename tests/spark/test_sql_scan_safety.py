@@ -6,7 +6,10 @@ chosen for the filtered reference were read by the unfiltered one too: ``select 
 union all select count(*) from t where zone < 20`` counted a third of the table without an error.
 These tests run the query shapes that hit it (union branches, scalar subqueries, CTEs used twice,
 ratio models, self-joins, samples beside full reads) on every way of naming a Qbeast table in SQL,
-and compare each result with the same query over a plain parquet view of the same files.
+on both implementations of ``qbeast`` (the JVM read bridge, which prunes every scan by its own
+filters, and the Python data source it falls back to, here under its second name
+``qbeast_python``), and compare each result with the same query over a plain parquet view of the
+same files.
 """
 from __future__ import annotations
 
@@ -14,7 +17,11 @@ import pytest
 
 import qbeast
 from qbeast import QbeastTable
-from qbeast.spark.datasource import create_table, register
+from qbeast.spark.bridge import bridge_active
+from qbeast.spark.datasource import PYTHON_SOURCE_NAME, create_table, register, register_python_source
+
+#: The implementation under test -> the data source name it answers to in the test session.
+SOURCES = {"jvm": "qbeast", "python": PYTHON_SOURCE_NAME}
 
 ROWS = 20_000
 
@@ -69,43 +76,56 @@ def table(spark, tmp_path_factory):
     total = len(handle.to_df().inputFiles())
     assert len(handle.read_plan(filter="zone < 20").files) < total / 2, "pruning must matter here"
     handle.to_df().createOrReplaceTempView("scan_safety_truth")
-    register(spark)
+    assert register(spark) == "jvm" and bridge_active(spark), "the test session reads through the bridge"
+    register_python_source(spark, PYTHON_SOURCE_NAME)
     return handle
 
 
-def _name(spark, table: QbeastTable, way: str) -> str:
+@pytest.fixture(scope="module")
+def truth(spark, table) -> dict[str, list[tuple]]:
+    """Each shape's result over a plain parquet read of the same files (computed once)."""
+    sample = table.sample_predicate(0.1)
+    return {
+        shape: [tuple(r) for r in spark.sql(sql.format(t="scan_safety_truth", sample=sample)).collect()]
+        for shape, sql in SHAPES.items()
+    }
+
+
+def _name(spark, table: QbeastTable, way: str, path: str) -> str:
     """The SQL name of the table read ``way``: a catalog table, a temp view, or a loaded path."""
+    source = SOURCES[path]
     if way == "catalog":
-        create_table(spark, "scan_safety_catalog", table.path, replace=True)
-        return "scan_safety_catalog"
+        create_table(spark, f"scan_safety_{path}", table.path, replace=True, source=source)
+        return f"scan_safety_{path}"
     if way == "view":
-        spark.read.format("qbeast").load(table.path).createOrReplaceTempView("scan_safety_view")
+        spark.read.format(source).load(table.path).createOrReplaceTempView("scan_safety_view")
         return "scan_safety_view"
     assert way == "load"
-    loaded = spark.read.format("qbeast").load(table.path)
+    loaded = spark.read.format(source).load(table.path)
     loaded.createOrReplaceTempView("scan_safety_loaded")  # the same DataFrame in every reference
     return "scan_safety_loaded"
 
 
+@pytest.mark.parametrize("path", sorted(SOURCES))
 @pytest.mark.parametrize("way", ["catalog", "view", "load"])
-def test_every_reference_reads_its_own_rows(spark, table, way):
-    name = _name(spark, table, way)
+def test_every_reference_reads_its_own_rows(spark, table, truth, way, path):
+    name = _name(spark, table, way, path)
     sample = table.sample_predicate(0.1)
     failures = {}
     for shape, sql in SHAPES.items():
         got = [tuple(r) for r in spark.sql(sql.format(t=name, sample=sample)).collect()]
-        want = [tuple(r) for r in spark.sql(sql.format(t="scan_safety_truth", sample=sample)).collect()]
+        want = truth[shape]
         if sorted(got) != sorted(want):
             failures[shape] = (got, want)
-    assert not failures, f"wrong results reading through {way}: {failures}"
+    assert not failures, f"wrong results reading {way} through {path}: {failures}"
 
 
-def test_the_sample_filter_in_sql_returns_the_engine_sample(spark, table):
-    create_table(spark, "scan_safety_catalog", table.path, replace=True)
+@pytest.mark.parametrize("path", sorted(SOURCES))
+def test_the_sample_filter_in_sql_returns_the_engine_sample(spark, table, path):
+    name = _name(spark, table, "catalog", path)
     for fraction in (0.01, 0.1, 0.5):
         predicate = table.sample_predicate(fraction)
-        ids = {r.id for r in spark.sql(
-            f"select id from scan_safety_catalog where {predicate}").collect()}
+        ids = {r.id for r in spark.sql(f"select id from {name} where {predicate}").collect()}
         assert ids == {r.id for r in table.sample(fraction).select("id").collect()}
     # a plain query after a sampled one reads every row again
-    assert spark.sql("select count(*) from scan_safety_catalog").first()[0] == ROWS
+    assert spark.sql(f"select count(*) from {name}").first()[0] == ROWS

@@ -1,0 +1,123 @@
+package io.dbtqbeast.bridge;
+
+import java.util.Collections;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Sample;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+
+/**
+ * The optimizer rule of the bridge. Two jobs, both per table reference:
+ *
+ * <ul>
+ *   <li>A catalog table's relation is cached by name, and Spark reuses the cached index for a
+ *       reference with other options ({@code WITH ('qbeastVersionAsOf' = ...)}): such a reference
+ *       gets an index resolved from its own options, so two references to one table never share
+ *       a version or a sample.
+ *   <li>{@code Sample} without replacement ({@code TABLESAMPLE (p PERCENT)}, {@code df.sample(f)})
+ *       over a Qbeast relation, and the {@code sampleFraction} option, become the row filter the
+ *       planner gives for the fraction ({@code hash(indexed columns) < Weight(f)}), put right
+ *       above the relation: the rows are exactly the engine's sample, and the scan passes the
+ *       filter to the planner, which prunes the files by it.
+ * </ul>
+ */
+public final class QbeastRule extends Rule<LogicalPlan> {
+  private final SparkSession session;
+
+  public QbeastRule(SparkSession session) {
+    this.session = session;
+  }
+
+  @Override
+  public String ruleName() {
+    return "QbeastRule";
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    return plan.transformUp(Scala.partial(this::rewrite));
+  }
+
+  private LogicalPlan rewrite(LogicalPlan node) {
+    if (node instanceof LogicalRelation) {
+      return rewriteRelation((LogicalRelation) node);
+    }
+    if (node instanceof Sample) {
+      return rewriteSample((Sample) node);
+    }
+    return null;
+  }
+
+  private static QbeastFileIndex indexOf(LogicalPlan node) {
+    if (node instanceof LogicalRelation) {
+      Object relation = ((LogicalRelation) node).relation();
+      if (relation instanceof HadoopFsRelation && ((HadoopFsRelation) relation).location() instanceof QbeastFileIndex) {
+        return (QbeastFileIndex) ((HadoopFsRelation) relation).location();
+      }
+    }
+    return null;
+  }
+
+  private LogicalPlan rewriteRelation(LogicalRelation relation) {
+    QbeastFileIndex index = indexOf(relation);
+    if (index == null) {
+      return null;
+    }
+    HadoopFsRelation fs = (HadoopFsRelation) relation.relation();
+    QbeastFileIndex current = index;
+    if (!index.builtFrom(Scala.map(fs.options()))) {
+      current = QbeastFileIndex.resolve(session, Scala.map(fs.options()), fs.dataSchema());
+    }
+    String sample = current.pendingSampleFilter();
+    if (sample != null) {
+      current = current.withSampleApplied();
+    }
+    if (current == index) {
+      return null;
+    }
+    LogicalRelation replaced = Relations.withLocation(relation, fs, current);
+    return sample == null ? replaced : new Filter(resolve(sample, replaced), replaced);
+  }
+
+  private LogicalPlan rewriteSample(Sample sample) {
+    if (sample.withReplacement()) {
+      return null;
+    }
+    LogicalPlan node = sample.child();
+    while ((node instanceof Project || node instanceof Filter) && node.deterministic()) {
+      node = node.children().head();
+    }
+    QbeastFileIndex index = indexOf(node);
+    if (index == null) {
+      return null;
+    }
+    String sql = index.sampleFilter(sample.lowerBound(), sample.upperBound());
+    if (sql == null) {
+      return null; // a table without row weights keeps Spark's own random sample
+    }
+    LogicalPlan leaf = node;
+    Filter filtered = new Filter(resolve(sql, leaf), leaf);
+    return sample.child().transformUp(Scala.partial((LogicalPlan n) -> n == leaf ? filtered : null));
+  }
+
+  /** The planner's SQL predicate resolved against the relation's columns. */
+  private Expression resolve(String sql, LogicalPlan relation) {
+    Expression parsed;
+    try {
+      parsed = session.sessionState().sqlParser().parseExpression(sql);
+    } catch (Exception e) { // ParseException is declared (checked) for Java callers
+      throw new IllegalStateException("qbeast bridge: the planner's sample filter does not parse: " + sql, e);
+    }
+    LogicalPlan analyzed = session.sessionState().analyzer().execute(new Filter(parsed, relation));
+    if (!(analyzed instanceof Filter) || !analyzed.resolved()) {
+      throw new IllegalStateException("qbeast bridge: cannot resolve the sample filter " + sql);
+    }
+    return ((Filter) analyzed).condition();
+  }
+}

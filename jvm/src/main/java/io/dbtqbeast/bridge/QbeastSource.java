@@ -1,0 +1,56 @@
+package io.dbtqbeast.bridge;
+
+import java.util.Map;
+
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.sources.SchemaRelationProvider;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+
+/**
+ * The {@code qbeast} data source on the JVM: Spark's own parquet relation over a
+ * {@link QbeastFileIndex}.
+ *
+ * <p>Reads by path ({@code spark.read.format("qbeast").load(path)}, {@code qbeast.`path`} in SQL)
+ * and catalog tables ({@code USING qbeast}, which hand over their {@code LOCATION} as the
+ * {@code path} option and their schema) both come here. Spark then prunes columns, reads with the
+ * vectorized parquet reader and passes every scan's data filters to the index.
+ */
+public final class QbeastSource implements RelationProvider, SchemaRelationProvider, DataSourceRegister {
+  public static final String NAME = "qbeast";
+
+  @Override
+  public String shortName() {
+    return NAME;
+  }
+
+  @Override
+  public BaseRelation createRelation(SQLContext context, scala.collection.immutable.Map<String, String> parameters) {
+    return create(context.sparkSession(), parameters, null);
+  }
+
+  @Override
+  public BaseRelation createRelation(
+      SQLContext context, scala.collection.immutable.Map<String, String> parameters, StructType schema) {
+    return create(context.sparkSession(), parameters, schema);
+  }
+
+  private static BaseRelation create(
+      SparkSession session, scala.collection.immutable.Map<String, String> parameters, StructType catalogSchema) {
+    if (!Bridge.ruleActive(session)) {
+      throw new IllegalStateException(
+          "qbeast: the JVM read bridge is not registered in this Spark session: call "
+              + "qbeast.register(spark) (needed once per session, also for sessions made with "
+              + "newSession()), or build the session with qbeast.spark.session.get_or_create_session.");
+    }
+    Map<String, String> options = Scala.map(parameters);
+    QbeastFileIndex index = QbeastFileIndex.resolve(session, options, catalogSchema);
+    return Relations.fsRelation(
+        index, new StructType(), index.schema(), Option.empty(), new ParquetFileFormat(), parameters, session);
+  }
+}

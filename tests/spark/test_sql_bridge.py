@@ -1,0 +1,135 @@
+"""SQL over Qbeast tables through the JVM read bridge: native scans planned by the engine.
+
+The checks of ``sql_bridge_checks.py`` (plan shape, files against ``read_plan``, rows against the
+Python source, plain parquet and the engine) on the shared local session, plus what only a
+local session shows: per-reference options and versions, the relation cache, schema changes,
+errors, and the fallback to the Python data source when the jar is absent.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import qbeast
+from qbeast import QbeastTable
+from qbeast.spark import sql_planner
+from qbeast.spark.bridge import bridge_active, jar_path
+from qbeast.spark.datasource import create_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sql_bridge_checks import bridge_report, events, problems, write_table  # noqa: E402
+
+pytestmark = pytest.mark.skipif(
+    jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)"
+)
+
+
+@pytest.fixture(scope="module")
+def table_path(spark, tmp_path_factory) -> str:
+    path = str(tmp_path_factory.mktemp("sql_bridge") / "events")
+    write_table(spark, path)
+    assert bridge_active(spark)
+    return path
+
+
+def test_sql_over_a_catalog_table_is_native_pruned_and_exact(spark, table_path):
+    report = bridge_report(spark, table_path)
+    assert not problems(report), "\n".join(problems(report))
+
+
+def _count(spark, sql: str) -> list[int]:
+    return [int(v) for row in spark.sql(sql).collect() for v in row]
+
+
+def test_each_reference_keeps_its_own_version_and_sample(spark, table_path, tmp_path):
+    """Options of one reference never reach another, also through Spark's cached relation."""
+    path = str(tmp_path / "versions")
+    qbeast.write(events(spark, 3000), path, "zone,day", cube_size=500, mode="overwrite")
+    qbeast.write(events(spark, 5000).where("id >= 3000"), path)  # version 1: 5000 rows
+    create_table(spark, "bridge_versions", path, replace=True)
+    t = "bridge_versions"
+    table = QbeastTable.for_path(spark, path)
+    sample = table.sample(0.1).count()
+    v0 = f"{t} WITH ('qbeastVersionAsOf' = '0')"
+    shapes = {
+        f"select (select count(*) from {v0}), (select count(*) from {t})": [3000, 5000],
+        f"select (select count(*) from {t}), (select count(*) from {v0})": [5000, 3000],
+        f"select count(*) from {v0} union all select count(*) from {t}": [3000, 5000],
+        f"select count(*) from {v0} a join {t} b on a.id = b.id": [3000],
+        f"select count(*) from {t} WITH ('sampleFraction' = '0.1') union all select count(*) from {t}": [sample, 5000],
+        f"select count(*) from {t}": [5000],  # after every option above: still the whole table
+        f"select count(*) from {t} TABLESAMPLE (10 PERCENT)": [sample],
+        f"select count(*) from {v0}": [3000],
+        f"select count(*) from {t}": [5000],
+    }
+    for sql, expected in shapes.items():
+        assert _count(spark, sql) == expected, sql
+    # the same through DataFrames: time travel and the sampleFraction option of a path read
+    assert spark.read.format("qbeast").option("versionAsOf", "0").load(path).count() == 3000
+    assert spark.read.format("qbeast").option("sampleFraction", "0.1").load(path).count() == sample
+    ids = {r.id for r in spark.table(t).sample(0.1).select("id").collect()}
+    assert ids == {r.id for r in table.sample(0.1).select("id").collect()}
+
+
+def test_appends_are_seen_at_once_and_a_new_column_after_refresh(spark, tmp_path):
+    path = str(tmp_path / "growing")
+    qbeast.write(events(spark, 2000), path, "zone", cube_size=500, mode="overwrite")
+    create_table(spark, "bridge_growing", path, replace=True)
+    assert _count(spark, "select count(*) from bridge_growing") == [2000]
+    more = events(spark, 3000).where("id >= 2000").selectExpr("*", "id * 2 as doubled")
+    qbeast.write(more, path, merge_schema=True)
+    # the cached relation lists the new files at once; its columns are the ones it was built with
+    assert _count(spark, "select count(*) from bridge_growing") == [3000]
+    assert "doubled" not in spark.table("bridge_growing").columns
+    spark.sql("REFRESH TABLE bridge_growing")  # the documented refresh after a schema change
+    assert "doubled" in spark.table("bridge_growing").columns
+    assert _count(spark, "select count(doubled), sum(doubled) from bridge_growing") == [
+        1000, sum(2 * i for i in range(2000, 3000))
+    ]
+
+
+def test_bad_reads_fail_with_the_cause(spark, table_path, tmp_path):
+    import deltalake
+    from pyspark.errors import IllegalArgumentException
+
+    with pytest.raises(Exception, match="not a Delta table|no Delta table|_delta_log"):
+        spark.read.format("qbeast").load(str(tmp_path / "missing")).count()
+    with pytest.raises(IllegalArgumentException, match="sampleFraction must be a number between 0 and 1"):
+        spark.read.format("qbeast").option("sampleFraction", "2").load(table_path).count()
+    create_table(spark, "bridge_bad", table_path, replace=True)
+    with pytest.raises(IllegalArgumentException, match="qbeastVersionAsOf must be a non-negative integer"):
+        spark.sql("select * from bridge_bad WITH ('qbeastVersionAsOf' = 'v1')").collect()
+    with pytest.raises(Exception, match="version 7 of .* does not exist"):
+        spark.sql("select * from bridge_bad WITH ('qbeastVersionAsOf' = '7')").collect()
+    plain = str(tmp_path / "plain")
+    deltalake.write_deltalake(plain, events(spark, 100).toArrow())
+    assert spark.read.format("qbeast").load(plain).count() == 100
+    # a plain Delta table has no row weights: TABLESAMPLE stays Spark's random sample ...
+    assert 0 <= spark.read.format("qbeast").load(plain).sample(0.5).count() <= 100
+    # ... and the engine's sample option is refused, naming the cause
+    with pytest.raises(IllegalArgumentException, match="plain Delta table"):
+        spark.read.format("qbeast").option("sampleFraction", "0.5").load(plain).count()
+
+
+def test_fallback_without_the_jar_and_loading_it_into_a_running_session(tmp_path):
+    """In a fresh process: no jar -> the Python source (said once); a foreign session -> the jar."""
+    import json
+    import subprocess
+
+    driver = Path(__file__).resolve().parent / "bridge_fallback_driver.py"
+    done = subprocess.run([sys.executable, str(driver), str(tmp_path)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    no_jar = seen["no_jar"]
+    assert no_jar["register"] == "python" and "qbeast-bridge" not in no_jar["conf_jars"]
+    assert no_jar["count"] == no_jar["expected"] > 0
+    assert "BatchScan" in no_jar["plan"] and "FileScan" not in no_jar["plan"]
+    fallback_lines = [line for line in no_jar["log"] if "python" in line]
+    assert len(fallback_lines) == 1 and "no bridge jar in this installation" in fallback_lines[0]
+    running = seen["running"]
+    assert running["register"] == "jvm" and running["count"] == no_jar["count"]
+    assert "FileScan parquet" in running["plan"] and "QbeastFileIndex" in running["plan"]
+    assert running["sample_equal"]
