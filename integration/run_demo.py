@@ -5,7 +5,9 @@ declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt te
 `dbt run` (the click stream is a Qbeast table in append mode: it grows by `events_increment` rows,
 and the marts are rebuilt on top) and `dbt test` again, with the profiles.yml that sits beside the
 project. Exits non-zero as soon as a step fails, and finishes by
-printing where the warehouse and each table live.
+printing where the warehouse and each table live, and how the downstream models read the Qbeast
+click stream: the scan node of each one's query plan (Spark's native parquet scan over the
+engine's file index, through the JVM read bridge).
 
 Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--increment N] [--target NAME]
 """
@@ -99,6 +101,31 @@ def table_locations(run_results: Any) -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def qbeast_scans(run_results: Any) -> list[tuple[str, str]]:
+    """(model, scan node) for every model whose query reads a Qbeast model of the run.
+
+    The plan is only planned, not run: it shows which reader Spark picked for the Qbeast table
+    (``FileScan parquet ... QbeastFileIndex`` with the bridge, ``BatchScan`` with the Python data
+    source), whether it is vectorized (``Batched``) and which columns it reads (``ReadSchema``).
+    """
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.builder.getOrCreate()
+    nodes = [r.node for r in getattr(run_results, "results", [])
+             if getattr(r.node, "resource_type", None) == "model"]
+    qbeast_relations = [n.relation_name for n in nodes if n.config.materialized == "qbeast"]
+    scans = []
+    for node in nodes:
+        code = getattr(node, "compiled_code", None) or ""
+        if node.config.materialized == "qbeast" or not any(rel in code for rel in qbeast_relations):
+            continue
+        plan = spark.sql(code)._jdf.queryExecution().executedPlan().toString()
+        for line in str(plan).splitlines():
+            if "Scan" in line and any(rel.split(".")[-1] in line for rel in qbeast_relations):
+                scans.append((node.name, line.strip(" +-:*()0123456789")))
+    return scans
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
@@ -144,6 +171,9 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  {'relation':32s} {'format':8s} {'rows':>10s}  location")
     for relation, provider, location, count in locations:
         print(f"  {relation:32s} {provider:8s} {count:>10s}  {location}")
+    print("how downstream models read the qbeast tables (scan node of their query plans):")
+    for model, scan in qbeast_scans(run_results):
+        print(f"  {model}: {scan}")
     return 0
 
 

@@ -499,8 +499,20 @@ def create_table_sql(name: str, path: str, schema: Any) -> str:
 
 
 def describe_location(spark: Any, name: str) -> str | None:
-    """The Qbeast table path behind catalog table ``name`` (None if it carries none)."""
-    return location_from_schema(spark.table(name).schema)
+    """The Qbeast table path behind catalog table ``name`` (None if it carries none).
+
+    The location in the column metadata wins (what :func:`create_table` and hand-written DDL
+    store); a table created with plain ``CREATE TABLE ... USING qbeast LOCATION '<path>'`` (read
+    by the JVM bridge) has only its catalog ``LOCATION``.
+    """
+    from_metadata = location_from_schema(spark.table(name).schema)
+    if from_metadata is not None:
+        return from_metadata
+    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect():
+        if row[0] == "Location" and row[1]:
+            location = str(row[1])
+            return location[len("file:"):] if location.startswith("file:") else location
+    return None
 
 
 __all__ = [

@@ -16,7 +16,11 @@ import json
 import logging
 import sys
 import time
+from pathlib import Path
 from typing import Any
+
+# the SQL bridge checks are shared with tests/spark (same report embedded and on a cluster)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "spark"))
 
 #: Size of the round trip: enough rows for several cubes and files, small enough to stay quick.
 ROUND_TRIP_ROWS = 20000
@@ -41,6 +45,14 @@ def events_frame(spark: Any, rows: int, offset: int = 0) -> Any:
             (F.pmod(F.hash(F.col("id"), F.lit("device")), F.lit(3)) + 1).cast("int"),
         ).alias("device"),
     )
+
+
+def sql_bridge_report(spark: Any, path: str) -> dict[str, Any]:
+    """Write the bridge checks' table at ``path`` and run every SQL bridge check on it."""
+    from sql_bridge_checks import bridge_report, write_table
+
+    write_table(spark, path)
+    return bridge_report(spark, path)
 
 
 def table_counts(spark: Any, path: str) -> dict[str, int]:
@@ -145,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cube-size", type=int, default=ROUND_TRIP_CUBE_SIZE)
     parser.add_argument("--read-only", action="store_true",
                         help="only read the existing table (no write, no optimize)")
+    parser.add_argument("--sql-bridge", action="store_true",
+                        help="write the SQL bridge checks' table and report the checks")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -158,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         result["worker_engine_origins"] = worker_engine_origins(spark)
-        if args.read_only:
+        import qbeast
+
+        result["sql_source"] = qbeast.register(spark)  # jvm (the bridge) or python (fallback)
+        if args.sql_bridge:
+            result["sql_bridge"] = sql_bridge_report(spark, args.table)
+        elif args.read_only:
             result["counts"] = table_counts(spark, args.table)
             result["capabilities"] = session_capabilities(spark)
         else:

@@ -28,6 +28,8 @@ def test_connect_reads_samples_and_filters_like_embedded(connect_server, run_sce
                           "--table", str(cluster_dir / "embedded-table"))
 
     assert result["session_type"] == "pyspark.sql.connect.session"
+    # no planner can run in the server's driver: `qbeast` is the Python data source there
+    assert result["sql_source"] == "python"
     assert_engine_was_shipped(result["worker_engine_origins"])
     assert result["counts"] == embedded_round_trip["after_optimize"]
     # The Connect-safe helpers see the server's local[2] driver and an explicit partitioning.

@@ -19,6 +19,7 @@ from cluster_scenarios import (  # noqa: E402
     assert_engine_was_shipped,
     driver_conf,
 )
+from sql_bridge_checks import problems  # noqa: E402 - tests/spark, on the path via cluster_scenarios
 
 
 def _completed_app_names(ui_port: int) -> list[str]:
@@ -35,6 +36,7 @@ def test_round_trip_on_standalone_cluster_equals_embedded(
     )
 
     assert result["session_type"] == "pyspark.sql.session"
+    assert result["sql_source"] == "jvm"  # the engine's session loads the JVM read bridge
     # The executors found qbeast only in the archive the driver shipped.
     assert_engine_was_shipped(result["worker_engine_origins"])
     # The application really ran on the cluster (the master lists it once the driver stopped).
@@ -56,3 +58,14 @@ def test_example_project_builds_on_standalone_cluster_like_embedded(
 
     built = build_example_project("standalone", driver_conf(standalone_cluster.url, None))
     assert built == embedded_dbt_build
+
+
+def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
+    standalone_cluster, run_scenario, cluster_dir, embedded_sql_bridge_report
+):
+    """SQL over a catalog table on the cluster: native scans, the engine's files, the same rows."""
+    result = run_scenario("--master", standalone_cluster.url, "--sql-bridge",
+                          "--table", str(cluster_dir / "standalone-bridge-table"))
+    report = result["sql_bridge"]
+    assert not problems(report), "\n".join(problems(report))
+    assert report == embedded_sql_bridge_report

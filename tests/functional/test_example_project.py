@@ -59,6 +59,14 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
     )
     assert events_line.split()[1:3] == ["qbeast", f"{ROWS + INCREMENT:,}"]
     assert (catalog / "warehouse" / "ecommerce.db" / "events" / "_delta_log").is_dir()
+    # The downstream models read the click stream with Spark's native parquet scan, planned by
+    # the engine through the JVM read bridge, reading only the columns they use.
+    scans = demo.stdout.split("how downstream models read the qbeast tables", 1)[1].splitlines()[1:]
+    marts = {line.split(":", 1)[0].strip(): line for line in scans if line.startswith("  ")}
+    assert {"daily_category_revenue", "country_funnel", "top_products"} <= set(marts), demo.stdout[-3000:]
+    for line in marts.values():
+        assert "FileScan parquet" in line and "Batched: true" in line and "QbeastFileIndex" in line, line
+        assert "ReadSchema: struct<event_id" not in line  # not every column
     assert (catalog / "metastore_db").is_dir()
     assert sorted(p.name for p in first_cwd.iterdir()) == [], "the run left files in its working directory"
 

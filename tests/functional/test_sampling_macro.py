@@ -1,4 +1,8 @@
-"""``{{ qbeast_sample(ref('events'), f) }}`` reading a sample of a qbeast model; docs generate on it."""
+"""``{{ qbeast_sample(ref('events'), f) }}`` reading a sample of a qbeast model; docs generate on it.
+
+With the JVM read bridge, ``ref()`` of a qbeast model is a native parquet scan, and the sample's
+row filter reaches the engine's planner, which opens only the files of the sample.
+"""
 from __future__ import annotations
 
 import os
@@ -7,6 +11,9 @@ import pytest
 
 from dbt.tests.util import rm_file, run_dbt, write_file
 from dbt_common.exceptions import CompilationError
+
+import qbeast
+from qbeast.spark import sql_planner
 
 EVENTS = """
 {{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100) }}
@@ -38,13 +45,25 @@ class TestQbeastSampleMacro:
                 "sampled_and_full.sql": SAMPLED_AND_FULL, "plain.sql": PLAIN}
 
     def test_sample_reads_the_engine_sample_and_bad_fractions_fail(self, project, spark):
-        run_dbt(["run"])
+        run_dbt(["run", "--select", "events"])
         schema = project.test_schema
+        location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
+        scans_before = len(sql_planner.recent_scans())
+        run_dbt(["run", "--exclude", "events"])
+        # the sampled model's scan opened the files of the engine's sample(0.1), no more
+        sampled_scans = [s for s in sql_planner.recent_scans()[scans_before:]
+                         if s.table.location == location and s.weight_range is not None]
+        planned = qbeast.QbeastTable.for_path(spark, location).read_plan(fraction=0.1)
+        assert sampled_scans and all(list(s.paths) == planned.paths for s in sampled_scans)
+        assert len(planned.paths) < len(qbeast.QbeastTable.for_path(spark, location).read_plan().paths)
+        # ref() of a qbeast model is Spark's native parquet scan over the engine's file index
+        plan = spark.sql(f"select sum(k) from {schema}.events")._jdf.queryExecution().executedPlan().toString()
+        assert "FileScan parquet" in plan and "QbeastFileIndex" in plan and "ReadSchema: struct<k:int>" in plan
+
         compiled = open(os.path.join(project.project_root, "target", "run", "test", "models",
                                      "sampled.sql")).read()
         assert f"(select * from {schema}.events where hash(`id`) < -1717986918)" in compiled
 
-        location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
         engine_sample = spark.read.format("qbeast").option("sampleFraction", "0.1").load(location)
         (n,) = spark.table(f"{schema}.sampled").first()
         assert n == engine_sample.count()

@@ -45,6 +45,7 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     status = QbeastSnapshot.load(str(tmp_path / "events")).index_status()
     assert all(len(cube.blocks) == 1 for cube in status)
     assert "OTree index metrics" in printed
+    assert "\njvm\n" in printed, "the README's session reads SQL through the JVM read bridge"
 
     # the converted parquet folder ended fully indexed into revision 1
     converted = QbeastSnapshot.load(str(tmp_path / "plain_events"))

@@ -133,3 +133,21 @@ def test_fallback_without_the_jar_and_loading_it_into_a_running_session(tmp_path
     assert running["register"] == "jvm" and running["count"] == no_jar["count"]
     assert "FileScan parquet" in running["plan"] and "QbeastFileIndex" in running["plan"]
     assert running["sample_equal"]
+
+
+def test_a_table_created_in_plain_sql_with_location(spark, table_path):
+    """`CREATE TABLE ... USING qbeast LOCATION` takes its schema from the table (bridge only)."""
+    from qbeast.spark.datasource import describe_location
+
+    spark.sql("DROP TABLE IF EXISTS bridge_plain_sql")
+    spark.sql(f"CREATE TABLE bridge_plain_sql USING qbeast LOCATION '{table_path}'")
+    try:
+        table = QbeastTable.for_path(spark, table_path)
+        assert spark.table("bridge_plain_sql").schema.simpleString() == table.to_df().schema.simpleString()
+        assert _count(spark, "select count(*) from bridge_plain_sql where zone < 30") == [
+            table.to_df(filter="zone < 30").count()
+        ]
+        assert describe_location(spark, "bridge_plain_sql") == table_path
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bridge_plain_sql")
+    assert table.to_df().count() > 0, "dropping an external table keeps the data"
