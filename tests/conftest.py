@@ -49,6 +49,23 @@ def qbeast_fixtures() -> Path:
     return SHARED_FIXTURES
 
 
+@pytest.fixture(scope="session")
+def sql_bridge_report(spark, tmp_path_factory) -> tuple[str, dict]:
+    """(table path, report) of the SQL bridge checks on the shared session, computed once.
+
+    ``tests/spark/test_sql_bridge.py`` asserts on it; the cluster tests compare the same report
+    from a driver on a standalone cluster with it.
+    """
+    import sys
+
+    sys.path.insert(0, str(REPO_ROOT / "tests" / "spark"))
+    from sql_bridge_checks import bridge_report, write_table
+
+    path = str(tmp_path_factory.mktemp("sql_bridge") / "events")
+    write_table(spark, path)
+    return path, bridge_report(spark, path)
+
+
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001 - pytest hook signature
     try:
         from pyspark.sql import SparkSession

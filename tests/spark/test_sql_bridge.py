@@ -19,7 +19,7 @@ from qbeast.spark.bridge import bridge_active, jar_path
 from qbeast.spark.datasource import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sql_bridge_checks import bridge_report, events, problems, write_table  # noqa: E402
+from sql_bridge_checks import events, problems  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)"
@@ -27,15 +27,13 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def table_path(spark, tmp_path_factory) -> str:
-    path = str(tmp_path_factory.mktemp("sql_bridge") / "events")
-    write_table(spark, path)
+def table_path(spark, sql_bridge_report) -> str:
     assert bridge_active(spark)
-    return path
+    return sql_bridge_report[0]
 
 
-def test_sql_over_a_catalog_table_is_native_pruned_and_exact(spark, table_path):
-    report = bridge_report(spark, table_path)
+def test_sql_over_a_catalog_table_is_native_pruned_and_exact(sql_bridge_report):
+    report = sql_bridge_report[1]
     assert not problems(report), "\n".join(problems(report))
 
 

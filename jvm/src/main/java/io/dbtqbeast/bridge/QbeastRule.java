@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Sample;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
@@ -28,6 +29,12 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
  * </ul>
  */
 public final class QbeastRule extends Rule<LogicalPlan> {
+  /**
+   * Marks a {@code Sample} over a table without row weights (it stays Spark's random sample), so
+   * that the optimizer's next passes over the same plan do not ask the planner again.
+   */
+  private static final TreeNodeTag<Boolean> KEEP_SAMPLE = new TreeNodeTag<>("qbeast.keepSample");
+
   private final SparkSession session;
 
   public QbeastRule(SparkSession session) {
@@ -86,7 +93,7 @@ public final class QbeastRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan rewriteSample(Sample sample) {
-    if (sample.withReplacement()) {
+    if (sample.withReplacement() || sample.getTagValue(KEEP_SAMPLE).isDefined()) {
       return null;
     }
     LogicalPlan node = sample.child();
@@ -99,7 +106,8 @@ public final class QbeastRule extends Rule<LogicalPlan> {
     }
     String sql = index.sampleFilter(sample.lowerBound(), sample.upperBound());
     if (sql == null) {
-      return null; // a table without row weights keeps Spark's own random sample
+      sample.setTagValue(KEEP_SAMPLE, Boolean.TRUE); // no row weights: Spark's own random sample
+      return null;
     }
     LogicalPlan leaf = node;
     Filter filtered = new Filter(resolve(sql, leaf), leaf);
