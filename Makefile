@@ -40,7 +40,7 @@ test: lint install
 
 # A wheel with the bridge jar inside (users then need a JRE only).
 wheel: install
-	$(PY) -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(PY) -m pip wheel --quiet --no-deps -w dist .
 
 bench: install
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test,bench]"

@@ -1,0 +1,38 @@
+"""The built wheel ships the JVM read bridge's jar, so installing it needs a Java runtime only.
+
+``make`` compiles the jar (``jvm/build_jar.py``) into ``qbeast/jars/``; the wheel takes it as
+package data. Building the wheel here (in place, without an isolated build environment) checks
+that configuration, not a hand-made archive.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from qbeast.spark.bridge import JAR_NAME, jar_path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
+def test_the_wheel_contains_the_bridge_jar(tmp_path):
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "-w", str(tmp_path), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert built.returncode == 0, built.stderr[-3000:]
+    (wheel,) = tmp_path.glob("dbt_qbeast-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        assert f"qbeast/jars/{JAR_NAME}" in names and "qbeast/spark/bridge.py" in names
+        packaged = archive.read(f"qbeast/jars/{JAR_NAME}")
+    assert packaged == jar_path().read_bytes()
+    with zipfile.ZipFile(jar_path()) as jar:
+        service = jar.read("META-INF/services/org.apache.spark.sql.sources.DataSourceRegister")
+        assert service.decode().strip() == "io.dbtqbeast.bridge.QbeastSource"
+        assert "io/dbtqbeast/bridge/QbeastFileIndex.class" in jar.namelist()
