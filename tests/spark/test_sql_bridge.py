@@ -149,3 +149,18 @@ def test_a_table_created_in_plain_sql_with_location(spark, table_path):
     finally:
         spark.sql("DROP TABLE IF EXISTS bridge_plain_sql")
     assert table.to_df().count() > 0, "dropping an external table keeps the data"
+
+
+def test_session_settings_add_the_jar_and_the_rule_once():
+    from qbeast.errors import InvalidOptionError
+    from qbeast.spark.bridge import EXTENSIONS_CLASS, SQL_BRIDGE_KEY, session_conf
+
+    jar = str(jar_path())
+    conf = session_conf({"spark.jars": "/opt/other.jar", "spark.sql.extensions": "x.Ext"})
+    assert conf["spark.jars"] == f"/opt/other.jar,{jar}"
+    assert conf["spark.sql.extensions"] == f"x.Ext,{EXTENSIONS_CLASS}"
+    assert session_conf(conf) == conf  # idempotent
+    assert "spark.jars" not in session_conf({SQL_BRIDGE_KEY: "false"})
+    assert "spark.jars" not in session_conf({"spark.remote": "sc://localhost:15002"})
+    with pytest.raises(InvalidOptionError, match="spark.qbeast.sqlBridge is 'maybe'; allowed values: auto, false"):
+        session_conf({SQL_BRIDGE_KEY: "maybe"})
