@@ -122,8 +122,20 @@ def qbeast_scans(run_results: Any) -> list[tuple[str, str]]:
         plan = spark.sql(code)._jdf.queryExecution().executedPlan().toString()
         for line in str(plan).splitlines():
             if "Scan" in line and any(rel.split(".")[-1] in line for rel in qbeast_relations):
-                scans.append((node.name, line.strip(" +-:*()0123456789")))
+                scans.append((node.name, _scan_summary(line.strip(" +-:*()0123456789"))))
     return scans
+
+
+def _scan_summary(line: str) -> str:
+    """The reader, its file index, ``Batched`` and ``ReadSchema`` of a scan node's text."""
+    import re
+
+    facts = [re.search(pattern, line) for pattern in
+             (r"^(\w+ \w+ \S+)", r"Location: (\w+)", r"(Batched: \w+)", r"(ReadSchema: \S+)")]
+    if not all(facts):
+        return line  # another reader (the Python data source): its node as Spark prints it
+    reader, index, batched, schema = (m.group(1) for m in facts)
+    return f"{reader} over {index}, {batched}, {schema}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

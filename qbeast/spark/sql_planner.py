@@ -246,7 +246,7 @@ def list_files(table: TableRef, filters: Sequence[str], time_zone: str = "UTC") 
     plan = plan_read(snap, predicate=pushed.predicate, weight_range=pushed.weight_range)
     _scans.append(ScanRecord(table, plan.version, tuple(filters), tuple(plan.paths),
                              pushed.weight_range, repr(pushed.predicate)))
-    logger.info(
+    logger.debug(  # the reader logs the plan's size at INFO; this adds what pruned it
         "sql scan of %s v%d: %d of %d files (%d of %d bytes), pruning by %s%s, %.3fs",
         table.location, plan.version, len(plan.files), plan.total_files, plan.selected_bytes,
         plan.total_bytes, pushed.predicate,
