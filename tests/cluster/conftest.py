@@ -147,6 +147,6 @@ def embedded_round_trip(spark, cluster_dir: Path) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def embedded_sql_bridge_report(sql_bridge_report) -> dict[str, Any]:
-    """The SQL bridge checks on the shared local session (the baseline of the cluster run)."""
-    return sql_bridge_report[1]
+def embedded_sql_bridge_report(sql_bridge_report) -> tuple[str, dict[str, Any]]:
+    """(table, report) of the SQL bridge checks on the shared local session: the baseline."""
+    return sql_bridge_report

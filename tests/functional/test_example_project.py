@@ -13,6 +13,8 @@ from pathlib import Path
 
 import yaml
 
+from qbeast.spark.bridge import jar_path
+
 from .example_project import RUN_DEMO, copy_example_project, invoke_dbt
 
 ROWS = 5000
@@ -65,6 +67,9 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
     marts = {line.split(":", 1)[0].strip(): line for line in scans if line.startswith("  ")}
     assert {"daily_category_revenue", "country_funnel", "top_products"} <= set(marts), demo.stdout[-3000:]
     for line in marts.values():
+        if jar_path() is None:  # without a JDK-built jar SQL reads use the Python data source
+            assert "BatchScan" in line, line
+            continue
         assert "FileScan parquet" in line and "Batched: true" in line and "QbeastFileIndex" in line, line
         assert "ReadSchema: struct<event_id" not in line  # not every column
     assert (catalog / "metastore_db").is_dir()

@@ -17,11 +17,13 @@ import pytest
 
 import qbeast
 from qbeast import QbeastTable
-from qbeast.spark.bridge import bridge_active
+from qbeast.spark.bridge import bridge_active, jar_path
 from qbeast.spark.datasource import PYTHON_SOURCE_NAME, create_table, register, register_python_source
 
 #: The implementation under test -> the data source name it answers to in the test session.
 SOURCES = {"jvm": "qbeast", "python": PYTHON_SOURCE_NAME}
+NO_JAR = pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
+PATHS = [pytest.param("jvm", marks=NO_JAR), "python"]
 
 ROWS = 20_000
 
@@ -76,7 +78,8 @@ def table(spark, tmp_path_factory):
     total = len(handle.to_df().inputFiles())
     assert len(handle.read_plan(filter="zone < 20").files) < total / 2, "pruning must matter here"
     handle.to_df().createOrReplaceTempView("scan_safety_truth")
-    assert register(spark) == "jvm" and bridge_active(spark), "the test session reads through the bridge"
+    assert register(spark) == ("jvm" if jar_path() else "python")
+    assert bridge_active(spark) == (jar_path() is not None)
     register_python_source(spark, PYTHON_SOURCE_NAME)
     return handle
 
@@ -106,7 +109,7 @@ def _name(spark, table: QbeastTable, way: str, path: str) -> str:
     return "scan_safety_loaded"
 
 
-@pytest.mark.parametrize("path", sorted(SOURCES))
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("way", ["catalog", "view", "load"])
 def test_every_reference_reads_its_own_rows(spark, table, truth, way, path):
     name = _name(spark, table, way, path)
@@ -120,7 +123,7 @@ def test_every_reference_reads_its_own_rows(spark, table, truth, way, path):
     assert not failures, f"wrong results reading {way} through {path}: {failures}"
 
 
-@pytest.mark.parametrize("path", sorted(SOURCES))
+@pytest.mark.parametrize("path", PATHS)
 def test_the_sample_filter_in_sql_returns_the_engine_sample(spark, table, path):
     name = _name(spark, table, "catalog", path)
     for fraction in (0.01, 0.1, 0.5):
