@@ -73,9 +73,10 @@ def run(spark, qbeast_path: str, value_column: str, range_filter: str, or_filter
         answers: dict[str, Any] = {}
         io: dict[str, Any] = {}
 
-        def case(name: str, relation: str):
+        def case(name: str, relation: str, sql: str = shape["sql"], answers: dict = answers,
+                 io: dict = io):
             def go():
-                rows, scan = collect_with_io(spark.sql(shape["sql"].format(t=relation)))
+                rows, scan = collect_with_io(spark.sql(sql.format(t=relation)))
                 answers[name], io[name] = rows[0], scan
             return go
 

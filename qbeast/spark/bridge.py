@@ -173,7 +173,7 @@ def _bridge_class(spark: Any) -> Any:
     """``io.dbtqbeast.bridge.Bridge`` in the session's JVM, or None when the jar is not loaded."""
     from py4j.java_gateway import JavaClass
 
-    found = getattr(spark._jvm.io.dbtqbeast.bridge, "Bridge")
+    found = spark._jvm.io.dbtqbeast.bridge.Bridge
     return found if isinstance(found, JavaClass) else None
 
 
@@ -208,12 +208,10 @@ def register(spark: Any) -> str:
     bridge = _bridge_class(spark)
     if bridge is None:
         reason = _why_not_loadable(spark)
-        if reason is None:
-            bridge = _bridge_class(spark)
-            if bridge is None:
-                reason = "the jar was added but its classes are not visible to the driver"
+        bridge = _bridge_class(spark) if reason is None else None
         if bridge is None:
-            _report(PYTHON, reason, logging.INFO if "sqlBridge" in reason else logging.WARNING)
+            reason = reason or "the jar was added but its classes are not visible to the driver"
+            _report(PYTHON, reason, logging.INFO if SQL_BRIDGE_KEY in reason else logging.WARNING)
             register_python_source(spark)
             return PYTHON
     protocol = str(bridge.protocol())
