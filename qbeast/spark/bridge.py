@@ -31,7 +31,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from qbeast.errors import InvalidOptionError, QbeastError
+from qbeast.errors import QbeastError
+from qbeast.spark.settings import SQL_BRIDGE
 
 logger = logging.getLogger("qbeast.spark.bridge")
 
@@ -41,9 +42,9 @@ PACKAGE = "io.dbtqbeast.bridge"
 EXTENSIONS_CLASS = f"{PACKAGE}.QbeastExtensions"
 #: Must equal ``Bridge.PROTOCOL`` of the loaded jar (both sides change together).
 PROTOCOL = "1"
-#: ``auto`` (default): use the bridge when the jar is there; ``false``: never load it.
-SQL_BRIDGE_KEY = "spark.qbeast.sqlBridge"
-SQL_BRIDGE_VALUES = ("auto", "false")
+#: ``auto`` (default): use the bridge when the jar is there; ``false``: never load it
+#: (:data:`qbeast.spark.settings.SQL_BRIDGE`).
+SQL_BRIDGE_KEY = SQL_BRIDGE.key
 
 JVM = "jvm"
 PYTHON = "python"
@@ -64,12 +65,7 @@ def jar_path() -> Path | None:
 
 def bridge_mode(conf: Mapping[str, Any]) -> str:
     """The validated value of :data:`SQL_BRIDGE_KEY` in ``conf`` (``auto`` when absent)."""
-    value = str(conf.get(SQL_BRIDGE_KEY, "auto")).strip().lower()
-    if value not in SQL_BRIDGE_VALUES:
-        raise InvalidOptionError(
-            f"{SQL_BRIDGE_KEY} is {conf.get(SQL_BRIDGE_KEY)!r}; allowed values: {', '.join(SQL_BRIDGE_VALUES)}"
-        )
-    return value
+    return str(SQL_BRIDGE.read_from(conf))
 
 
 def _append(existing: str | None, item: str) -> str:
@@ -228,7 +224,7 @@ def register(spark: Any) -> str:
 
 def _why_not_loadable(spark: Any) -> str | None:
     """Load the jar into the running session; None when loaded, else why the fallback is taken."""
-    if bridge_mode({SQL_BRIDGE_KEY: spark.conf.get(SQL_BRIDGE_KEY, "auto")}) == "false":
+    if SQL_BRIDGE.read(spark) == "false":
         return f"{SQL_BRIDGE_KEY}=false"
     jar = jar_path()
     if jar is None:

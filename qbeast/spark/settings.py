@@ -98,7 +98,15 @@ SHIP_ENGINE = Setting(
     "workers have dbt-qbeast installed).",
     choices=("auto", "true", "false"),
 )
+SQL_BRIDGE = Setting(
+    "spark.qbeast.sqlBridge", "auto",
+    "Which implementation reads qbeast in SQL: auto (the JVM read bridge, native parquet scans, "
+    "when the installation has its jar and the session is a classic one; else the Python data "
+    "source), false (always the Python data source). Read when the session is built or "
+    "qbeast.register is called.",
+    choices=("auto", "false"),
+)
 
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
-                                 SHIP_ENGINE)
+                                 SHIP_ENGINE, SQL_BRIDGE)
