@@ -505,13 +505,14 @@ def describe_location(spark: Any, name: str) -> str | None:
     store); a table created with plain ``CREATE TABLE ... USING qbeast LOCATION '<path>'`` (read
     by the JVM bridge) has only its catalog ``LOCATION``.
     """
+    from qbeast.delta.storage import local_path
+
     from_metadata = location_from_schema(spark.table(name).schema)
     if from_metadata is not None:
         return from_metadata
     for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect():
         if row[0] == "Location" and row[1]:
-            location = str(row[1])
-            return location[len("file:"):] if location.startswith("file:") else location
+            return local_path(str(row[1]))
     return None
 
 

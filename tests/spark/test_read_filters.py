@@ -6,6 +6,7 @@ allowed to be coarse, never lossy). Checked directly, and by evaluating both sid
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import random
 
 import pytest
