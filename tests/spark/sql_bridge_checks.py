@@ -146,19 +146,26 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks") -> dict
             "equals_python_source": bridge == _ids(spark.sql(python_sql)),
         }
 
-    for name, where in FILTERS.items():
-        report["filters"][name] = one(where, None)
-    # On this small table a 10% sample reaches cubes whose files hold every level (rollup), so it
-    # checks the rows; 5% checks that the sample also prunes.
-    report["filters"]["tablesample_10"] = one("", 10, must_prune=False)
-    report["filters"]["tablesample_5"] = one("", 5)
-    report["filters"]["tablesample_10_range"] = one(FILTERS["range"], 10)
-    for sql, schema in PROJECTIONS.items():
-        df = spark.sql(sql.format(t=catalog))
-        df.collect()
-        lines = scan_lines(executed_plan_text(df))
-        schemas = [m.group(1) for line in lines for m in [re.search(r"ReadSchema: (struct<[^ ]*>)", line)] if m]
-        report["plans"][sql] = {"read_schemas": schemas, "expected": schema}
+    try:
+        for name, where in FILTERS.items():
+            report["filters"][name] = one(where, None)
+        # On this small table a 10% sample reaches cubes whose files hold every level (rollup), so it
+        # checks the rows; 5% checks that the sample also prunes.
+        report["filters"]["tablesample_10"] = one("", 10, must_prune=False)
+        report["filters"]["tablesample_5"] = one("", 5)
+        report["filters"]["tablesample_10_range"] = one(FILTERS["range"], 10)
+        for sql, schema in PROJECTIONS.items():
+            df = spark.sql(sql.format(t=catalog))
+            df.collect()
+            lines = scan_lines(executed_plan_text(df))
+            schemas = [m.group(1) for line in lines for m in [re.search(r"ReadSchema: (struct<[^ ]*>)", line)] if m]
+            report["plans"][sql] = {"read_schemas": schemas, "expected": schema}
+    finally:
+        # the session is shared with later tests: a temp view would show up in their catalogs
+        # (dbt's docs generate lists it with no schema and fails)
+        spark.catalog.dropTempView(f"{catalog}_parquet")
+        spark.sql(f"DROP TABLE IF EXISTS {catalog}")
+        spark.sql(f"DROP TABLE IF EXISTS {catalog}_py")
     return report
 
 
