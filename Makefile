@@ -5,6 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# `dbt --version` lists only adapters whose folder is inside site-packages/dbt/adapters (it globs
+# that folder and ignores editable installs), so the install links the adapter's folder there.
+ADAPTER_LINK = $(PY) -c "import os, dbt.adapters as a; d = os.path.join(a.__path__[0], 'qbeast'); \
+	os.path.lexists(d) or os.symlink(os.path.abspath('dbt/adapters/qbeast'), d)"
 
 .PHONY: demo test lint install bench bench-full clean
 
@@ -14,6 +18,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(ADAPTER_LINK)
 	touch $(STAMP)
 
 install: $(STAMP)

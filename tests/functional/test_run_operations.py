@@ -15,7 +15,7 @@ from dbt.tests.util import get_connection, run_dbt, run_dbt_and_capture
 import qbeast
 
 EVENTS = """
-{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, write_mode='append') }}
+{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, incremental_strategy='append') }}
 select id, cast(id as double) / 4 as x from range(300)
 """
 
