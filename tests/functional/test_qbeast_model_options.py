@@ -120,6 +120,11 @@ class TestQbeastModelOptions:
         comments = {r.col_name: r.comment for r in spark.sql(f"describe table {schema}.documented").collect()}
         assert comments["a"] == "hashed id in [0, 1000)" and not comments["b"]
         assert spark.table(f"{schema}.documented").count() == 600  # still readable
+        # ... and the comments reach dbt docs' catalog.json (dbt-spark leaves them out)
+        catalog = run_dbt(["docs", "generate"])
+        node = catalog.nodes["model.test.documented"]
+        assert node.metadata.comment == "Rows for the docs test; it's quoted"
+        assert node.columns["a"].comment == "hashed id in [0, 1000)" and node.columns["b"].comment is None
 
         # the previous versions of the tables the second run breaks
         write_file("{{ config(materialized='qbeast', columns_to_index=['id']) }} select nope from range(3)",

@@ -197,7 +197,14 @@ class QbeastConnectionManager(SparkConnectionManager):
             console_log_level(_dbt_debug(), os.environ),
         )
         if any(str(catalog) in value for value in conf.values()):
-            catalog.mkdir(parents=True, exist_ok=True)
+            try:
+                catalog.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file where the folder (or one of its parents) should be
+                raise FailedToConnectError(
+                    f"catalog_dir {catalog} of the qbeast profile cannot be created "
+                    f"({exc.strerror}); allowed values: a folder path (it holds the embedded "
+                    "catalog and the warehouse)"
+                ) from None
         if uses_embedded_metastore(credentials.server_side_parameters) and not _driver_running():
             holder = embedded_catalog_holder(catalog)
             if holder is not None:

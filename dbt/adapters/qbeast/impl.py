@@ -114,6 +114,29 @@ class QbeastAdapter(SparkAdapter):
         info["adapter_type"] = "qbeast"
         return info
 
+    def _get_columns_for_catalog(self, relation: Any) -> Iterator[Dict[str, Any]]:
+        """dbt-spark's catalog rows plus the comments the catalog holds (``persist_docs``).
+
+        dbt-spark leaves ``table_comment`` and ``column_comment`` empty, so comments persisted by
+        a model never reached ``catalog.json``; the table comment is in the relation's
+        description already, the column comments cost one catalog lookup per relation.
+        """
+        table_comment = relation.facts.get("Comment") if isinstance(relation, QbeastRelation) else None
+        column_comments: Optional[Dict[str, str]] = None
+        for row in super()._get_columns_for_catalog(relation):
+            if column_comments is None:
+                column_comments = self._column_comments(relation)
+            row["table_comment"] = table_comment
+            row["column_comment"] = column_comments.get(str(row.get("column_name")).lower())
+            yield row
+
+    def _column_comments(self, relation: Any) -> Dict[str, str]:
+        try:
+            columns = self._spark().catalog.listColumns(relation.identifier, relation.schema)
+        except Exception:  # noqa: BLE001 - comments are a nicety; the catalog still lists the table
+            return {}
+        return {c.name.lower(): c.description for c in columns if c.description}
+
     def _spark(self) -> Any:
         """The Spark session behind this thread's connection (opened if needed)."""
         handle = self.connections.get_thread_connection().handle

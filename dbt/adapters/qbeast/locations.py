@@ -75,6 +75,16 @@ def _files_below(path: str, limit: int = 1000) -> List[str]:
     return found
 
 
+def _file_above(path: str) -> Optional[str]:
+    """The nearest existing ancestor of ``path`` when it is a file (no folder can be made there)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        if os.path.dirname(parent) == parent:
+            return None
+        parent = os.path.dirname(parent)
+    return parent if parent and os.path.isfile(parent) else None
+
+
 def _table_content(spark: Any, path: str) -> Optional[FolderContent]:
     """The Delta/Qbeast table at ``path``, or None when there is no committed table."""
     import qbeast
@@ -108,6 +118,9 @@ def inspect_location(spark: Any, path: str) -> FolderContent:
     if os.path.isfile(path):
         return FolderContent("file", "a file, not a folder")
     if not os.path.isdir(path):
+        blocking = _file_above(path)
+        if blocking is not None:
+            return FolderContent("file", f"inside {blocking}, which is a file, not a folder")
         return FolderContent("missing", "nothing")
     entries = [e for e in os.listdir(path) if not e.startswith(".")]
     if not entries:
@@ -142,8 +155,8 @@ def check_ownership(
     """
     if content.kind == "file":
         raise QbeastLocationError(
-            f"model {model}: the table location {location} is a file, not a folder; pick another "
-            "location_root or alias, or move the file away"
+            f"model {model}: the table location {location} is {content.description}; pick "
+            "another location_root or alias, or move the file away"
         )
     if (content.is_free or same_location(catalog_location, location)
             or (content.owner is not None and content.owner == relation_name.lower()) or take_over):

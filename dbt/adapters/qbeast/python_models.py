@@ -66,5 +66,5 @@ def to_spark_dataframe(spark: Any, result: Any, model: str) -> Any:
 def _summary(exc: BaseException) -> str:
     """The exception and the last line of the model's code it came from."""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith("<python model")]
-    where = f" (line {frames[-1].lineno})" if frames else ""
+    where = f" (line {frames[-1].lineno} of the compiled model)" if frames else ""
     return f"{type(exc).__name__}: {exc}{where}"
