@@ -10,6 +10,7 @@ import pytest
 from dbt.tests.util import run_dbt, write_file
 
 import qbeast
+import qbeast.names
 from dbt.adapters.qbeast.impl import QbeastAdapter
 
 
@@ -44,6 +45,7 @@ class TestLocationOwnership:
             "team_delta.sql": _model("team_delta", "lake"),
             "team_qbeast.sql": _model("team_qbeast", "lake"),
             "a_file.sql": _model("a_file", "lake"),
+            "under_file.sql": _model("under_file", "lake/a_file"),
             "taken_over.sql": _model("taken_over", "lake", ", take_over_location=true"),
             "first.sql": _model("first", "shared", ", alias='same'"),
             # another model (other schema) whose table would land in the first one's folder
@@ -89,6 +91,9 @@ class TestLocationOwnership:
                  open(os.path.join(lake, name)).read() for name in before}
         for name in ("team_parquet", "team_delta", "team_qbeast", "a_file"):
             assert after[name] == before[name], name
+        under = results["under_file"].message
+        assert f"is inside {os.path.join(lake, 'a_file')}, which is a file, not a folder" in under
+        assert "[Errno" not in under
         # the explicit opt-in let the model replace the parquet folder's table
         taken = qbeast.QbeastTable.for_path(spark, os.path.join(lake, "taken_over"))
         assert taken.indexed_columns() == ["id"]
@@ -126,6 +131,9 @@ class TestSwitchingMaterialization:
         assert (facts.get("Type") == "VIEW") == (kind == "view"), facts
         assert tuple(spark.table(f"{schema}.downstream").first()) == (n, n * (n - 1))
         assert not _facts(spark, schema, "m__dbt_backup") and not _facts(spark, schema, "m__dbt_tmp")
+        # `qbeast describe <schema>.m` knows the name exactly while it is a Qbeast table
+        known = qbeast.names.known(os.path.join(str(project.project_root), ".qbeast"))
+        assert (f"{schema}.m" in known) == (kind == "qbeast"), known
 
     def test_every_switch_works_and_failures_keep_the_old_relation(self, project, spark, monkeypatch):
         schema = project.test_schema

@@ -11,7 +11,7 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -270,6 +270,7 @@ class QbeastAdapter(SparkAdapter):
             self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
         else:
             self._register_qbeast_table(spark, relation, location, model_config)
+        self._names(record=(relation, location))
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
 
@@ -360,6 +361,27 @@ class QbeastAdapter(SparkAdapter):
         except BaseException:
             self._drop(spark, intermediate)  # the new relation did not make it: nothing left behind
             raise
+        self._names(forget=target)
+
+    def _names(self, record: Optional[Tuple[QbeastRelation, str]] = None,
+               forget: Optional[QbeastRelation] = None) -> None:
+        """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``)."""
+        import qbeast.names
+
+        folder = self.connections.credentials.catalog_dir
+        try:
+            if record is not None:
+                qbeast.names.record(folder, record[0].render(), record[1])
+            if forget is not None:
+                qbeast.names.forget(folder, forget.render())
+        except OSError as exc:  # a convenience copy: never fail a model for it
+            logger.debug(f"could not update the names file in {folder}: {exc}")
+
+    @available.parse_none
+    def drop_relation(self, relation: Any) -> None:
+        super().drop_relation(relation)
+        if getattr(relation, "is_qbeast", False):
+            self._names(forget=relation)
 
     def _catalog_facts(self, spark: Any, relation: QbeastRelation) -> Dict[str, str]:
         rows = spark.sql(
@@ -491,6 +513,42 @@ class QbeastAdapter(SparkAdapter):
         with _operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
         return ops.report(op, result)
+
+    @available
+    def qbeast_register_table(self, path: Any, schema: Any, identifier: Any) -> Dict[str, Any]:
+        """Register the Qbeast table at ``path`` as catalog table ``schema.identifier``."""
+        import qbeast
+
+        op = "qbeast_register_table"
+        location = ops.check_path(op, "path", path)
+        location = local_path(location) if location.startswith("file:") else location
+        if "://" not in location and not os.path.isabs(location):
+            location = os.path.join(str(self.connections.project_root), location)
+        for argument, value in (("schema", schema), ("table", identifier)):
+            if not isinstance(value, str) or not ops.SQL_NAME.match(value):
+                raise ops.argument_error(op, argument, value, "letters, digits and underscores")
+        spark = self._spark()
+        with _operation_errors(op):
+            snapshot = qbeast.QbeastTable.for_path(spark, location).snapshot()
+        if not snapshot.is_qbeast:
+            raise ops.argument_error(op, "path", path, "the folder of a Qbeast table (this one is a "
+                                     "plain Delta table: make it one with qbeast_convert first)")
+        relation = self.Relation.create(schema=schema, identifier=identifier, type="table")
+        facts = self._catalog_facts(spark, relation) if spark.catalog.databaseExists(schema) else {}
+        if facts and not (facts.get("Provider") == "qbeast"
+                          and same_location(local_path(facts.get("Location", "")), location)):
+            raise ops.argument_error(
+                op, "relation", f"{schema}.{identifier}",
+                f"a name that is free or already this table (it is a {facts.get('Provider') or 'view'} "
+                f"table at {facts.get('Location', 'no location')})")
+        spark.sql(f"create schema if not exists {schema}")
+        config = QbeastModelConfig(model=f"{schema}.{identifier}", columns_to_index=(),
+                                   cube_size=None, location_root=None)
+        self._register_qbeast_table(spark, relation, location, config)
+        self._names(record=(relation, location))
+        logger.info(f"{op}: {relation} is the Qbeast table at {location} "
+                    f"(version {snapshot.delta.version})")
+        return {"relation": relation.render(), "location": location, "version": snapshot.delta.version}
 
     @staticmethod
     def _register_qbeast_table(
