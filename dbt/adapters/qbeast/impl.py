@@ -25,7 +25,7 @@ from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigError, QbeastRunOperationError
 from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
 from dbt.adapters.qbeast.model_config import QbeastModelConfig, check_python_keys, model_config_from_node
-from dbt.adapters.qbeast.relation import QbeastRelation
+from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change, with_column_comments
 from dbt.adapters.qbeast.sql_literals import sql_string
 
@@ -227,9 +227,10 @@ class QbeastAdapter(SparkAdapter):
         location = self.qbeast_location(relation, model_config)
         replaces = old_relation is not None and not old_relation.is_qbeast
         catalog_location = old_relation.location if old_relation is not None else None
-        content = inspect_location(spark, location)
-        check_ownership(name, relation.render(), location, content, catalog_location,
-                        model_config.take_over_location)
+        if not same_location(catalog_location, location):  # else the catalog vouches for it
+            content = inspect_location(spark, location)
+            check_ownership(name, relation.render(), location, content, catalog_location,
+                            model_config.take_over_location)
         # A plain table whose files sit where the Qbeast table goes: write beside it, move later.
         in_place_of_files = replaces and same_location(catalog_location, location)
         folder = self._temporary_folder(spark, relation, location) if in_place_of_files else location
@@ -268,11 +269,19 @@ class QbeastAdapter(SparkAdapter):
         if replaces:
             assert old_relation is not None
             self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
-        else:
+        elif not catalog_entry_current(old_relation, location, model_config, self._table_schema(location)):
             self._register_qbeast_table(spark, relation, location, model_config)
         self._names(record=(relation, location))
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
+
+    @staticmethod
+    def _table_schema(location: str) -> Any:
+        """The committed schema of the Qbeast table at ``location`` (from its log, no Spark job)."""
+        import qbeast
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(qbeast.QbeastTable.for_path(None, location).snapshot().delta.schema)
 
     def _model_dataframe(self, spark: Any, model: Dict[str, Any], code: str, name: str) -> Any:
         """The model's result as a Spark DataFrame: its SQL, or what its Python ``model()`` returns."""
