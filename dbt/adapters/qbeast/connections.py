@@ -143,8 +143,8 @@ def catalog_busy_message(catalog: Path, lock_file: Path) -> str:
         f"the embedded catalog {catalog} is in use by another process (another dbt command, "
         "an IDE or a notebook on this project: it holds "
         f"{lock_file}); the embedded catalog admits one process at a time. Wait for that "
-        "process to finish, or give the processes a shared catalog (a Hive metastore or a "
-        "Spark Connect server such as `qbeast serve`, see docs/dbt.md)"
+        "process to finish, or give the processes a shared catalog (a Hive metastore service or "
+        "a Spark Connect server, see docs/cluster.md)"
     )
 
 
