@@ -55,7 +55,12 @@ def test_catalog_dir_that_is_a_file_is_a_clear_connection_error(spark, tmp_path)
     project = copy_example_project(tmp_path / "demo")
     (project / "not_a_folder").write_text("x")
     _profile(project, schema="broken", catalog_dir="not_a_folder")
-    result, messages = invoke_dbt(["debug"], project)
+    try:
+        result, messages = invoke_dbt(["debug"], project)
+    finally:
+        from dbt.adapters.factory import reset_adapters
+
+        reset_adapters()  # a failed `dbt debug` leaves its adapter registered for the next tests
     assert not result.success
     text = "\n".join(messages)
     assert f"catalog_dir {project / 'not_a_folder'} of the qbeast profile cannot be created" in text

@@ -132,7 +132,7 @@ class QbeastAdapter(SparkAdapter):
 
     def _column_comments(self, relation: Any) -> Dict[str, str]:
         try:
-            columns = self._spark().catalog.listColumns(relation.identifier, relation.schema)
+            columns = self._spark().catalog.listColumns(f"{relation.schema}.{relation.identifier}")
         except Exception:  # noqa: BLE001 - comments are a nicety; the catalog still lists the table
             return {}
         return {c.name.lower(): c.description for c in columns if c.description}

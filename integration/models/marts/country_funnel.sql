@@ -1,7 +1,3 @@
--- Funnel per country: how many users view, add to cart and buy. A qbeast model without an
--- incremental strategy: rebuilt on every run like a table (its unique test and the funnel
--- totals test would catch rows appended twice).
-{{ config(materialized='qbeast', columns_to_index=['users', 'purchases'], cube_size=1000) }}
 -- Funnel per country: how many users view, add to cart and buy.
 select
     country_code,
