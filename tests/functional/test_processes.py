@@ -7,14 +7,12 @@ interrupted first build, `dbt retry`, and an interrupted rebuild.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 import qbeast

@@ -171,7 +171,7 @@ class TestEveryConfigWorksOrFails:
         schema = project.test_schema
         results = run_dbt(["run"], expect_pass=False)
         status = {r.node.name: r for r in results}
-        for name, sql in WORKING.items():
+        for name in WORKING:
             assert status[name].status == "success", (name, status[name].message)
         # second run of changed_columns: the appended run names other indexed columns
         write_file(REFUSED["changed_columns"][0], project.project_root, "models", "changed_columns.sql")

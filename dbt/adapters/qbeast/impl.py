@@ -11,10 +11,11 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, cast, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
@@ -26,7 +27,7 @@ from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigErr
 from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
 from dbt.adapters.qbeast.model_config import QbeastModelConfig, check_python_keys, model_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
-from dbt.adapters.qbeast.schema_changes import apply_schema_change, with_column_comments
+from dbt.adapters.qbeast.schema_changes import apply_schema_change
 from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
@@ -137,6 +138,11 @@ class QbeastAdapter(SparkAdapter):
             return {}
         return {c.name.lower(): c.description for c in columns if c.description}
 
+    @property
+    def _qbeast_connections(self) -> QbeastConnectionManager:
+        """``self.connections``, typed as what this adapter always builds (ConnectionManager)."""
+        return cast(QbeastConnectionManager, self.connections)
+
     def _spark(self) -> Any:
         """The Spark session behind this thread's connection (opened if needed)."""
         handle = self.connections.get_thread_connection().handle
@@ -178,13 +184,12 @@ class QbeastAdapter(SparkAdapter):
         if model_config.location_root:
             root = qbeast.local_path(model_config.location_root)
             if "://" not in root and not os.path.isabs(root):
-                project_root = self.connections.project_root  # type: ignore[attr-defined]
-                root = os.path.join(str(project_root), root)
+                root = os.path.join(str(self._qbeast_connections.project_root), root)
         else:
             root = self._schema_folder(relation.schema)
-        return root.rstrip("/") + "/" + relation.identifier
+        return root.rstrip("/") + "/" + str(relation.identifier)
 
-    def _schema_folder(self, schema: str) -> str:
+    def _schema_folder(self, schema: Optional[str]) -> str:
         import qbeast
 
         return qbeast.local_path(self._spark().catalog.getDatabase(schema).locationUri)
@@ -255,7 +260,7 @@ class QbeastAdapter(SparkAdapter):
                 merge_schema=merge_schema,
                 non_finite=model_config.non_finite,
                 user_metadata=write_marker(relation.render()),
-                cancelled=self.connections.cancel_requested,
+                cancelled=self._qbeast_connections.cancel_requested,
             )
         message = (
             f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
@@ -316,7 +321,7 @@ class QbeastAdapter(SparkAdapter):
     def _swapping(self, spark: Any, old: QbeastRelation) -> Iterator[swaps.Undo]:
         """Rename ``old`` to its backup, let the caller put the new relation in place, then drop
         the backup and the folders moved aside; on any failure every step is taken back."""
-        backup = old.incorporate(path={"identifier": old.identifier + swaps.BACKUP_SUFFIX})
+        backup = old.incorporate(path={"identifier": f"{old.identifier}{swaps.BACKUP_SUFFIX}"})
         self._drop_leftover_backup(spark, backup)
         undo = swaps.Undo()
         try:
@@ -359,7 +364,7 @@ class QbeastAdapter(SparkAdapter):
         spark = self._spark()
         old_location = old_relation.location
         managed = self._catalog_facts(spark, intermediate).get("Type", "").upper() == "MANAGED"
-        lands_at = os.path.join(self._schema_folder(target.schema), target.identifier.lower())
+        lands_at = os.path.join(self._schema_folder(target.schema), str(target.identifier).lower())
         try:
             with self._swapping(spark, old_relation) as undo:
                 if (managed and old_location and same_location(old_location, lands_at)
@@ -375,14 +380,14 @@ class QbeastAdapter(SparkAdapter):
     def _names(self, record: Optional[Tuple[QbeastRelation, str]] = None,
                forget: Optional[QbeastRelation] = None) -> None:
         """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``)."""
-        import qbeast.names
+        import qbeast
 
-        folder = self.connections.credentials.catalog_dir
+        folder = self._qbeast_connections.credentials.catalog_dir
         try:
             if record is not None:
-                qbeast.names.record(folder, record[0].render(), record[1])
+                qbeast.record_table_name(folder, record[0].render(), record[1])
             if forget is not None:
-                qbeast.names.forget(folder, forget.render())
+                qbeast.forget_table_name(folder, forget.render())
         except OSError as exc:  # a convenience copy: never fail a model for it
             logger.debug(f"could not update the names file in {folder}: {exc}")
 
@@ -530,9 +535,9 @@ class QbeastAdapter(SparkAdapter):
 
         op = "qbeast_register_table"
         location = ops.check_path(op, "path", path)
-        location = local_path(location) if location.startswith("file:") else location
+        location = qbeast.local_path(location)
         if "://" not in location and not os.path.isabs(location):
-            location = os.path.join(str(self.connections.project_root), location)
+            location = os.path.join(str(self._qbeast_connections.project_root), location)
         for argument, value in (("schema", schema), ("table", identifier)):
             if not isinstance(value, str) or not ops.SQL_NAME.match(value):
                 raise ops.argument_error(op, argument, value, "letters, digits and underscores")
@@ -542,10 +547,10 @@ class QbeastAdapter(SparkAdapter):
         if not snapshot.is_qbeast:
             raise ops.argument_error(op, "path", path, "the folder of a Qbeast table (this one is a "
                                      "plain Delta table: make it one with qbeast_convert first)")
-        relation = self.Relation.create(schema=schema, identifier=identifier, type="table")
+        relation = self.Relation.create(schema=schema, identifier=identifier, type=RelationType.Table)
         facts = self._catalog_facts(spark, relation) if spark.catalog.databaseExists(schema) else {}
         if facts and not (facts.get("Provider") == "qbeast"
-                          and same_location(local_path(facts.get("Location", "")), location)):
+                          and same_location(qbeast.local_path(facts.get("Location", "")), location)):
             raise ops.argument_error(
                 op, "relation", f"{schema}.{identifier}",
                 f"a name that is free or already this table (it is a {facts.get('Provider') or 'view'} "

@@ -53,7 +53,7 @@ def to_spark_dataframe(spark: Any, result: Any, model: str) -> Any:
             return result.to_spark()
     except ImportError:  # pragma: no cover - pandas-on-Spark needs pandas, a dependency
         pass
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]  # no stubs installed
 
     if isinstance(result, pd.DataFrame):
         return spark.createDataFrame(result)

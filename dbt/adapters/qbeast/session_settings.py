@@ -72,7 +72,6 @@ def connection_spark_conf(
     """
     user = {str(k): str(v) for k, v in server_side_parameters.items()}
     conf: Dict[str, str] = {}
-    external = any(key in user for key in EXTERNAL_METASTORE_KEYS)
     java_options = [ENGINE_DRIVER_JAVA_OPTIONS]
     if WAREHOUSE_KEY not in user and "spark.remote" not in user:
         conf[WAREHOUSE_KEY] = str(catalog / "warehouse")

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from delta_helpers import SCHEMA, make_add
 from qbeast import names
