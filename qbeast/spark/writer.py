@@ -184,7 +184,6 @@ def write(
     version = _commit(
         state, adds, mode=mode, new_revision=revision if is_new_revision else None,
         schema_string=schema_string if metadata_changed else None, txn=txn, options=opts,
-        path=path,
     )
     rows_written = sum(a.num_records or 0 for a in adds)
     phase.done(version=version, files=len(adds))
@@ -200,7 +199,7 @@ def write(
 
 def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: Revision | None,
             schema_string: str | None, txn: tuple[str, int] | None,
-            options: WriteOptions, path: str) -> int:
+            options: WriteOptions) -> int:
     """The write's single Delta transaction; returns the committed version.
 
     Metadata is written only when ``schema_string`` is given (new table, overwrite, new revision
@@ -239,7 +238,7 @@ def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: 
         metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
                  "numOutputBytes": sum(a.size for a in adds)},
         info=info,
-        before_commit=lambda: options.check_cancelled(path, "the commit"),
+        before_commit=lambda: options.check_cancelled(state.log.table_path, "the commit"),
     )
 
 
