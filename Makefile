@@ -8,6 +8,10 @@ STAMP := $(VENV)/.installed
 # The JVM read bridge (jvm/): compiled with javac against the installed pyspark; the wheel ships it.
 JAR := qbeast/jars/qbeast-bridge.jar
 JAVA_SOURCES := $(shell find jvm/src -type f) jvm/build_jar.py
+# `dbt --version` lists only adapters whose folder is inside site-packages/dbt/adapters (it globs
+# that folder and ignores editable installs), so the install links the adapter's folder there.
+ADAPTER_LINK = $(PY) -c "import os, dbt.adapters as a; d = os.path.join(a.__path__[0], 'qbeast'); \
+	os.path.lexists(d) or os.symlink(os.path.abspath('dbt/adapters/qbeast'), d)"
 
 .PHONY: demo test lint install jar wheel bench bench-full clean
 
@@ -17,6 +21,7 @@ $(PY):
 
 $(STAMP): $(PY) pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	$(ADAPTER_LINK)
 	touch $(STAMP)
 
 $(JAR): $(STAMP) $(JAVA_SOURCES)

@@ -2,12 +2,12 @@
 
 Runs, in this process through dbt's programmatic runner: `dbt deps` (only when the project
 declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt test`, then a second
-`dbt run` (the click stream is a Qbeast table in append mode: it grows by `events_increment` rows,
-and the marts are rebuilt on top) and `dbt test` again, with the profiles.yml that sits beside the
-project. Exits non-zero as soon as a step fails, and finishes by
-printing where the warehouse and each table live, and how the downstream models read the Qbeast
-click stream: the scan node of each one's query plan (Spark's native parquet scan over the
-engine's file index, through the JVM read bridge).
+`dbt run` (the click stream is a Qbeast table with incremental_strategy='append': it grows by
+`events_increment` rows; the marts, one of them a Qbeast table, are rebuilt on top) and `dbt test`
+again, with the profiles.yml that sits beside the project. Exits non-zero as soon as a step fails,
+and finishes by printing where the warehouse and each table live, and how the downstream models
+read the Qbeast click stream: the scan node of each one's query plan (Spark's native parquet scan
+over the engine's file index, through the JVM read bridge).
 
 Usage: python integration/run_demo.py [--project-dir DIR] [--rows N] [--increment N] [--target NAME]
 """

@@ -30,6 +30,9 @@ _LAZY = {
     "quote_identifier": ("qbeast.core.sql", "quote_identifier"),
     "sql_string": ("qbeast.core.sql", "sql_string"),
     "local_path": ("qbeast.delta.storage", "local_path"),
+    # catalog names readable without Spark (``qbeast describe schema.table``): qbeast/names.py
+    "record_table_name": ("qbeast.names", "record"),
+    "forget_table_name": ("qbeast.names", "forget"),
 }
 
 __all__ = [

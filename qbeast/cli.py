@@ -1,4 +1,4 @@
-"""The ``qbeast`` command line: ``qbeast describe PATH [--version N] [--json] [--files]``.
+"""The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]``.
 
 ``describe`` answers "what is in this table?" without starting Spark: the Delta facts (version,
 protocol, schema, properties, file/row/byte counts) from the transaction log, and for a Qbeast
@@ -6,20 +6,27 @@ table its revisions (indexed columns, transformer types, cube size) with their f
 counts, decoded by the format core. ``--files`` adds every active file with its tags, ``--json``
 prints one JSON document for scripts.
 
-Exit codes: 0 success; 2 when the path is not a Delta table, the log or the Qbeast metadata is
-corrupt, or the arguments are wrong (argparse's convention for usage errors).
+TABLE is a folder (a path or ``file:`` URI) or a catalog name, ``schema.table`` or a table name
+unique across schemas, looked up in the names file the dbt adapter keeps beside the embedded
+catalog (:mod:`qbeast.names`; found from the dbt project around the working directory, or given
+with ``--catalog-dir``). Output piped into a command that stops reading (``| head``) just ends.
+
+Exit codes: 0 success; 2 when the path is not a Delta table, the name is unknown, the log or the
+Qbeast metadata is corrupt, or the arguments are wrong (argparse's convention for usage errors).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, TextIO
 
 from qbeast import __version__
-from qbeast.errors import QbeastError
+from qbeast.errors import InvalidOptionError, QbeastError
 
 EXIT_OK = 0
 EXIT_ERROR = 2
@@ -193,7 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dbt-qbeast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     desc = sub.add_parser("describe", help="show a table's version, schema, files and Qbeast revisions")
-    desc.add_argument("path", metavar="PATH", help="table folder (local path or file: URI)")
+    desc.add_argument("path", metavar="TABLE",
+                      help="table folder (local path or file: URI), or a catalog name "
+                           "(schema.table, or a table name unique across schemas)")
+    desc.add_argument("--catalog-dir", metavar="DIR", default=None,
+                      help="the dbt profile's catalog_dir that names are looked up in (default: "
+                           "found in the dbt project around the working directory)")
     desc.add_argument("--version", dest="table_version", type=int, metavar="N", default=None,
                       help="describe table version N (time travel) instead of the latest")
     desc.add_argument("--json", action="store_true", help="print one JSON document")
@@ -208,19 +220,57 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
-        facts = describe(args.path, args.table_version, args.files)
+        path = resolve_table(args.path, args.catalog_dir)
+        facts = describe(path, args.table_version, args.files)
     except QbeastError as exc:
         err.write(f"qbeast describe: error: {exc}\n")
         return EXIT_ERROR
     except OSError as exc:  # unreadable files: permissions, I/O errors
-        err.write(f"qbeast describe: error: cannot read {args.path}: {exc}\n")
+        reason = exc.strerror or str(exc)
+        err.write(f"qbeast describe: error: cannot read {args.path}: {reason}\n")
         return EXIT_ERROR
-    if args.json:
-        json.dump(facts, out, indent=2)
-        out.write("\n")
-    else:
-        render_text(facts, out)
+    try:
+        if args.json:
+            json.dump(facts, out, indent=2)
+            out.write("\n")
+        else:
+            render_text(facts, out)
+        out.flush()
+    except BrokenPipeError:
+        # the reader stopped (`| head`): nothing more to say; keep Python from complaining at exit
+        _silence_stdout(out)
     return EXIT_OK
+
+
+def _silence_stdout(out: TextIO) -> None:
+    if out is sys.stdout:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+
+
+def resolve_table(table: str, catalog_dir: str | None = None) -> str:
+    """The folder of ``table``: itself when it is a path, else the recorded catalog name's."""
+    from qbeast import names
+
+    if "/" in table or ":" in table or os.path.exists(table):
+        return table
+    folders = [Path(catalog_dir)] if catalog_dir else names.find_catalog_folders(Path.cwd())
+    if not folders:
+        raise InvalidOptionError(
+            f"{table!r} is neither a table folder nor a catalog name this folder knows (no dbt "
+            "project with a qbeast catalog around the working directory); pass a path, or the "
+            "catalog with --catalog-dir"
+        )
+    errors = []
+    for folder in folders:
+        try:
+            return names.lookup(folder, table)
+        except InvalidOptionError as exc:
+            errors.append(str(exc))
+    raise InvalidOptionError("; ".join(errors))
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ log (actions, commits) and knows nothing of Spark.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -66,15 +66,19 @@ def commit_files(
     parameters: Mapping[str, Any] | None = None,
     metrics: Mapping[str, Any] | None = None,
     info: Mapping[str, Any] | None = None,
+    before_commit: Callable[[], None] | None = None,
 ) -> int:
     """Add ``new_files`` to ``transaction`` and commit it; returns the committed version.
 
     Everything else the commit holds (removes, metadata, application transactions) is set on the
     transaction by the caller. If the commit fails for any reason, the new files are deleted —
-    no version references them — and the error propagates.
+    no version references them — and the error propagates. ``before_commit`` runs right before
+    the commit: an exception it raises (e.g. a cancelled write) abandons the commit the same way.
     """
     transaction.add_actions(list(new_files))
     try:
+        if before_commit is not None:
+            before_commit()
         return transaction.commit(operation, parameters, metrics=metrics, info=info)
     except BaseException:
         if transaction.committed_version is None:

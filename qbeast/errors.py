@@ -22,3 +22,10 @@ class FormatError(QbeastError, ValueError):
 
 class UnsupportedTypeError(QbeastError, TypeError):
     """A column's data type cannot be indexed."""
+
+
+class WriteCancelled(QbeastError):
+    """A write was abandoned before its commit because its caller asked to stop (e.g. Ctrl-C).
+
+    Nothing was committed and the files it had written are deleted.
+    """

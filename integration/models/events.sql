@@ -5,14 +5,15 @@
   exact totals.
 
   The first build generates `events_rows` events; every later `dbt run` appends the next
-  `events_increment` ids: qbeast models append on later runs (write_mode='append' is the default,
-  spelled out here), and is_incremental() is true once the table exists.
+  `events_increment` ids: with incremental_strategy='append' the qbeast model appends on later
+  runs and is_incremental() is true once the table exists (without a strategy it would be
+  rebuilt on every run, like a table).
 #}
 {{ config(
     materialized='qbeast',
     columns_to_index=['event_time', 'user_id', 'product_id'],
     cube_size=var('events_cube_size'),
-    write_mode='append',
+    incremental_strategy='append',
 ) }}
 
 {% if is_incremental() %}

@@ -103,7 +103,7 @@ class Transformer(abc.ABC):
 def _require_ordered(column: str, data_type: QDataType, type_name: str) -> None:
     if not data_type.is_ordered:
         raise InvalidOptionError(
-            f"column {column!r} of type {data_type.value} cannot use the {type_name!r} transformer; "
+            f"column {column!r} of type {data_type.sql_name} cannot use the {type_name!r} transformer; "
             f"string columns allow: hashing, quantiles, histogram"
         )
 
@@ -153,7 +153,9 @@ class LinearTransformer(_TypedTransformer):
         for key, value in ((key_min, mn), (key_max, mx)):
             if isinstance(value, float) and not math.isfinite(value):
                 raise InvalidOptionError(
-                    f"stat {key!r} is {value!r}; a linear index needs finite values in column {self.column_name!r}"
+                    f"column {self.column_name!r} holds NaN or infinite values ({key} is {value!r}), "
+                    "which a linear index cannot place; filter them out, index the column with "
+                    "'hashing', or write with non_finite='null' to store them as null"
                 )
         if mn is None or mx is None or mn == mx:
             return IdentityTransformation(mn if mn is not None else mx, self.column_type)
@@ -212,7 +214,7 @@ def _quantile_number(key: str, value: Any, data_type: QDataType) -> float:
     if isinstance(value, str) and data_type in (QDataType.TIMESTAMP, QDataType.DATE):
         return float(_parse_temporal(key, value, data_type))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidOptionError(f"columnStats key {key!r} must hold finite numbers for {data_type.value}, got {value!r}")
+        raise InvalidOptionError(f"columnStats key {key!r} must hold finite numbers for {data_type.sql_name}, got {value!r}")
     return float(value)
 
 
@@ -260,7 +262,7 @@ class StringHistogramTransformer(_TypedTransformer):
     def __post_init__(self) -> None:
         if self.column_type is not QDataType.STRING:
             raise InvalidOptionError(
-                f"column {self.column_name!r} of type {self.column_type.value} cannot use the 'histogram' "
+                f"column {self.column_name!r} of type {self.column_type.sql_name} cannot use the 'histogram' "
                 f"transformer; it is only for string columns"
             )
 
@@ -432,14 +434,14 @@ def _stat_value(key: str, value: Any, suffix: str, transformer: Transformer) -> 
         if isinstance(value, str) and data_type in (QDataType.TIMESTAMP, QDataType.DATE):
             return _parse_temporal(key, value, data_type)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidOptionError(f"columnStats key {key!r} must be a number for {data_type.value}, got {value!r}")
+            raise InvalidOptionError(f"columnStats key {key!r} must be a number for {data_type.sql_name}, got {value!r}")
         if data_type in (QDataType.TIMESTAMP, QDataType.DATE):
             raise InvalidOptionError(
                 f"columnStats key {key!r} must be a string like '2024-01-31 00:00:00.000000Z' "
-                f"for {data_type.value}, got {value!r}"
+                f"for {data_type.sql_name}, got {value!r}"
             )
         if data_type in (QDataType.INTEGER, QDataType.LONG) and isinstance(value, float):
-            raise InvalidOptionError(f"columnStats key {key!r} must be an integer for {data_type.value}, got {value!r}")
+            raise InvalidOptionError(f"columnStats key {key!r} must be an integer for {data_type.sql_name}, got {value!r}")
         return to_canonical(value, data_type, key)
     if not isinstance(value, list) or len(value) < 2:
         raise InvalidOptionError(f"columnStats key {key!r} must be an array of at least 2 values, got {value!r}")
@@ -460,7 +462,7 @@ def _parse_temporal(key: str, text: str, data_type: QDataType) -> int:
         return datetime_to_millis(_dt.datetime.fromisoformat(cleaned))
     except ValueError as exc:
         raise InvalidOptionError(
-            f"columnStats key {key!r}: cannot read {text!r} as a {data_type.value} "
+            f"columnStats key {key!r}: cannot read {text!r} as a {data_type.sql_name} "
             f"(expected 'yyyy-MM-dd' or 'yyyy-MM-dd HH:mm:ss.SSSSSSZ')"
         ) from exc
 

@@ -40,6 +40,11 @@ class QDataType(enum.Enum):
         return self.value
 
     @property
+    def sql_name(self) -> str:
+        """The Spark SQL name users know (``double``, ``bigint``...), for error messages."""
+        return _SQL_NAMES[self]
+
+    @property
     def is_ordered(self) -> bool:
         """Ordered (numeric-like) types can be linearly scaled; strings can only be hashed/binned."""
         return self is not QDataType.STRING
@@ -66,6 +71,12 @@ class QDataType(enum.Enum):
             f"unknown Qbeast data type {name!r}; expected one of {', '.join(m.value for m in cls)}"
         )
 
+
+_SQL_NAMES = {
+    QDataType.DOUBLE: "double", QDataType.INTEGER: "int", QDataType.FLOAT: "float",
+    QDataType.LONG: "bigint", QDataType.STRING: "string", QDataType.DECIMAL: "decimal",
+    QDataType.TIMESTAMP: "timestamp", QDataType.DATE: "date",
+}
 
 _INTEGRAL = frozenset({QDataType.INTEGER, QDataType.LONG, QDataType.TIMESTAMP, QDataType.DATE})
 
@@ -142,7 +153,7 @@ def to_canonical(value: Any, data_type: QDataType, column: str = "?") -> Any:
         else:
             value = value.item()
     if isinstance(value, bool):
-        raise InvalidOptionError(f"column {column!r}: boolean value {value!r} is not a {data_type.value}")
+        raise InvalidOptionError(f"column {column!r}: boolean value {value!r} is not a {data_type.sql_name}")
     if data_type is QDataType.STRING:
         if isinstance(value, str):
             return value
@@ -157,7 +168,7 @@ def to_canonical(value: Any, data_type: QDataType, column: str = "?") -> Any:
         lo, hi = (INT_MIN, INT_MAX) if data_type is QDataType.INTEGER else (LONG_MIN, LONG_MAX)
         if not lo <= value <= hi:
             raise InvalidOptionError(
-                f"column {column!r}: {value} is outside the {data_type.value} range [{lo}, {hi}]"
+                f"column {column!r}: {value} is outside the {data_type.sql_name} range [{lo}, {hi}]"
             )
         return value
     if data_type in (QDataType.DOUBLE, QDataType.FLOAT, QDataType.DECIMAL):
@@ -175,7 +186,7 @@ def to_canonical(value: Any, data_type: QDataType, column: str = "?") -> Any:
     if isinstance(value, int):
         return value
     raise InvalidOptionError(
-        f"column {column!r}: expected a {data_type.value} (datetime/date or epoch millis), got {value!r}"
+        f"column {column!r}: expected a {data_type.sql_name} (datetime/date or epoch millis), got {value!r}"
     )
 
 
@@ -184,7 +195,7 @@ def _numpy_datetime_to_millis(value: np.datetime64, data_type: QDataType, column
     if np.isnat(value):
         return None
     if data_type not in (QDataType.TIMESTAMP, QDataType.DATE):
-        raise InvalidOptionError(f"column {column!r}: datetime value {value!r} is not a {data_type.value}")
+        raise InvalidOptionError(f"column {column!r}: datetime value {value!r} is not a {data_type.sql_name}")
     return int(value.astype("datetime64[ms]").astype(np.int64))
 
 
@@ -204,7 +215,7 @@ def canonical_array(values: np.ndarray, data_type: QDataType) -> np.ndarray:
     values = np.asarray(values)
     if values.dtype.kind == "M":
         if data_type not in (QDataType.TIMESTAMP, QDataType.DATE):
-            raise InvalidOptionError(f"datetime values cannot feed a {data_type.value} column")
+            raise InvalidOptionError(f"datetime values cannot feed a {data_type.sql_name} column")
         millis = values.astype("datetime64[ms]").astype(np.int64)
         return np.where(np.isnat(values), 0, millis)
     if data_type is QDataType.FLOAT and values.dtype.kind == "f":

@@ -46,8 +46,15 @@ def index_spec(schema, columns_to_index: str | Sequence[str] | None, base: Revis
         specs = None
         names = list(base.columns)
     else:
-        specs = parse_columns_to_index(columns_to_index)
+        specs = [ColumnSpec(resolve_column(schema, s.name), s.type_name)
+                 for s in parse_columns_to_index(columns_to_index)]
         names = [s.name for s in specs]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise InvalidOptionError(
+                f"columnsToIndex names column {repeated[0]!r} more than once (column names are "
+                "case-insensitive)"
+            )
     fields = {f.name: f for f in schema.fields}
     data_types: dict[str, QDataType] = {}
     for name in names:
@@ -58,6 +65,21 @@ def index_spec(schema, columns_to_index: str | Sequence[str] | None, base: Revis
             )
         data_types[name] = qdatatype_from_spark_name(field.dataType.simpleString(), name)
     return IndexSpec(specs, data_types)
+
+
+def resolve_column(schema, name: str) -> str:
+    """The data's spelling of column ``name``: an exact match, else the one case-insensitive match.
+
+    Spark resolves column names case-insensitively (``spark.sql.caseSensitive`` is false by
+    default), so ``columnsToIndex='Price'`` must index the column ``price``; the revision then
+    records the data's spelling. An unknown or ambiguous name is left as given (and reported by
+    the caller with the available columns).
+    """
+    names = [f.name for f in schema.fields]
+    if name in names:
+        return name
+    folded = [n for n in names if n.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else name
 
 
 def planned_transformers(spec: IndexSpec, base: Revision | None, table_id: str,

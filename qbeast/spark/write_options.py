@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
-from qbeast.errors import InvalidOptionError, UnsupportedTypeError
+from qbeast.errors import InvalidOptionError, UnsupportedTypeError, WriteCancelled
 
 MODES = ("append", "overwrite")
+#: What a write does with NaN and infinities in indexed float/double columns (option
+#: ``non_finite``): refuse them (a linear index cannot place them), or store them as null.
+NON_FINITE_CHOICES = ("fail", "null")
 
 #: Internal columns added during the write; user columns may not use these names.
 WEIGHT_COLUMN = "_qbeast_weight"
@@ -35,10 +38,16 @@ class WriteOptions:
     buffer_capacity: int | None = None
     user_metadata: str | None = None
     estimation_sample_rows: int | None = None
+    non_finite: str = "fail"
+    #: Called between the write's phases and right before its commit; True abandons the write
+    #: (``WriteCancelled``, files deleted, nothing committed). How a caller such as dbt's Ctrl-C
+    #: handling stops a write without racing its commit.
+    cancelled: Callable[[], bool] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
-        allowed = {"merge_schema", "buffer_capacity", "user_metadata", "estimation_sample_rows"}
+        allowed = {"merge_schema", "buffer_capacity", "user_metadata", "estimation_sample_rows",
+                   "non_finite", "cancelled"}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidOptionError(
@@ -56,7 +65,20 @@ class WriteOptions:
         sample_rows = options.get("estimation_sample_rows")
         if sample_rows is not None:
             check_non_negative_int("estimation_sample_rows", sample_rows)
-        return cls(merge, capacity, metadata, sample_rows)
+        non_finite = options.get("non_finite", "fail")
+        if not isinstance(non_finite, str) or non_finite.lower() not in NON_FINITE_CHOICES:
+            raise InvalidOptionError(
+                f"non_finite must be one of {list(NON_FINITE_CHOICES)}, got {non_finite!r}"
+            )
+        cancelled = options.get("cancelled")
+        if cancelled is not None and not callable(cancelled):
+            raise InvalidOptionError(f"cancelled must be a callable returning a bool, got {cancelled!r}")
+        return cls(merge, capacity, metadata, sample_rows, non_finite.lower(), cancelled)
+
+    def check_cancelled(self, path: str, phase: str) -> None:
+        """Raise ``WriteCancelled`` when the caller's ``cancelled`` callback says so."""
+        if self.cancelled is not None and self.cancelled():
+            raise WriteCancelled(f"write to {path} cancelled before {phase}; nothing was committed")
 
 
 def check_positive_int(name: str, value: Any) -> int:

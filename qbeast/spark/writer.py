@@ -42,6 +42,7 @@ from qbeast.core.revision import (
 )
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile, Metadata
+from qbeast.core.types import QDataType
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
 from qbeast.spark.revision_change import choose_revision, index_spec
@@ -112,7 +113,10 @@ def write(
     tree in the estimation, default ``spark.qbeast.index.cubeDomainsBufferCapacity`` or 100000),
     ``estimation_sample_rows`` (a larger input's cube thresholds are estimated from a sample of
     about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 1000000, 0 = all
-    rows), ``user_metadata`` (stored in the commit info).
+    rows), ``user_metadata`` (stored in the commit info), ``non_finite`` (``"fail"``, the default:
+    NaN or an infinity in an indexed float/double column fails the write; ``"null"``: they are
+    stored as null), ``cancelled`` (a callable checked between the phases and right before the
+    commit; when it returns True the write stops with ``WriteCancelled`` and deletes its files).
     """
     started = time.perf_counter()
     mode = check_mode(mode)
@@ -143,6 +147,8 @@ def write(
         )
     base = state.latest_revision if mode == "append" else None
     spec = index_spec(df.schema, columns_to_index, base)
+    if opts.non_finite == "null":
+        df = _non_finite_as_null(df, spec)
     desired = cube_size or (base.desired_cube_size if base is not None
                             else settings.DEFAULT_CUBE_SIZE.read(spark))
     data, schema_string, schema_changed = _align_schema(df, state, mode, opts.merge_schema)
@@ -152,6 +158,7 @@ def write(
         data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
     )
     phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
+    opts.check_cancelled(path, "writing files")
 
     table_dir = state.log.table_path  # a plain folder: the log resolved any file: URI
     os.makedirs(table_dir, exist_ok=True)
@@ -197,8 +204,9 @@ def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: 
 
     Metadata is written only when ``schema_string`` is given (new table, overwrite, new revision
     or merged schema): plain appends into the latest revision commit none, as qbeast-spark.
-    When the commit fails (e.g. a conflicting concurrent commit), the new files are deleted:
-    nothing references them (:func:`qbeast.commit.commit_files`).
+    When the commit fails (e.g. a conflicting concurrent commit) or the caller's ``cancelled``
+    callback stops the write right before it, the new files are deleted: nothing references them
+    (:func:`qbeast.commit.commit_files`).
     """
     transaction = state.log.start_transaction(state.snapshot)
     configuration = state.configuration
@@ -230,7 +238,30 @@ def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: 
         metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
                  "numOutputBytes": sum(a.size for a in adds)},
         info=info,
+        before_commit=lambda: options.check_cancelled(state.log.table_path, "the commit"),
     )
+
+
+def _non_finite_as_null(df, spec):
+    """``df`` with NaN and infinities of the indexed float/double columns replaced by null.
+
+    The ``non_finite='null'`` option: a linear index has no place for those values, so instead of
+    refusing the write they are stored as null (which the index places like any null).
+    """
+    from pyspark.sql import functions as F
+
+    floating = {name for name, kind in spec.data_types.items()
+                if kind in (QDataType.DOUBLE, QDataType.FLOAT)}
+    if not floating:
+        return df
+    columns = []
+    for field in df.schema.fields:
+        col = F.col(quote_identifier(field.name))
+        if field.name in floating:
+            bad = F.isnan(col) | (F.abs(col) == F.lit(float("inf")))
+            col = F.when(bad, F.lit(None).cast(field.dataType)).otherwise(col).alias(field.name)
+        columns.append(col)
+    return df.select(*columns)
 
 
 # -- schema -------------------------------------------------------------------------------------

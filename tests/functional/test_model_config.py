@@ -1,6 +1,8 @@
 """Validation of a qbeast model's config (pure Python, before any Spark work)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
@@ -16,9 +18,26 @@ def test_list_and_string_specs_normalize_to_the_same_columns():
     assert as_list.column_names == ["a", "b"]
 
 
-def test_write_mode_defaults_to_append_and_accepts_overwrite():
-    assert parse_model_config("m", ["a"]).write_mode == "append"
-    assert parse_model_config("m", ["a"], write_mode=" Overwrite ").write_mode == "overwrite"
+def test_no_strategy_rebuilds_and_append_is_the_only_strategy_today():
+    rebuilt = parse_model_config("m", ["a"])
+    assert rebuilt.incremental_strategy is None and not rebuilt.is_incremental
+    assert rebuilt.write_mode(incremental_run=True) == "overwrite"
+    appended = parse_model_config("m", ["a"], incremental_strategy=" Append ")
+    assert appended.incremental_strategy == "append" and appended.warnings == ()
+    assert appended.write_mode(incremental_run=True) == "append"
+    assert appended.write_mode(incremental_run=False) == "overwrite"  # first run, full refresh
+
+
+def test_deprecated_write_mode_maps_to_a_strategy_with_a_warning():
+    legacy = parse_model_config("m", ["a"], write_mode="append")
+    assert legacy.incremental_strategy == "append"
+    assert legacy.warnings == ("model m: config write_mode='append' is deprecated; use "
+                               "incremental_strategy='append' (docs/dbt.md, 'Rebuild or increment')",)
+    overwrite = parse_model_config("m", ["a"], write_mode=" Overwrite ")
+    assert overwrite.incremental_strategy is None
+    assert "rebuilds its table on every run" in overwrite.warnings[0]
+    same = parse_model_config("m", ["a"], incremental_strategy="append", write_mode="append")
+    assert same.incremental_strategy == "append"
 
 
 @pytest.mark.parametrize(
@@ -36,7 +55,10 @@ def test_write_mode_defaults_to_append_and_accepts_overwrite():
         ({"cube_size": "many"}, "cube_size", "a positive integer"),
         ({"cube_size": 2.5}, "cube_size", "a positive integer"),
         ({"cube_size": True}, "cube_size", "a positive integer"),
-        ({"write_mode": "merge"}, "write_mode", "overwrite, append"),
+        ({"write_mode": "merge"}, "write_mode", "append, overwrite (deprecated"),
+        ({"incremental_strategy": "insert_overwrite"}, "incremental_strategy", "append (or leave it out"),
+        ({"incremental_strategy": "delete+insert"}, "incremental_strategy", "not supported by qbeast models yet"),
+        ({"incremental_strategy": "append", "write_mode": "overwrite"}, "write_mode", "which disagree"),
         ({"location_root": ""}, "location_root", "a folder path"),
     ],
 )
@@ -61,7 +83,8 @@ def test_qbeast_spark_spellings_and_standard_dbt_keys_are_accepted():
         "name": "m",
         "config": {"columnsToIndex": "a,b", "cubeSize": 50, "columnStats": '{"a_min": 0}',
                    "materialized": "qbeast", "on_schema_change": "ignore", "meta": {},
-                   "partition_by": None, "file_format": None, "owner": "team-x"},
+                   "partition_by": None, "file_format": None, "owner": "team-x", "grants": {},
+                   "unique_key": None, "packages": [], "incremental_strategy": None},
     }
     config = model_config_from_node(node)
     assert config.columns_to_index == ("a", "b") and config.cube_size == 50
@@ -77,6 +100,39 @@ def test_misspelled_qbeast_keys_name_model_key_and_valid_keys(key, suggestion):
     message = str(raised.value)
     assert f"model m: unknown config key {key!r} (did you mean {suggestion!r}?)" in message
     assert "valid qbeast keys: " + ", ".join(QBEAST_KEYS) in message
+
+
+@pytest.mark.parametrize(("key", "suggestion"), [("cube", "cube_size"), ("optimize", "optimize_after_run"),
+                                                 ("indexed_columns", "columns_to_index"),
+                                                 ("zorder_by", "columns_to_index"),
+                                                 ("cluster_by", "columns_to_index"),
+                                                 ("nonfinite", "non_finite")])
+def test_keys_resembling_qbeast_options_are_refused_with_a_suggestion(key, suggestion):
+    with pytest.raises(QbeastModelConfigError, match=f"unknown config key {key!r} \\(did you mean {suggestion!r}"):
+        model_config_from_node({"name": "m", "config": {"columns_to_index": ["a"], key: 1}})
+    # a user's own key that resembles nothing qbeast does stays allowed (dbt allows any key)
+    model_config_from_node({"name": "m", "config": {"columns_to_index": ["a"], "owner_team": "x"}})
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("mode", "overwrite", "rebuilds its table on every run"),
+    ("partition_by", ["a"], "laid out by its index"),
+    ("unique_key", "id", "needs the merge or delete+insert strategies"),
+    ("grants", {"select": ["x"]}, "no access control"),
+    ("file_format", "parquet", "always a Qbeast (Delta) table"),
+])
+def test_dbt_keys_a_qbeast_model_cannot_honour_are_refused(key, value, says):
+    with pytest.raises(QbeastModelConfigError, match=re.escape(says)):
+        model_config_from_node({"name": "m", "config": {"columns_to_index": ["a"], key: value}})
+
+
+def test_python_models_refuse_databricks_keys_and_missing_packages():
+    node = {"name": "py", "language": "python", "config": {"columns_to_index": ["a"], "cluster_id": "x1"}}
+    with pytest.raises(QbeastModelConfigError, match="cluster_id='x1' is a Databricks setting"):
+        model_config_from_node(node)
+    node["config"] = {"columns_to_index": ["a"], "packages": ["pandas>=2", "surely-not-installed-pkg"]}
+    with pytest.raises(QbeastModelConfigError, match="packages lists surely-not-installed-pkg,"):
+        model_config_from_node(node)
 
 
 def test_persist_docs_picks_the_documented_texts():

@@ -49,3 +49,30 @@ def test_connection_pins_python_workers_and_resolves_catalog_in_project(project)
     assert manager.credentials.catalog_dir == os.path.join(project.project_root, ".qbeast")
     project.run_sql("select 1")
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
+
+
+def test_catalog_dir_that_is_a_file_is_a_clear_connection_error(spark, tmp_path):
+    project = copy_example_project(tmp_path / "demo")
+    (project / "not_a_folder").write_text("x")
+    _profile(project, schema="broken", catalog_dir="not_a_folder")
+    try:
+        result, messages = invoke_dbt(["debug"], project)
+    finally:
+        from dbt.adapters.factory import reset_adapters
+
+        reset_adapters()  # a failed `dbt debug` leaves its adapter registered for the next tests
+    assert not result.success
+    text = "\n".join(messages)
+    assert f"catalog_dir {project / 'not_a_folder'} of the qbeast profile cannot be created" in text
+    assert "[Errno" not in text
+
+
+def test_dbt_version_lists_the_adapter():
+    """`dbt --version` globs site-packages/dbt/adapters; `make install` links the adapter there."""
+    import subprocess
+
+    code = "from dbt.version import _get_dbt_plugins_info as p; print(dict(p()))"
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    from dbt.adapters.qbeast.__version__ import version
+
+    assert f"'qbeast': '{version}'" in listed.stdout, listed.stdout + listed.stderr

@@ -10,13 +10,13 @@ from dbt.tests.util import run_dbt, write_file
 import qbeast
 
 QBEAST_MODEL = """
-{{ config(materialized='qbeast', columns_to_index=['a', 'b'], cube_size=400, write_mode='overwrite') }}
+{{ config(materialized='qbeast', columns_to_index=['a', 'b'], cube_size=400) }}
 select id, pmod(hash(id), 1000) as a, cast(id as double) / 7 as b from range(3000)
 """
 
 APPEND_MODEL = """
-{# no write_mode: later runs append by default, with is_incremental() true #}
-{{ config(materialized='qbeast', columns_to_index='id', cube_size=300) }}
+{# incremental_strategy='append': later runs append, with is_incremental() true #}
+{{ config(materialized='qbeast', columns_to_index='id', cube_size=300, incremental_strategy='append') }}
 {% if is_incremental() %}
 select id + (select max(id) + 1 from {{ this }}) as id from range(500)
 {% else %}
@@ -73,7 +73,7 @@ class TestQbeastMaterialization:
         grown_table = qbeast.QbeastTable.for_path(spark, _location(spark, grown))
         assert len(grown_table.snapshot().delta.files) >= 2  # appended files beside the first write
 
-        rerun = run_dbt(["run", "--select", "qb"])  # write_mode='overwrite': same rows, a new version
+        rerun = run_dbt(["run", "--select", "qb"])  # no strategy: rebuilt, same rows, a new version
         assert rerun[0].message.startswith("QBEAST OVERWRITE 3000 rows")
         assert spark.table(qb).count() == 3000
         assert table.snapshot().version == 1
@@ -110,7 +110,7 @@ class TestQbeastReplacesAView:
 BAD_CONFIGS = {
     "no_columns.sql": "{{ config(materialized='qbeast') }} select 1 as a",
     "zero_cube.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], cube_size=0) }} select 1 as a",
-    "bad_mode.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], write_mode='merge') }} select 1 as a",
+    "bad_mode.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='merge') }} select 1 as a",
     "missing_column.sql": "{{ config(materialized='qbeast', columns_to_index=['nope']) }} select 1 as a",
     "bad_transformer.sql": "{{ config(materialized='qbeast', columns_to_index=['a:zorder']) }} select 1 as a",
     "typo_columns.sql": "{{ config(materialized='qbeast', colums_to_index=['a']) }} select 1 as a",
@@ -123,12 +123,12 @@ BAD_CONFIGS = {
     "bad_docs.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], persist_docs={'table': true}) }} select 1 as a",
 }
 
-VALID_KEYS = "valid qbeast keys: columns_to_index, cube_size, write_mode, location_root, column_stats"
+VALID_KEYS = "valid qbeast keys: columns_to_index, cube_size, incremental_strategy, location_root"
 
 EXPECTED_ERRORS = {
     "no_columns": "needs config columns_to_index",
     "zero_cube": "invalid config cube_size=0; allowed values: a positive integer",
-    "bad_mode": "invalid config write_mode='merge'; allowed values: overwrite, append",
+    "bad_mode": "incremental_strategy='merge' is not supported by qbeast models yet; allowed values: append",
     "missing_column": "columns_to_index names nope, which the model's query does not return; allowed values: a",
     "bad_transformer": "linear, hashing, quantiles, histogram",
     "typo_columns": f"unknown config key 'colums_to_index' (did you mean 'columns_to_index'?); {VALID_KEYS}",

@@ -35,7 +35,7 @@ models:
 
 # Models appended to on the second run; the appended rows carry a column the table lacks.
 SCHEMA_CHANGE = """
-{{{{ config(materialized='qbeast', columns_to_index=['id'], write_mode='append',
+{{{{ config(materialized='qbeast', columns_to_index=['id'], incremental_strategy='append',
           on_schema_change='{policy}') }}}}
 {{% if is_incremental() %}}
 select id + 100 as id, id * 2 as a, 'new' as b from range(50)
@@ -45,7 +45,7 @@ select id, id * 2 as a from range(100)
 """
 
 OPTIMIZED = """
-{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, write_mode='append',
+{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, incremental_strategy='append',
           optimize_after_run=true) }}
 {# the same rows again: same revision, so the append adds a second block to every cube #}
 select id from range(400)
@@ -54,7 +54,7 @@ select id from range(400)
 # Each of these is replaced by a failing version for the second run.
 STABLE = "{{ config(materialized='qbeast', columns_to_index=['id']) }} select id from range(80)"
 TYPED = """
-{{ config(materialized='qbeast', columns_to_index=['id'], write_mode='append') }}
+{{ config(materialized='qbeast', columns_to_index=['id'], incremental_strategy='append') }}
 {% if is_incremental() %} select cast(id as string) as id from range(5)
 {% else %} select id from range(80) {% endif %}
 """
@@ -120,6 +120,11 @@ class TestQbeastModelOptions:
         comments = {r.col_name: r.comment for r in spark.sql(f"describe table {schema}.documented").collect()}
         assert comments["a"] == "hashed id in [0, 1000)" and not comments["b"]
         assert spark.table(f"{schema}.documented").count() == 600  # still readable
+        # ... and the comments reach dbt docs' catalog.json (dbt-spark leaves them out)
+        catalog = run_dbt(["docs", "generate"])
+        node = catalog.nodes["model.test.documented"]
+        assert node.metadata.comment == "Rows for the docs test; it's quoted"
+        assert node.columns["a"].comment == "hashed id in [0, 1000)" and node.columns["b"].comment is None
 
         # the previous versions of the tables the second run breaks
         write_file("{{ config(materialized='qbeast', columns_to_index=['id']) }} select nope from range(3)",

@@ -10,13 +10,27 @@ import os
 
 import pytest
 
-from dbt.tests.util import get_connection, run_dbt, run_dbt_and_capture
+from dbt.tests.util import get_connection, run_dbt, run_dbt_and_capture, write_file
 
 import qbeast
+from qbeast import names
 
 EVENTS = """
-{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, write_mode='append') }}
+{{ config(materialized='qbeast', columns_to_index=['id'], cube_size=100, incremental_strategy='append') }}
 select id, cast(id as double) / 4 as x from range(300)
+"""
+
+
+SOURCES = """
+version: 2
+sources:
+  - name: raw
+    schema: "{schema}_raw"
+    tables:
+      - name: converted
+        meta: {{qbeast_location: "{folder}"}}
+      - name: other
+        meta: {{qbeast_location: "{other}"}}
 """
 
 
@@ -115,7 +129,38 @@ class TestRunOperations:
             ("qbeast_convert", {"path": folder, "columns_to_index": ["id"], "source_format": "orc"},
              "invalid argument source_format='orc'; allowed values: delta, parquet, none"),
         ]
+        bad += [
+            ("qbeast_register_table", {"path": folder, "relation": "raw"},
+             "qbeast_register_table: invalid argument relation=\"raw\"; allowed values: schema.table"),
+            ("qbeast_register_table", {"path": str(tmp_path / "missing"), "relation": f"{schema}.x"},
+             "run-operation qbeast_register_table: " + str(tmp_path / "missing")),
+            ("qbeast_register_table", {"path": folder, "relation": f"{schema}.plain_view"},
+             "a name that is free or already this table (it is a view table"),
+        ]
         for name, args, expected in bad:
             out = _op(name, args, expect_pass=False)
             assert expected in out, (name, args, out[-2000:])
         assert table.snapshot().version == version
+        assert not spark.catalog.tableExists(f"{schema}.x")
+
+        # an existing Qbeast folder registered as a source: by hand, and from sources.yml meta
+        _op("qbeast_register_table", {"path": folder, "relation": f"{schema}_raw.converted"})
+        assert spark.table(f"{schema}_raw.converted").count() == 50
+        other = str(tmp_path / "other_qbeast")
+        qbeast.write(spark.range(7), other, "id")
+        write_file(SOURCES.format(schema=schema, folder=folder, other=other),
+                   project.project_root, "models", "sources.yml")
+        write_file("select count(*) as n from {{ source('raw', 'converted') }} "
+                   "cross join {{ source('raw', 'other') }}",
+                   project.project_root, "models", "from_sources.sql")
+        _op("qbeast_register_sources", {})
+        run_dbt(["run", "--select", "from_sources"])
+        assert spark.table(f"{schema}.from_sources").first().n == 50 * 7
+        known = names.known(os.path.join(project.project_root, ".qbeast"))
+        assert known[f"{schema}_raw.other"] == other
+        # registering again is harmless; another folder under a taken name is refused
+        _op("qbeast_register_table", {"path": folder, "relation": f"{schema}_raw.converted"})
+        out = _op("qbeast_register_table", {"path": other, "relation": f"{schema}_raw.converted"},
+                  expect_pass=False)
+        assert f"a name that is free or already this table (it is a qbeast table at file:{folder})" in out
+        spark.sql(f"drop schema {schema}_raw cascade")

@@ -4,6 +4,8 @@ Pure functions, no Spark: these rules decide whether two dbt invocations see the
 """
 from __future__ import annotations
 
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -11,9 +13,13 @@ import pytest
 from dbt.adapters.qbeast.credentials import QbeastCredentials
 from dbt.adapters.qbeast.errors import QbeastProfileError
 from dbt.adapters.qbeast.session_settings import (
+    LOG4J_CONFIG,
     catalog_path,
     connection_spark_conf,
+    console_log_level,
+    embedded_catalog_holder,
     project_root_of,
+    uses_embedded_metastore,
 )
 from qbeast.errors import QbeastError
 
@@ -77,7 +83,47 @@ def test_user_parameters_win_but_keep_the_utc_jvm(tmp_path):
 def test_external_catalog_gets_no_embedded_derby(tmp_path, key):
     conf = connection_spark_conf({key: "thrift://metastore:9083"}, tmp_path)
     assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf
-    assert str(tmp_path) not in conf["spark.driver.extraJavaOptions"]
+    assert "derby" not in conf["spark.driver.extraJavaOptions"]
+    assert not uses_embedded_metastore({key: "x"}) and uses_embedded_metastore({"spark.master": "x"})
+
+
+def test_driver_logs_to_the_catalog_folder_and_the_console_stays_quiet(tmp_path):
+    java = connection_spark_conf({}, tmp_path)["spark.driver.extraJavaOptions"].split()
+    assert f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}" in java and LOG4J_CONFIG.is_file()
+    assert f"-Dqbeast.log.file={tmp_path / 'spark.log'}" in java
+    assert "-Dqbeast.log.consoleLevel=fatal" in java and "-Dqbeast.log.rootLevel=warn" in java
+    loud = connection_spark_conf({}, tmp_path, "info")["spark.driver.extraJavaOptions"]
+    assert "-Dqbeast.log.consoleLevel=info" in loud and "-Dqbeast.log.rootLevel=info" in loud
+    # a profile with its own log4j configuration keeps it
+    own = connection_spark_conf({"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=x"},
+                                tmp_path)["spark.driver.extraJavaOptions"]
+    assert "qbeast.log" not in own and own.endswith("-Dlog4j2.configurationFile=x")
+    assert console_log_level(debug=False, environ={}) == "fatal"
+    assert console_log_level(debug=True, environ={}) == "warn"
+    assert console_log_level(debug=True, environ={"QBEAST_SPARK_LOG_LEVEL": " INFO "}) == "info"
+    assert console_log_level(debug=False, environ={"QBEAST_SPARK_LOG_LEVEL": "loud"}) == "fatal"
+
+
+def test_embedded_catalog_holder_sees_another_process_lock(tmp_path):
+    """Derby holds a POSIX lock on metastore_db/dbex.lck; another process's lock is reported."""
+    assert embedded_catalog_holder(tmp_path) is None  # no catalog yet
+    lock_file = tmp_path / "metastore_db" / "dbex.lck"
+    lock_file.parent.mkdir()
+    lock_file.write_text("x")
+    assert embedded_catalog_holder(tmp_path) is None  # left behind by a finished process
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         f"fd = os.open({str(lock_file)!r}, os.O_RDWR)\n"
+         "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert embedded_catalog_holder(tmp_path) == lock_file
+        assert embedded_catalog_holder(tmp_path) == lock_file  # testing did not take the lock
+    finally:
+        holder.kill()
+        holder.wait()
+    assert embedded_catalog_holder(tmp_path) is None
 
 
 def test_profile_with_only_schema_is_a_session_profile():

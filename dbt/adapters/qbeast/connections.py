@@ -8,6 +8,7 @@ only rebuilds it if it has been stopped.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import replace
@@ -22,7 +23,16 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from qbeast import is_connect_session
 
-from dbt.adapters.qbeast.session_settings import catalog_path, connection_spark_conf, project_root_of
+from dbt.adapters.qbeast import interrupts
+from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
+from dbt.adapters.qbeast.session_settings import (
+    catalog_path,
+    connection_spark_conf,
+    console_log_level,
+    embedded_catalog_holder,
+    project_root_of,
+    uses_embedded_metastore,
+)
 
 log = logging.getLogger("qbeast.dbt.connections")
 
@@ -66,6 +76,15 @@ class QbeastSession:
                 self._started[key] = session
             return session
 
+    @classmethod
+    def running(cls) -> Any:
+        """The session this process started for dbt, if any (without starting one)."""
+        with cls._lock:
+            for session in cls._started.values():
+                if not _is_stopped(session):
+                    return session
+        return None
+
     def _start(self) -> Any:
         import qbeast
 
@@ -95,6 +114,7 @@ class QbeastCursor(Cursor):
     def execute(self, sql: str, *parameters: Any) -> None:
         from pyspark.errors import AnalysisException
 
+        interrupts.check()
         if parameters:
             sql = sql % parameters
         try:
@@ -103,8 +123,37 @@ class QbeastCursor(Cursor):
             raise DbtRuntimeError(str(exc)) from exc
 
 
+def _driver_running() -> bool:
+    """True once this process has a (classic) Spark driver: its JVM then holds the catalog."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
+def _dbt_debug() -> bool:
+    try:
+        from dbt.flags import get_flags
+    except ImportError:  # dbt-core absent: the adapter is used as a library
+        return False
+    return bool(getattr(get_flags(), "DEBUG", False))
+
+
+def catalog_busy_message(catalog: Path, lock_file: Path) -> str:
+    return (
+        f"the embedded catalog {catalog} is in use by another process (another dbt command, "
+        "an IDE or a notebook on this project: it holds "
+        f"{lock_file}); the embedded catalog admits one process at a time. Wait for that "
+        "process to finish, or give the processes a shared catalog (a Hive metastore service or "
+        "a Spark Connect server, see docs/cluster.md)"
+    )
+
+
 class QbeastConnectionManager(SparkConnectionManager):
-    """Spark's connection manager with the in-process session as the only connection method."""
+    """Spark's connection manager with the in-process session as the only connection method.
+
+    Interrupts (Ctrl-C, SIGTERM, dbt's own cancel) go through :mod:`interrupts`: running Spark
+    jobs are cancelled, a qbeast write abandons its commit, later statements fail as cancelled.
+    """
 
     TYPE = "qbeast"
 
@@ -117,11 +166,25 @@ class QbeastConnectionManager(SparkConnectionManager):
         self.credentials = replace(
             credentials, catalog_dir=str(catalog_path(credentials.catalog_dir, project_root))
         )
+        interrupts.reset(QbeastSession.running)
+        interrupts.install()
 
     def set_connection_name(self, name: Optional[str] = None) -> Connection:
         connection = super().set_connection_name(name)
         connection.credentials = self.credentials
         return connection
+
+    def cancel_requested(self) -> bool:
+        """Whether dbt was interrupted (the qbeast write's ``cancelled`` callback)."""
+        return interrupts.requested()
+
+    def cancel(self, connection: Connection) -> None:
+        """dbt's cancel (after an interrupt): stop the Spark jobs, fail what comes next."""
+        interrupts.request()
+
+    def cleanup_all(self) -> None:
+        super().cleanup_all()
+        interrupts.uninstall()
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
@@ -129,9 +192,23 @@ class QbeastConnectionManager(SparkConnectionManager):
             return connection
         credentials = connection.credentials
         catalog = catalog_path(credentials.catalog_dir, Path.cwd())
-        conf = connection_spark_conf(credentials.server_side_parameters, catalog)
+        conf = connection_spark_conf(
+            credentials.server_side_parameters, catalog,
+            console_log_level(_dbt_debug(), os.environ),
+        )
         if any(str(catalog) in value for value in conf.values()):
-            catalog.mkdir(parents=True, exist_ok=True)
+            try:
+                catalog.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a file where the folder (or one of its parents) should be
+                raise FailedToConnectError(
+                    f"catalog_dir {catalog} of the qbeast profile cannot be created "
+                    f"({exc.strerror}); allowed values: a folder path (it holds the embedded "
+                    "catalog and the warehouse)"
+                ) from None
+        if uses_embedded_metastore(credentials.server_side_parameters) and not _driver_running():
+            holder = embedded_catalog_holder(catalog)
+            if holder is not None:
+                raise QbeastCatalogBusyError(catalog_busy_message(catalog, holder))
         handle = QbeastSession(conf)
         try:
             _ = handle.session  # start now: a broken setting should fail the connection, not a model
@@ -140,6 +217,7 @@ class QbeastConnectionManager(SparkConnectionManager):
                 f"could not start the Spark session of the qbeast adapter "
                 f"(catalog_dir {catalog}): {type(exc).__name__}: {exc}"
             ) from exc
+        interrupts.install()  # PySpark takes SIGINT when it starts a driver in the main thread
         connection.handle = SessionConnectionWrapper(handle)  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
 
-from qbeast import InvalidOptionError
+from qbeast import InvalidOptionError, QbeastError
 
 
 class QbeastProfileError(DbtConfigError, InvalidOptionError):
@@ -21,3 +21,11 @@ class QbeastModelConfigError(DbtConfigError, InvalidOptionError):
 
 class QbeastRunOperationError(DbtRuntimeError, InvalidOptionError):
     """A ``dbt run-operation qbeast_*`` argument is not acceptable (names it and the allowed values)."""
+
+
+class QbeastLocationError(DbtRuntimeError, QbeastError):
+    """A model's table location holds data the model does not own (or is not a folder)."""
+
+
+class QbeastCatalogBusyError(DbtRuntimeError, QbeastError):
+    """The embedded catalog (Derby) is held by another process."""

@@ -11,20 +11,24 @@ import os
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, cast, Tuple
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
+from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.qbeast.connections import QbeastConnectionManager
+from dbt.adapters.qbeast import interrupts, python_models, swaps
 from dbt.adapters.qbeast import run_operations as ops
-from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
-from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node
-from dbt.adapters.qbeast.relation import QbeastRelation
+from dbt.adapters.qbeast.connections import QbeastConnectionManager
+from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigError, QbeastRunOperationError
+from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
+from dbt.adapters.qbeast.model_config import QbeastModelConfig, check_python_keys, model_config_from_node
+from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
+from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
 
@@ -35,23 +39,37 @@ class QbeastConfig(SparkConfig):
 
     columns_to_index: Optional[Any] = None
     cube_size: Optional[int] = None
-    write_mode: Optional[str] = None
+    write_mode: Optional[str] = None  # deprecated: incremental_strategy
+    take_over_location: Optional[bool] = None
     column_stats: Optional[Any] = None
+    non_finite: Optional[str] = None
     tblproperties: Optional[Dict[str, Any]] = None
     optimize_after_run: Optional[bool] = None
 
 
 @contextmanager
 def _engine_errors(model: str, what: str) -> Iterator[None]:
-    """Engine errors as dbt errors that name the model: bad options as config errors."""
+    """Engine errors as dbt errors that name the model, in the words of the model's config.
+
+    Whatever fails once dbt was interrupted (a cancelled Spark job, the write's own check before
+    its commit) is reported as cancelled: nothing of it was committed.
+    """
     from qbeast import InvalidOptionError, QbeastError
 
     try:
         yield
-    except InvalidOptionError as exc:
-        raise QbeastModelConfigError(f"model {model}: {exc}") from exc
-    except QbeastError as exc:
-        raise DbtRuntimeError(f"model {model}: {what} failed: {exc}") from exc
+    except Exception as exc:
+        if interrupts.requested():
+            raise interrupts.Cancelled(f"model {model}: {what} {interrupts.CANCELLED_MESSAGE}") from exc
+        if isinstance(exc, InvalidOptionError):
+            raise QbeastModelConfigError(f"model {model}: {dbt_words(str(exc))}") from exc
+        if isinstance(exc, QbeastError):
+            raise DbtRuntimeError(f"model {model}: {what} failed: {dbt_words(str(exc))}") from exc
+        if isinstance(exc, OSError):
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise DbtRuntimeError(
+                f"model {model}: {what} failed: {exc.strerror or exc}{where}") from exc
+        raise
 
 
 @contextmanager
@@ -63,6 +81,25 @@ def _operation_errors(operation: str) -> Iterator[None]:
         yield
     except QbeastError as exc:
         raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc
+
+
+#: The engine's option names as a dbt model spells them (its errors quote the engine's words).
+_DBT_WORDS = (
+    ("columnStats", "column_stats"),
+    ("columnsToIndex", "columns_to_index"),
+    ("cubeSize", "cube_size"),
+    ("changing the indexed columns requires mode='overwrite'",
+     "changing the indexed columns needs a rebuild: dbt run --full-refresh"),
+    ("or write with mode='overwrite'", "or rebuild the table (dbt run --full-refresh)"),
+    ("pass merge_schema=True to add them", "set on_schema_change='append_new_columns' to add them"),
+)
+
+
+def dbt_words(message: str) -> str:
+    """An engine message with the engine's option names replaced by the dbt config names."""
+    for engine, dbt in _DBT_WORDS:
+        message = message.replace(engine, dbt)
+    return message
 
 
 class QbeastAdapter(SparkAdapter):
@@ -78,10 +115,51 @@ class QbeastAdapter(SparkAdapter):
         info["adapter_type"] = "qbeast"
         return info
 
+    def _get_columns_for_catalog(self, relation: Any) -> Iterator[Dict[str, Any]]:
+        """dbt-spark's catalog rows plus the comments the catalog holds (``persist_docs``).
+
+        dbt-spark leaves ``table_comment`` and ``column_comment`` empty, so comments persisted by
+        a model never reached ``catalog.json``; the table comment is in the relation's
+        description already, the column comments cost one catalog lookup per relation.
+        """
+        table_comment = relation.facts.get("Comment") if isinstance(relation, QbeastRelation) else None
+        column_comments: Optional[Dict[str, str]] = None
+        for row in super()._get_columns_for_catalog(relation):
+            if column_comments is None:
+                column_comments = self._column_comments(relation)
+            row["table_comment"] = table_comment
+            row["column_comment"] = column_comments.get(str(row.get("column_name")).lower())
+            yield row
+
+    def _column_comments(self, relation: Any) -> Dict[str, str]:
+        try:
+            columns = self._spark().catalog.listColumns(f"{relation.schema}.{relation.identifier}")
+        except Exception:  # noqa: BLE001 - comments are a nicety; the catalog still lists the table
+            return {}
+        return {c.name.lower(): c.description for c in columns if c.description}
+
+    @property
+    def _qbeast_connections(self) -> QbeastConnectionManager:
+        """``self.connections``, typed as what this adapter always builds (ConnectionManager)."""
+        return cast(QbeastConnectionManager, self.connections)
+
     def _spark(self) -> Any:
         """The Spark session behind this thread's connection (opened if needed)."""
         handle = self.connections.get_thread_connection().handle
         return handle.handle.session
+
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
+        """Python models run in the dbt process, on the adapter's Spark session.
+
+        dbt-spark would send the script to a Databricks cluster (and ask for a ``cluster_id``);
+        here the engine and the session live in this process, so the script runs here.
+        """
+        name = str(parsed_model.get("name"))
+        interrupts.check(f"model {name}")
+        check_python_keys(name, parsed_model.get("config") or {}, "python")
+        with _engine_errors(name, "the Python model"):
+            python_models.run_script(self._spark(), compiled_code, name)
+        return AdapterResponse(_message="OK")
 
     # -- methods for the qbeast materialization --------------------------------------------
 
@@ -106,64 +184,241 @@ class QbeastAdapter(SparkAdapter):
         if model_config.location_root:
             root = qbeast.local_path(model_config.location_root)
             if "://" not in root and not os.path.isabs(root):
-                project_root = self.connections.project_root  # type: ignore[attr-defined]
-                root = os.path.join(str(project_root), root)
+                root = os.path.join(str(self._qbeast_connections.project_root), root)
         else:
-            root = qbeast.local_path(self._spark().catalog.getDatabase(relation.schema).locationUri)
-        return root.rstrip("/") + "/" + relation.identifier
+            root = self._schema_folder(relation.schema)
+        return root.rstrip("/") + "/" + str(relation.identifier)
+
+    def _schema_folder(self, schema: Optional[str]) -> str:
+        import qbeast
+
+        return qbeast.local_path(self._spark().catalog.getDatabase(schema).locationUri)
+
+    @available
+    def qbeast_is_incremental(self, model: Dict[str, Any], relation: Optional[QbeastRelation]) -> bool:
+        """``is_incremental()`` of a qbeast model: an incremental strategy, and its table exists.
+
+        The table must be this model's Qbeast table at the location the config names now: after a
+        change of ``location_root`` (or from a view or plain table) the run builds the table anew.
+        """
+        config = model_config_from_node(model)
+        if not config.is_incremental or relation is None or not relation.is_qbeast:
+            return False
+        return same_location(relation.location, self.qbeast_location(relation, config))
 
     @available
     def qbeast_write(
         self,
+        model: Dict[str, Any],
         relation: QbeastRelation,
-        sql: str,
+        old_relation: Optional[QbeastRelation],
+        code: str,
         model_config: QbeastModelConfig,
-        location: str,
-        mode: str,
+        incremental: bool,
     ) -> AdapterResponse:
-        """Run the model's query, write it as a Qbeast table and (re)register the catalog table.
+        """Build the model's Qbeast table: check the location, run the model, write, register.
 
-        Nothing before the engine's single commit changes the table, so any failure up to it
-        (the query, a schema change refused by ``on_schema_change``, the write itself) leaves the
-        previous version as the current one.
+        Nothing before the engine's single commit changes the table, so any failure up to it (the
+        location check, the query, a schema change refused by ``on_schema_change``, the write)
+        leaves the previous version as the current one. A view or plain table holding the name is
+        replaced only once the Qbeast table is written (see ``swaps``).
         """
         import qbeast
-        from pyspark.errors import AnalysisException
 
         spark = self._spark()
         started = time.monotonic()
-        try:
-            df = spark.sql(sql)
-        except AnalysisException as exc:
-            raise DbtRuntimeError(f"model {model_config.model}: {exc}") from exc
+        name = model_config.model
+        interrupts.check(f"model {name}")
+        location = self.qbeast_location(relation, model_config)
+        replaces = old_relation is not None and not old_relation.is_qbeast
+        catalog_location = old_relation.location if old_relation is not None else None
+        if not same_location(catalog_location, location):  # else the catalog vouches for it
+            content = inspect_location(spark, location)
+            check_ownership(name, relation.render(), location, content, catalog_location,
+                            model_config.take_over_location)
+        # A plain table whose files sit where the Qbeast table goes: write beside it, move later.
+        in_place_of_files = replaces and same_location(catalog_location, location)
+        folder = self._temporary_folder(spark, relation, location) if in_place_of_files else location
+        mode = model_config.write_mode(incremental)
+
+        with _engine_errors(name, "the model's query"):
+            df = self._model_dataframe(spark, model, code, name)
         model_config.check_columns_exist(df.columns)
         merge_schema = False
         if mode == "append":
             df, merge_schema = apply_schema_change(
                 df, qbeast.QbeastTable.for_path(spark, location).to_df().columns, model_config
             )
-        with _engine_errors(model_config.model, "qbeast write"):
+        with _engine_errors(name, "qbeast write"):
             result = qbeast.write(
                 df,
-                location,
+                folder,
                 list(model_config.columns_to_index),
                 cube_size=model_config.cube_size,
                 mode=mode,
                 column_stats=model_config.column_stats,
                 merge_schema=merge_schema,
+                non_finite=model_config.non_finite,
+                user_metadata=write_marker(relation.render()),
+                cancelled=self._qbeast_connections.cancel_requested,
             )
         message = (
             f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
             f"revision {result.revision_id}, version {result.version}"
         )
         if model_config.optimize_after_run:
-            with _engine_errors(model_config.model, "optimize_after_run"):
-                optimized = qbeast.QbeastTable.for_path(spark, location).optimize()
+            with _engine_errors(name, "optimize_after_run"):
+                optimized = qbeast.QbeastTable.for_path(spark, folder).optimize()
             logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
             message += ", optimized"
-        self._register_qbeast_table(spark, relation, location, model_config)
+        if replaces:
+            assert old_relation is not None
+            self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
+        elif not catalog_entry_current(old_relation, location, model_config, self._table_schema(location)):
+            self._register_qbeast_table(spark, relation, location, model_config)
+        self._names(record=(relation, location))
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
+
+    @staticmethod
+    def _table_schema(location: str) -> Any:
+        """The committed schema of the Qbeast table at ``location`` (from its log, no Spark job)."""
+        import qbeast
+        from pyspark.sql.types import StructType
+
+        return StructType.fromJson(qbeast.QbeastTable.for_path(None, location).snapshot().delta.schema)
+
+    def _model_dataframe(self, spark: Any, model: Dict[str, Any], code: str, name: str) -> Any:
+        """The model's result as a Spark DataFrame: its SQL, or what its Python ``model()`` returns."""
+        from pyspark.errors import AnalysisException
+
+        if model.get("language") == "python":
+            return python_models.model_dataframe(spark, code, name)
+        try:
+            return spark.sql(code)
+        except AnalysisException as exc:
+            raise DbtRuntimeError(f"model {name}: {exc}") from exc
+
+    def _temporary_folder(self, spark: Any, relation: QbeastRelation, location: str) -> str:
+        """A free folder beside ``location`` for a Qbeast table that must move there later."""
+        folder = location.rstrip("/") + "__dbt_tmp"
+        self._clear_leftover_folder(spark, folder, relation)
+        return folder
+
+    def _clear_leftover_folder(self, spark: Any, folder: str, relation: QbeastRelation) -> None:
+        """Remove what an interrupted earlier switch left at ``folder`` (this model's own table,
+        or a write that never committed); refuse anything else."""
+        content = inspect_location(spark, folder)
+        if content.kind in ("empty", "unfinished") or content.owner == relation.render().lower():
+            swaps.remove_folder(folder)
+        elif not content.is_free:
+            raise QbeastLocationError(
+                f"model {relation.identifier}: the folder {folder}, which switching the "
+                f"materialization needs, holds {content.description}; move it away"
+            )
+
+    @contextmanager
+    def _swapping(self, spark: Any, old: QbeastRelation) -> Iterator[swaps.Undo]:
+        """Rename ``old`` to its backup, let the caller put the new relation in place, then drop
+        the backup and the folders moved aside; on any failure every step is taken back."""
+        backup = old.incorporate(path={"identifier": f"{old.identifier}{swaps.BACKUP_SUFFIX}"})
+        self._drop_leftover_backup(spark, backup)
+        undo = swaps.Undo()
+        try:
+            self._rename(spark, old, backup)
+            undo.push(f"rename of {old}", lambda: self._rename(spark, backup, old))
+            yield undo
+        except BaseException:
+            undo.run()
+            raise
+        self._drop(spark, backup)
+        for folder in undo.moved_away:
+            swaps.remove_folder(folder)
+
+    def _replace_with_qbeast(self, spark: Any, old: QbeastRelation, relation: QbeastRelation,
+                             folder: str, location: str, model_config: QbeastModelConfig) -> None:
+        """Put the written Qbeast table in the place of the view or plain table ``old``."""
+        try:
+            with self._swapping(spark, old) as undo:
+                if folder != location:
+                    if os.path.exists(location):  # an external table's folder stays where it is
+                        self._clear_leftover_folder(spark, location.rstrip("/") + swaps.BACKUP_SUFFIX, relation)
+                        undo.move_away(location)
+                    undo.move(folder, location)
+                self._register_qbeast_table(spark, relation, location, model_config)
+        except BaseException:
+            if folder != location:  # the Qbeast table written beside the old one is abandoned
+                swaps.remove_folder(folder)
+            raise
+
+    @available
+    def qbeast_swap_in(self, old_relation: QbeastRelation, intermediate: QbeastRelation,
+                       target: QbeastRelation) -> None:
+        """Replace the Qbeast table ``old_relation`` by the built ``intermediate`` (table or view).
+
+        The Qbeast table's files move away only when the new managed table must take their folder
+        (a qbeast model at the default location turned into a ``table``); they are deleted once the
+        new table holds the name. Otherwise they stay where they are (a later switch back to
+        ``qbeast`` finds them as this model's own table).
+        """
+        spark = self._spark()
+        old_location = old_relation.location
+        managed = self._catalog_facts(spark, intermediate).get("Type", "").upper() == "MANAGED"
+        lands_at = os.path.join(self._schema_folder(target.schema), str(target.identifier).lower())
+        try:
+            with self._swapping(spark, old_relation) as undo:
+                if (managed and old_location and same_location(old_location, lands_at)
+                        and os.path.exists(old_location)):
+                    self._clear_leftover_folder(spark, old_location.rstrip("/") + swaps.BACKUP_SUFFIX, target)
+                    undo.move_away(old_location)
+                self._rename(spark, intermediate, target)
+        except BaseException:
+            self._drop(spark, intermediate)  # the new relation did not make it: nothing left behind
+            raise
+        self._names(forget=target)
+
+    def _names(self, record: Optional[Tuple[QbeastRelation, str]] = None,
+               forget: Optional[QbeastRelation] = None) -> None:
+        """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``)."""
+        import qbeast
+
+        folder = self._qbeast_connections.credentials.catalog_dir
+        try:
+            if record is not None:
+                qbeast.record_table_name(folder, record[0].render(), record[1])
+            if forget is not None:
+                qbeast.forget_table_name(folder, forget.render())
+        except OSError as exc:  # a convenience copy: never fail a model for it
+            logger.debug(f"could not update the names file in {folder}: {exc}")
+
+    @available.parse_none
+    def drop_relation(self, relation: Any) -> None:
+        super().drop_relation(relation)
+        if getattr(relation, "is_qbeast", False):
+            self._names(forget=relation)
+
+    def _catalog_facts(self, spark: Any, relation: QbeastRelation) -> Dict[str, str]:
+        rows = spark.sql(
+            f"show table extended in {relation.schema} like {sql_string(relation.identifier)}"
+        ).collect()
+        return QbeastRelation.create(
+            schema=relation.schema, identifier=relation.identifier,
+            information=rows[0].information if rows else None,
+        ).facts
+
+    def _drop_leftover_backup(self, spark: Any, backup: QbeastRelation) -> None:
+        """A ``__dbt_backup`` relation a crashed swap left behind: this model's, dropped."""
+        facts = self._catalog_facts(spark, backup)
+        if facts:
+            spark.sql(f"drop {'view' if facts.get('Type') == 'VIEW' else 'table'} if exists {backup.render()}")
+
+    def _rename(self, spark: Any, source: QbeastRelation, target: QbeastRelation) -> None:
+        spark.sql(f"alter {swaps.kind_word(source)} {source.render()} rename to {target.render()}")
+        self.cache_renamed(source, target)
+
+    def _drop(self, spark: Any, relation: QbeastRelation) -> None:
+        spark.sql(f"drop {swaps.kind_word(relation)} if exists {relation.render()}")
+        self.cache_dropped(relation)
 
     @available
     def qbeast_sample_predicate(self, relation: Any, fraction: Any) -> str:
@@ -272,6 +527,42 @@ class QbeastAdapter(SparkAdapter):
         with _operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
         return ops.report(op, result)
+
+    @available
+    def qbeast_register_table(self, path: Any, schema: Any, identifier: Any) -> Dict[str, Any]:
+        """Register the Qbeast table at ``path`` as catalog table ``schema.identifier``."""
+        import qbeast
+
+        op = "qbeast_register_table"
+        location = ops.check_path(op, "path", path)
+        location = qbeast.local_path(location)
+        if "://" not in location and not os.path.isabs(location):
+            location = os.path.join(str(self._qbeast_connections.project_root), location)
+        for argument, value in (("schema", schema), ("table", identifier)):
+            if not isinstance(value, str) or not ops.SQL_NAME.match(value):
+                raise ops.argument_error(op, argument, value, "letters, digits and underscores")
+        spark = self._spark()
+        with _operation_errors(op):
+            snapshot = qbeast.QbeastTable.for_path(spark, location).snapshot()
+        if not snapshot.is_qbeast:
+            raise ops.argument_error(op, "path", path, "the folder of a Qbeast table (this one is a "
+                                     "plain Delta table: make it one with qbeast_convert first)")
+        relation = self.Relation.create(schema=schema, identifier=identifier, type=RelationType.Table)
+        facts = self._catalog_facts(spark, relation) if spark.catalog.databaseExists(schema) else {}
+        if facts and not (facts.get("Provider") == "qbeast"
+                          and same_location(qbeast.local_path(facts.get("Location", "")), location)):
+            raise ops.argument_error(
+                op, "relation", f"{schema}.{identifier}",
+                f"a name that is free or already this table (it is a {facts.get('Provider') or 'view'} "
+                f"table at {facts.get('Location', 'no location')})")
+        spark.sql(f"create schema if not exists {schema}")
+        config = QbeastModelConfig(model=f"{schema}.{identifier}", columns_to_index=(),
+                                   cube_size=None, location_root=None)
+        self._register_qbeast_table(spark, relation, location, config)
+        self._names(record=(relation, location))
+        logger.info(f"{op}: {relation} is the Qbeast table at {location} "
+                    f"(version {snapshot.delta.version})")
+        return {"relation": relation.render(), "location": location, "version": snapshot.delta.version}
 
     @staticmethod
     def _register_qbeast_table(

@@ -1,7 +1,11 @@
 """The ``config(...)`` of a model materialized as ``qbeast``, checked before anything is written.
 
-The engine validates the index specification again against the data (types, revisions); checking
-the shape here first gives a dbt error that names the model, before Spark runs the model's query.
+Every key a user can set on a qbeast model either works or fails here with an error that names the
+model, the key and the allowed values: qbeast's own keys are validated, dbt's keys the
+materialization does not honour (dbt-spark's table layout keys, merge-only keys, Databricks
+submission keys) are refused, and unknown keys that look like a qbeast option (a typo, or another
+engine's word such as ``zorder_by``) are refused with a suggestion. The engine validates the index
+specification again against the data (types, revisions).
 """
 from __future__ import annotations
 
@@ -14,19 +18,25 @@ from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 
-WRITE_MODES: Tuple[str, ...] = ("overwrite", "append")
-#: What later runs of a qbeast model do when the model sets no write_mode: append, like an
-#: incremental model (the first run and --full-refresh always overwrite).
-DEFAULT_WRITE_MODE = "append"
 ON_SCHEMA_CHANGE: Tuple[str, ...] = ("ignore", "fail", "append_new_columns")
+NON_FINITE: Tuple[str, ...] = ("fail", "null")
+
+#: Incremental strategies of a qbeast model and the engine write each one runs. A model without
+#: ``incremental_strategy`` rebuilds its table on every run (one overwrite commit), like ``table``.
+#: New strategies plug in here and in ``QbeastAdapter.qbeast_write``.
+INCREMENTAL_STRATEGIES: Dict[str, str] = {"append": "append"}
+#: dbt strategies not available for qbeast models yet (the row-level changes work adds them).
+PLANNED_STRATEGIES: Tuple[str, ...] = ("merge", "delete+insert")
 
 # Every config key the qbeast materialization reads (docs/dbt.md has the reference table).
 QBEAST_KEYS: Tuple[str, ...] = (
     "columns_to_index",
     "cube_size",
-    "write_mode",
+    "incremental_strategy",
     "location_root",
+    "take_over_location",
     "column_stats",
+    "non_finite",
     "on_schema_change",
     "tblproperties",
     "persist_docs",
@@ -38,6 +48,55 @@ ALIASES: Dict[str, str] = {
     "cubeSize": "cube_size",
     "columnStats": "column_stats",
 }
+#: Deprecated: ``write_mode`` was the qbeast models' own word for what dbt calls an incremental
+#: strategy. Still read (with a warning) so existing projects keep their behaviour.
+DEPRECATED_WRITE_MODE = {"append": "append", "overwrite": None}
+
+#: Keys dbt or dbt-spark define that a qbeast model cannot honour: setting them (to anything but
+#: their empty default) is an error rather than silently ignored. Value: what to do instead.
+NOT_FOR_QBEAST: Dict[str, str] = {
+    "partition_by": "a Qbeast table is laid out by its index; list the column in columns_to_index",
+    "clustered_by": "a Qbeast table is laid out by its index; list the columns in columns_to_index",
+    "buckets": "a Qbeast table is laid out by its index; list the columns in columns_to_index",
+    "file_format": "a qbeast model is always a Qbeast (Delta) table; remove file_format for "
+                   "qbeast models (set it per folder in dbt_project.yml if other models need it)",
+    "options": "the qbeast engine takes no Spark data source options; use the qbeast keys",
+    "unique_key": "unique_key needs the merge or delete+insert strategies, which qbeast models "
+                  "do not support yet; use incremental_strategy='append' or rebuild the table",
+    "incremental_predicates": "it belongs to the merge strategies, which qbeast models do not "
+                              "support yet",
+    "merge_update_columns": "it belongs to the merge strategy, which qbeast models do not "
+                            "support yet",
+    "merge_exclude_columns": "it belongs to the merge strategy, which qbeast models do not "
+                             "support yet",
+    "grants": "the embedded Spark catalog has no access control, so grants cannot be applied",
+}
+#: dbt-spark's Python model keys for Databricks clusters: Python models run on the embedded
+#: session here, so these would be ignored.
+DATABRICKS_PYTHON_KEYS: Tuple[str, ...] = (
+    "submission_method", "cluster_id", "http_path", "create_notebook", "job_cluster_config",
+    "python_job_config", "user_folder_for_python", "timeout", "index_url", "access_control_list",
+    "notebook_access_control_list", "environment_key", "environment_dependencies",
+)
+#: Words of qbeast (and of other engines' layout options) that make an unknown key look like a
+#: qbeast option: ``cube=``, ``optimize=``, ``indexed_columns=``, ``zorder_by=`` are refused
+#: with the key they probably meant instead of being ignored.
+LOOKALIKE_STEMS: Tuple[Tuple[str, str], ...] = (
+    ("zorder", "columns_to_index"),
+    ("clusterby", "columns_to_index"),
+    ("liquid", "columns_to_index"),
+    ("index", "columns_to_index"),
+    ("cube", "cube_size"),
+    ("optimi", "optimize_after_run"),
+    ("columnstat", "column_stats"),
+    ("nonfinite", "non_finite"),
+    ("takeover", "take_over_location"),
+    ("qbeast", "columns_to_index"),
+)
+_MODE_HINT = (
+    "a qbeast model without incremental_strategy rebuilds its table on every run (like "
+    "materialized='table'); set incremental_strategy='append' to append the model's rows instead"
+)
 
 
 @dataclass(frozen=True)
@@ -46,23 +105,39 @@ class QbeastModelConfig:
 
     ``columns_to_index`` keeps the engine's spec syntax (``"col"`` or ``"col:type"``).
     ``cube_size`` None means: the engine's default for a new table, the table's own on append.
+    ``incremental_strategy`` None means: rebuild the table on every run.
+    ``warnings`` are deprecation notes the materialization prints (dbt ``warn``).
     """
 
     model: str
     columns_to_index: Tuple[str, ...]
     cube_size: Optional[int]
-    write_mode: str
     location_root: Optional[str]
+    incremental_strategy: Optional[str] = None
+    take_over_location: bool = False
     column_stats: Optional[Any] = None
+    non_finite: str = "fail"
     on_schema_change: str = "ignore"
     tblproperties: Dict[str, str] = field(default_factory=dict)
     table_comment: Optional[str] = None
     column_comments: Dict[str, str] = field(default_factory=dict)
     optimize_after_run: bool = False
+    warnings: Tuple[str, ...] = ()
 
     @property
     def column_names(self) -> List[str]:
         return [spec.name for spec in parse_columns_to_index(list(self.columns_to_index))]
+
+    @property
+    def is_incremental(self) -> bool:
+        """True when later runs change the existing table instead of rebuilding it."""
+        return self.incremental_strategy is not None
+
+    def write_mode(self, incremental_run: bool) -> str:
+        """The engine write mode of this run: the strategy's on an incremental run, else overwrite."""
+        if incremental_run and self.incremental_strategy is not None:
+            return INCREMENTAL_STRATEGIES[self.incremental_strategy]
+        return "overwrite"
 
     def check_columns_exist(self, available: Sequence[str]) -> None:
         """Every indexed column must be an output column of the model (Spark names: no case)."""
@@ -114,30 +189,64 @@ def _cube_size(model: str, value: Any) -> Optional[int]:
     return size
 
 
+def _strategy(model: str, strategy: Any, write_mode: Any) -> Tuple[Optional[str], Tuple[str, ...]]:
+    """The incremental strategy (None = rebuild) from ``incremental_strategy`` or ``write_mode``."""
+    allowed = ", ".join(INCREMENTAL_STRATEGIES) + " (or leave it out to rebuild the table on every run)"
+    chosen: Optional[str] = None
+    if strategy is not None:
+        chosen = str(strategy).strip().lower()
+        if chosen in PLANNED_STRATEGIES:
+            raise QbeastModelConfigError(
+                f"model {model}: incremental_strategy={strategy!r} is not supported by qbeast "
+                f"models yet; allowed values: {allowed}"
+            )
+        if chosen not in INCREMENTAL_STRATEGIES:
+            raise _error(model, "incremental_strategy", strategy, allowed)
+    if write_mode is None:
+        return chosen, ()
+    mode = str(write_mode).strip().lower()
+    if mode not in DEPRECATED_WRITE_MODE:
+        raise _error(model, "write_mode", write_mode,
+                     "append, overwrite (deprecated: use incremental_strategy='append', or leave "
+                     "it out to rebuild the table on every run)")
+    implied = DEPRECATED_WRITE_MODE[mode]
+    if strategy is not None and implied != chosen:
+        raise QbeastModelConfigError(
+            f"model {model}: config sets incremental_strategy={strategy!r} and the deprecated "
+            f"write_mode={write_mode!r}, which disagree; allowed values: incremental_strategy "
+            "alone (remove write_mode)"
+        )
+    replacement = ("incremental_strategy='append'" if implied
+                   else "nothing: a qbeast model without incremental_strategy rebuilds its table on every run")
+    note = (f"model {model}: config write_mode={write_mode!r} is deprecated; use {replacement} "
+            "(docs/dbt.md, 'Rebuild or increment')")
+    return implied, (note,)
+
+
 def parse_model_config(
     model: str,
     columns_to_index: Any,
     cube_size: Any = None,
-    write_mode: Any = None,
     location_root: Any = None,
+    incremental_strategy: Any = None,
+    write_mode: Any = None,
 ) -> QbeastModelConfig:
-    """Check a qbeast model's config values and return them normalized."""
+    """Check a qbeast model's index, location and strategy values and return them normalized."""
     if columns_to_index is None:
         raise QbeastModelConfigError(
             f"model {model}: the qbeast materialization needs config columns_to_index; allowed "
             f"values: a list of the model's column names, e.g. ['event_time', 'user_id']"
         )
-    mode = DEFAULT_WRITE_MODE if write_mode is None else str(write_mode).strip().lower()
-    if mode not in WRITE_MODES:
-        raise _error(model, "write_mode", write_mode, ", ".join(WRITE_MODES))
+    strategy, warnings = _strategy(model, incremental_strategy, write_mode)
     if location_root is not None and (not isinstance(location_root, str) or not location_root.strip()):
         raise _error(model, "location_root", location_root, "a folder path or URI")
     return QbeastModelConfig(
         model=model,
         columns_to_index=_index_specs(model, columns_to_index),
         cube_size=_cube_size(model, cube_size),
-        write_mode=mode,
         location_root=location_root.strip() if location_root else None,
+        incremental_strategy=strategy,
+        warnings=warnings,
     )
 
 
@@ -147,6 +256,13 @@ def _bool(model: str, option: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise _error(model, option, value, "true, false")
     return value
+
+
+def _choice(model: str, option: str, value: Any, default: str, allowed: Sequence[str]) -> str:
+    chosen = default if value is None else str(value).strip().lower()
+    if chosen not in allowed:
+        raise _error(model, option, value, ", ".join(allowed))
+    return chosen
 
 
 def _column_stats(model: str, value: Any) -> Optional[Any]:
@@ -196,7 +312,8 @@ def _persist_docs(model: str, value: Any) -> Tuple[bool, bool]:
 def _standard_keys() -> frozenset:
     """Config keys dbt and dbt-spark define themselves: never reported as qbeast typos."""
     keys = {"post-hook", "pre-hook", "file_format", "partition_by", "clustered_by", "buckets",
-            "options", "merge_update_columns", "location_root"}
+            "options", "merge_update_columns", "merge_exclude_columns", "incremental_predicates",
+            "location_root", "sql_header", "language", *DATABRICKS_PYTHON_KEYS}
     try:
         from dbt.artifacts.resources.v1.model import ModelConfig
 
@@ -210,25 +327,93 @@ def _squash(key: str) -> str:
     return key.replace("_", "").replace("-", "").lower()
 
 
+def _unknown_key_error(model: str, key: str, suggestion: str) -> QbeastModelConfigError:
+    return QbeastModelConfigError(
+        f"model {model}: unknown config key {key!r} (did you mean {suggestion!r}?); valid qbeast "
+        f"keys: {', '.join(QBEAST_KEYS)} (aliases: {', '.join(ALIASES)})"
+    )
+
+
 def check_unknown_keys(model: str, config: Mapping[str, Any]) -> None:
-    """Reject config keys that look like a misspelled qbeast option.
+    """Reject config keys that look like a misspelled or foreign qbeast option.
 
     dbt lets users add any key to a model's config (for their own macros), so only keys that are
-    not dbt's own and that come close to a qbeast option (e.g. ``colums_to_index``,
-    ``cube_sise``, ``CubeSize``) are errors; the message lists every valid qbeast key.
+    not dbt's own and that come close to a qbeast option are errors: typos (``colums_to_index``,
+    ``cube_sise``, ``CubeSize``) and other engines' words for the same idea (``cube``,
+    ``optimize``, ``indexed_columns``, ``zorder_by``). ``mode`` gets its own message: it is the
+    engine's word for what dbt calls the incremental strategy.
     """
     spellings = {_squash(key): key for key in QBEAST_KEYS}  # aliases squash the same
     standard = _standard_keys()
     for key in config:
-        if not isinstance(key, str) or key in QBEAST_KEYS or key in ALIASES or key in standard:
+        if (not isinstance(key, str) or key in QBEAST_KEYS or key in ALIASES or key in standard
+                or key == "write_mode"):
             continue
-        close = difflib.get_close_matches(_squash(key), list(spellings), n=1, cutoff=0.8)
-        if close:
+        squashed = _squash(key)
+        if squashed in ("mode", "writemode", "savemode"):
             raise QbeastModelConfigError(
-                f"model {model}: unknown config key {key!r} (did you mean "
-                f"{spellings[close[0]]!r}?); valid qbeast keys: {', '.join(QBEAST_KEYS)} "
-                f"(aliases: {', '.join(ALIASES)})"
+                f"model {model}: unknown config key {key!r}; {_MODE_HINT}"
             )
+        close = difflib.get_close_matches(squashed, list(spellings), n=1, cutoff=0.8)
+        if close:
+            raise _unknown_key_error(model, key, spellings[close[0]])
+        for stem, suggestion in LOOKALIKE_STEMS:
+            if stem in squashed:
+                raise _unknown_key_error(model, key, suggestion)
+
+
+def _is_set(value: Any) -> bool:
+    """False for a key's empty default (None, '', {}, [])."""
+    return value is not None and value != "" and value != {} and value != []
+
+
+def check_unsupported_keys(model: str, config: Mapping[str, Any], language: str) -> None:
+    """Refuse dbt keys the qbeast materialization cannot honour, instead of ignoring them."""
+    for key, instead in NOT_FOR_QBEAST.items():
+        value = config.get(key)
+        if key == "file_format" and isinstance(value, str) and value.strip().lower() in ("qbeast", "delta"):
+            continue
+        if _is_set(value):
+            raise QbeastModelConfigError(
+                f"model {model}: config {key}={value!r} is not supported by the qbeast "
+                f"materialization: {instead}"
+            )
+    check_python_keys(model, config, language)
+
+
+def check_python_keys(model: str, config: Mapping[str, Any], language: str) -> None:
+    """Python models run on the embedded session: Databricks submission keys would be ignored."""
+    if language != "python":
+        return
+    for key in DATABRICKS_PYTHON_KEYS:
+        value = config.get(key)
+        if _is_set(value):
+            raise QbeastModelConfigError(
+                f"model {model}: config {key}={value!r} is a Databricks setting; Python models of "
+                "the qbeast adapter run on the dbt process's own Spark session, so remove it"
+            )
+    missing = missing_packages(config.get("packages") or [])
+    if missing:
+        raise QbeastModelConfigError(
+            f"model {model}: config packages lists {', '.join(missing)}, which the Python "
+            "environment dbt runs in does not have; install them there (Python models run in the "
+            "dbt process)"
+        )
+
+
+def missing_packages(packages: Sequence[Any]) -> List[str]:
+    """Entries of a Python model's ``packages`` that are not installed (distribution names)."""
+    import re
+    from importlib import metadata
+
+    missing = []
+    for entry in packages:
+        name = re.split(r"[<>=!~\[; ]", str(entry).strip(), maxsplit=1)[0]
+        try:
+            metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            missing.append(str(entry))
+    return missing
 
 
 def _resolve_aliases(model: str, config: Mapping[str, Any]) -> Dict[str, Any]:
@@ -249,13 +434,15 @@ def _resolve_aliases(model: str, config: Mapping[str, Any]) -> Dict[str, Any]:
 
 def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     """Validated qbeast settings of a dbt model node (its ``config``, description and columns)."""
+    if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
+        node = node.to_dict()
     model = str(node.get("name"))
     config = node.get("config") or {}
     check_unknown_keys(model, config)
+    check_unsupported_keys(model, config, str(node.get("language") or "sql"))
     config = _resolve_aliases(model, config)
-    on_schema_change = str(config.get("on_schema_change") or "ignore").strip().lower()
-    if on_schema_change not in ON_SCHEMA_CHANGE:
-        raise _error(model, "on_schema_change", config.get("on_schema_change"), ", ".join(ON_SCHEMA_CHANGE))
+    on_schema_change = _choice(model, "on_schema_change", config.get("on_schema_change"), "ignore",
+                               ON_SCHEMA_CHANGE)
     persist_relation, persist_columns = _persist_docs(model, config.get("persist_docs"))
     description = node.get("description") or None
     columns = node.get("columns") or {}
@@ -268,19 +455,23 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         model,
         config.get("columns_to_index"),
         config.get("cube_size"),
-        config.get("write_mode"),
         config.get("location_root"),
+        config.get("incremental_strategy"),
+        config.get("write_mode"),
     )
     return QbeastModelConfig(
         model=base.model,
         columns_to_index=base.columns_to_index,
         cube_size=base.cube_size,
-        write_mode=base.write_mode,
         location_root=base.location_root,
+        incremental_strategy=base.incremental_strategy,
+        take_over_location=_bool(model, "take_over_location", config.get("take_over_location")),
         column_stats=_column_stats(model, config.get("column_stats")),
+        non_finite=_choice(model, "non_finite", config.get("non_finite"), "fail", NON_FINITE),
         on_schema_change=on_schema_change,
         tblproperties=_tblproperties(model, config.get("tblproperties")),
         table_comment=description if persist_relation else None,
         column_comments=column_comments if persist_columns else {},
         optimize_after_run=_bool(model, "optimize_after_run", config.get("optimize_after_run")),
+        warnings=base.warnings,
     )

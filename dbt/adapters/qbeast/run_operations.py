@@ -17,7 +17,8 @@ from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
 
-_SCHEMA_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+SQL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+_SCHEMA_NAME = SQL_NAME
 
 
 def argument_error(operation: str, argument: str, value: Any, allowed: str) -> QbeastRunOperationError:

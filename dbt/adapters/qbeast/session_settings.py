@@ -61,26 +61,91 @@ def catalog_path(catalog_dir: str, project_root: Path) -> Path:
 
 
 def connection_spark_conf(
-    server_side_parameters: Mapping[str, Any], catalog: Path
+    server_side_parameters: Mapping[str, Any], catalog: Path, console_log_level: str = "fatal"
 ) -> Dict[str, str]:
     """Spark settings of a dbt connection: embedded catalog defaults, then the user's parameters.
 
     The user's ``server_side_parameters`` win, except that the driver's Java options always keep
     ``-Duser.timezone=UTC`` (the engine relies on a UTC JVM) and the Derby paths are prepended.
+    The driver's own logging goes to ``<catalog>/spark.log``, with only ``console_log_level`` and
+    above on the console, unless the user's Java options name their own log4j configuration.
     """
     user = {str(k): str(v) for k, v in server_side_parameters.items()}
     conf: Dict[str, str] = {}
-    external = any(key in user for key in EXTERNAL_METASTORE_KEYS)
     java_options = [ENGINE_DRIVER_JAVA_OPTIONS]
     if WAREHOUSE_KEY not in user and "spark.remote" not in user:
         conf[WAREHOUSE_KEY] = str(catalog / "warehouse")
-    if not external and not any(key in user for key in METASTORE_URL_KEYS):
+    if uses_embedded_metastore(user):
         url = f"jdbc:derby:;databaseName={catalog / 'metastore_db'};create=true"
         conf[METASTORE_URL_KEYS[0]] = url
         # derby.log would otherwise land in the working directory.
         java_options.append(f"-Dderby.system.home={catalog}")
         java_options.append(f"-Dderby.stream.error.file={catalog / 'derby.log'}")
     user_java = user.pop(DRIVER_JAVA_OPTIONS_KEY, "")
+    if "spark.remote" not in user and "log4j" not in user_java:
+        java_options.extend(quiet_log_options(catalog, console_log_level))
     conf.update(user)
     conf[DRIVER_JAVA_OPTIONS_KEY] = " ".join(java_options + ([user_java] if user_java else []))
     return conf
+
+
+def uses_embedded_metastore(server_side_parameters: Mapping[str, Any]) -> bool:
+    """True unless the profile points Spark at another metastore (or at a Connect server)."""
+    keys = {str(k) for k in server_side_parameters}
+    return not any(key in keys for key in (*EXTERNAL_METASTORE_KEYS, *METASTORE_URL_KEYS))
+
+
+#: log4j2 configuration of the driver the adapter starts (console quiet, warnings to a file).
+LOG4J_CONFIG = Path(__file__).with_name("spark-log4j2.properties")
+LOG_LEVELS = ("all", "trace", "debug", "info", "warn", "error", "fatal", "off")
+#: Environment variable that asks for Spark's log on the console (e.g. ``warn`` or ``info``).
+LOG_LEVEL_ENV = "QBEAST_SPARK_LOG_LEVEL"
+
+
+def console_log_level(debug: bool, environ: Mapping[str, str]) -> str:
+    """What the driver logs to the console: ``QBEAST_SPARK_LOG_LEVEL``, ``warn`` with dbt's
+    ``--debug``, else only fatal errors."""
+    asked = str(environ.get(LOG_LEVEL_ENV, "")).strip().lower()
+    if asked in LOG_LEVELS:
+        return asked
+    return "warn" if debug else "fatal"
+
+
+def quiet_log_options(catalog: Path, console_level: str) -> list:
+    """Java options that load the adapter's log4j2 configuration (see spark-log4j2.properties)."""
+    order = LOG_LEVELS
+    root = console_level if order.index(console_level) < order.index("warn") else "warn"
+    return [
+        f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
+        f"-Dqbeast.log.file={catalog / 'spark.log'}",
+        f"-Dqbeast.log.consoleLevel={console_level}",
+        f"-Dqbeast.log.rootLevel={root}",
+    ]
+
+
+def embedded_catalog_holder(catalog: Path) -> Optional[Path]:
+    """The Derby lock file of ``catalog`` when another process holds the embedded catalog.
+
+    Derby keeps an exclusive OS lock on ``metastore_db/dbex.lck`` while a process has the
+    database open, and a second process waits and fails with pages of Hive traces. The lock is a
+    POSIX record lock, which this process can test without taking it for long. Only meaningful
+    before this process starts its own driver (which would hold the same lock).
+    """
+    lock_file = catalog / "metastore_db" / "dbex.lck"
+    if not lock_file.is_file():
+        return None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: Derby's own error will have to do
+        return None
+    try:
+        fd = os.open(lock_file, os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return lock_file
+    finally:
+        os.close(fd)  # also releases the test lock
+    return None

@@ -1,4 +1,7 @@
--- Revenue and orders per day and product category.
+-- Revenue and orders per day and product category. A qbeast model without an incremental
+-- strategy: rebuilt on every run like a table (assert_revenue_reconciles would catch rows
+-- appended twice), and sampled by the cluster tests.
+{{ config(materialized='qbeast', columns_to_index=['event_date', 'category_name'], cube_size=100) }}
 select
     event_date,
     department,

@@ -89,5 +89,5 @@ def test_canonical_array_of_datetimes_and_floats():
     assert canonical_array(np.array([0.1]), QDataType.FLOAT).dtype == np.float32
     ints = np.array([1, 2])
     assert canonical_array(ints, QDataType.LONG) is ints
-    with pytest.raises(InvalidOptionError, match="DoubleDataType"):
+    with pytest.raises(InvalidOptionError, match="feed a double column"):
         canonical_array(days, QDataType.DOUBLE)

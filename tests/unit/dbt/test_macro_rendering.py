@@ -186,87 +186,101 @@ def test_convert_and_upgrade_pass_their_arguments_through():
 
 
 TARGET = Relation("analytics", "events")
+QBEAST_EVENTS = Relation("analytics", "events", is_qbeast=True)
 
 
-def _materialization_context(*, existing: Relation | None, write_mode: str = "append",
-                             full_refresh: bool = False) -> dict[str, Any]:
-    """The context of the qbeast materialization; hooks and results are recorded as calls."""
+def _materialization_context(*, existing: Relation | None, incremental: bool = True,
+                             full_refresh: bool = False, contract: bool = False,
+                             sql_header: str | None = None,
+                             warnings: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The context of the qbeast materialization; hooks, results and warnings are recorded."""
     adapter = Recorder(
-        qbeast_model_config=SimpleNamespace(write_mode=write_mode),
+        qbeast_model_config=SimpleNamespace(warnings=warnings),
         get_relation=existing,
-        qbeast_location="/warehouse/analytics/events",
+        qbeast_is_incremental=incremental,
         qbeast_write="OK",
     )
+    settings = {"sql_header": sql_header, "contract": SimpleNamespace(enforced=contract)}
     return _context(
         adapter,
-        model={"alias": "events", "name": "events"}, database=None, schema="analytics",
-        compiled_code="select 1 as id", pre_hooks=["pre"], post_hooks=["post"],
+        model={"alias": "events", "name": "events", "language": "sql"}, database=None,
+        schema="analytics", compiled_code="select 1 as id", pre_hooks=["pre"], post_hooks=["post"],
+        config=SimpleNamespace(get=lambda key, default=None: settings.get(key, default)),
         should_full_refresh=lambda: full_refresh,
         api=SimpleNamespace(Relation=SimpleNamespace(create=lambda **kwargs: TARGET)),
         run_hooks=lambda hooks: adapter.calls.append(("run_hooks", hooks)) or "",
         store_result=lambda name, response: adapter.calls.append(("store_result", name, response)),
+        exceptions=SimpleNamespace(raise_compiler_error=_raise_compiler_error,
+                                   warn=lambda note: adapter.calls.append(("warn", note))),
+        get_assert_columns_equivalent=lambda sql: adapter.calls.append(("assert_columns", sql)) or "",
+        get_select_subquery=lambda sql: f"select id from ({sql})",
     )
 
 
 @pytest.mark.parametrize(
-    ("existing", "write_mode", "full_refresh", "mode"),
+    ("existing", "strategy_says", "full_refresh", "incremental"),
     [
-        (None, "append", False, "overwrite"),  # the first run creates the table
-        (Relation("analytics", "events", is_qbeast=True), "append", False, "append"),
-        (Relation("analytics", "events", is_qbeast=True), "append", True, "overwrite"),
-        (Relation("analytics", "events", is_qbeast=True), "overwrite", False, "overwrite"),
+        (None, False, False, False),  # the first run creates the table
+        (QBEAST_EVENTS, True, False, True),  # an incremental strategy over this model's table
+        (QBEAST_EVENTS, False, False, False),  # no strategy: the table is rebuilt
+        (QBEAST_EVENTS, True, True, False),  # --full-refresh rebuilds whatever the strategy
     ],
 )
-def test_materialization_writes_in_the_mode_the_config_and_the_table_call_for(
-        existing, write_mode, full_refresh, mode):
-    context = _materialization_context(existing=existing, write_mode=write_mode,
+def test_materialization_hands_the_write_the_incremental_decision(
+        existing, strategy_says, full_refresh, incremental):
+    context = _materialization_context(existing=existing, incremental=strategy_says,
                                        full_refresh=full_refresh)
     result = _call("qbeast_materialization.sql", "materialization_qbeast_qbeast", context)
     assert result == {"relations": [TARGET]}
     adapter = context["adapter"]
     config = adapter.returns["qbeast_model_config"]
+    asked = [] if full_refresh else [("qbeast_is_incremental", context["model"], existing)]
     assert adapter.calls == [
         ("qbeast_model_config", context["model"]),
         ("get_relation", None, "analytics", "events"),
-        ("qbeast_location", TARGET, config),
+        *asked,
         ("run_hooks", ["pre"]),
-        ("qbeast_write", TARGET, "select 1 as id", config, "/warehouse/analytics/events", mode),
+        ("qbeast_write", context["model"], TARGET, existing, "select 1 as id", config, incremental),
         ("store_result", "main", "OK"),
         ("run_hooks", ["post"]),
     ]
 
 
-def test_materialization_replaces_a_view_of_the_same_name():
-    view = Relation("analytics", "events", type="view")
-    context = _materialization_context(existing=view)
+def test_materialization_checks_an_enforced_contract_before_writing_its_query():
+    context = _materialization_context(existing=None, contract=True)
     _call("qbeast_materialization.sql", "materialization_qbeast_qbeast", context)
     adapter = context["adapter"]
-    assert adapter.called("drop_relation") == [(view,)]
-    assert [c[0] for c in adapter.calls].index("drop_relation") < [
-        c[0] for c in adapter.calls].index("qbeast_write")
-    assert adapter.called("qbeast_write")[0][-1] == "overwrite"
+    names = [c[0] for c in adapter.calls]
+    assert ("assert_columns", "select 1 as id") in adapter.calls
+    assert names.index("assert_columns") < names.index("qbeast_write")
+    # the written query is the contract's column list over the model's query
+    assert adapter.called("qbeast_write")[0][3] == "select id from (select 1 as id)"
+
+
+def test_materialization_passes_config_warnings_on():
+    context = _materialization_context(existing=None, warnings=("write_mode is deprecated",))
+    _call("qbeast_materialization.sql", "materialization_qbeast_qbeast", context)
+    assert context["adapter"].called("warn") == [("write_mode is deprecated",)]
 
 
 @pytest.mark.parametrize(
-    ("materialized", "write_mode", "relation", "full_refresh", "expected"),
+    ("materialized", "relation", "full_refresh", "expected", "asks_adapter"),
     [
-        ("qbeast", None, Relation("s", "t", is_qbeast=True), False, True),
-        ("qbeast", " Append ", Relation("s", "t", is_qbeast=True), False, True),
-        ("qbeast", "overwrite", Relation("s", "t", is_qbeast=True), False, False),
-        ("qbeast", None, Relation("s", "t", is_qbeast=False), False, False),
-        ("qbeast", None, Relation("s", "t", is_qbeast=True), True, False),
-        ("qbeast", None, None, False, False),
-        ("qbeast", None, Relation("s", "t", is_qbeast=True, type="view"), False, False),
-        ("incremental", None, Relation("s", "t"), False, True),
-        ("table", None, Relation("s", "t"), False, False),
+        ("qbeast", QBEAST_EVENTS, False, True, True),  # the adapter's answer (strategy, location)
+        ("qbeast", QBEAST_EVENTS, False, False, True),
+        ("qbeast", QBEAST_EVENTS, True, False, False),
+        ("qbeast", None, False, False, False),
+        ("qbeast", Relation("s", "t", is_qbeast=True, type="view"), False, False, False),
+        ("incremental", Relation("s", "t"), False, True, False),
+        ("incremental", Relation("s", "t", is_qbeast=True), False, False, False),  # rebuilt first
+        ("table", Relation("s", "t"), False, False, False),
     ],
 )
-def test_is_incremental(materialized, write_mode, relation, full_refresh, expected):
-    config = {"materialized": materialized, "write_mode": write_mode}
-    model = SimpleNamespace(config=SimpleNamespace(
-        materialized=materialized, get=lambda key, default=None: config.get(key, default)))
+def test_is_incremental(materialized, relation, full_refresh, expected, asks_adapter):
+    model = SimpleNamespace(config=SimpleNamespace(materialized=materialized))
     this = SimpleNamespace(database=None, schema="s", table="t")
-    context = _context(Recorder(get_relation=relation), model=model, this=this,
-                       should_full_refresh=lambda: full_refresh)
+    adapter = Recorder(get_relation=relation, qbeast_is_incremental=expected)
+    context = _context(adapter, model=model, this=this, should_full_refresh=lambda: full_refresh)
     assert _call("qbeast_materialization.sql", "is_incremental", context) is expected
-    assert context["adapter"].calls == [("get_relation", None, "s", "t")]
+    asked = [("qbeast_is_incremental", model, relation)] if asks_adapter else []
+    assert adapter.calls == [("get_relation", None, "s", "t"), *asked]

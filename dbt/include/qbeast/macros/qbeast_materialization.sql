@@ -2,29 +2,44 @@
   materialized='qbeast': the model's result written by the qbeast engine as a Qbeast table (an
   OTree-indexed Delta table) and registered in the catalog as an external `USING qbeast` table.
 
+  Without incremental_strategy the table is rebuilt on every run, like a `table` model (one
+  overwrite commit: the previous version stays readable for time travel). With
+  incremental_strategy='append' later runs append the model's rows and is_incremental() is true.
+  The strategies live in dbt/adapters/qbeast/model_config.py (INCREMENTAL_STRATEGIES).
+
   config: columns_to_index (required; alias columnsToIndex), cube_size (alias cubeSize),
-  write_mode ('append', the default, | 'overwrite'), location_root, column_stats, on_schema_change,
-  tblproperties, persist_docs, optimize_after_run. See docs/dbt.md.
+  incremental_strategy, location_root, take_over_location, column_stats, non_finite,
+  on_schema_change, tblproperties, persist_docs, optimize_after_run, contract, sql_header.
+  See docs/dbt.md.
 #}
-{% materialization qbeast, adapter='qbeast', supported_languages=['sql'] %}
+{% materialization qbeast, adapter='qbeast', supported_languages=['sql', 'python'] %}
+  {%- set language = model['language'] -%}
   {%- set identifier = model['alias'] -%}
   {%- set qbeast_config = adapter.qbeast_model_config(model) -%}
+  {%- for note in qbeast_config.warnings -%}
+    {% do exceptions.warn(note) %}
+  {%- endfor -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
   {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema,
                                                 database=database, type='table') -%}
-  {%- set location = adapter.qbeast_location(target_relation, qbeast_config) -%}
+  {%- set incremental = not should_full_refresh() and adapter.qbeast_is_incremental(model, old_relation) -%}
 
   {{ run_hooks(pre_hooks) }}
 
-  {#- Anything else under this name (a view, a plain table) makes way for the Qbeast table. -#}
-  {%- set replaces_qbeast = old_relation is not none and old_relation.is_qbeast -%}
-  {% if old_relation is not none and not replaces_qbeast %}
-    {{ adapter.drop_relation(old_relation) }}
-  {% endif %}
-
-  {%- set append = qbeast_config.write_mode == 'append' and replaces_qbeast and not should_full_refresh() -%}
-  {%- set response = adapter.qbeast_write(target_relation, compiled_code, qbeast_config, location,
-                                           'append' if append else 'overwrite') -%}
+  {%- set code = compiled_code -%}
+  {%- if language == 'sql' -%}
+    {%- set sql_header = config.get('sql_header', none) -%}
+    {%- if sql_header -%}
+      {% call statement('qbeast_sql_header') %}{{ sql_header }}{% endcall %}
+    {%- endif -%}
+    {%- if config.get('contract').enforced -%}
+      {#- the query's column names and types must be the contract's, as for dbt-spark's table -#}
+      {{ get_assert_columns_equivalent(compiled_code) }}
+      {%- set code = get_select_subquery(compiled_code) -%}
+    {%- endif -%}
+  {%- endif -%}
+  {%- set response = adapter.qbeast_write(model, target_relation, old_relation, code,
+                                           qbeast_config, incremental) -%}
   {% do store_result('main', response=response) %}
 
   {{ run_hooks(post_hooks) }}
@@ -34,8 +49,10 @@
 
 
 {#-
-  is_incremental() is also true for qbeast models once their table exists, unless they set
-  write_mode='overwrite', so they can select only the new rows exactly like incremental models do.
+  is_incremental() of a qbeast model is true only when it sets an incremental strategy
+  (incremental_strategy='append'; the deprecated write_mode='append' counts) and its Qbeast table
+  exists at the location its config names. A qbeast model without a strategy rebuilds its table,
+  so is_incremental() is false for it, as for a `table` model.
 -#}
 {% macro is_incremental() %}
   {%- if not execute -%}
@@ -45,10 +62,9 @@
   {%- if relation is none or relation.type != 'table' or should_full_refresh() -%}
     {{ return(false) }}
   {%- endif -%}
-  {%- if model.config.materialized == 'incremental' -%}
-    {{ return(true) }}
+  {%- if model.config.materialized == 'qbeast' -%}
+    {{ return(adapter.qbeast_is_incremental(model, relation)) }}
   {%- endif -%}
-  {{ return(model.config.materialized == 'qbeast'
-            and (model.config.get('write_mode') or 'append') | lower | trim == 'append'
-            and relation.is_qbeast) }}
+  {#- an incremental model over a Qbeast table (just switched from qbeast) is rebuilt first -#}
+  {{ return(model.config.materialized == 'incremental' and not relation.is_qbeast) }}
 {% endmacro %}

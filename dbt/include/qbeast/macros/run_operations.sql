@@ -60,3 +60,37 @@
   {%- set location = qbeast__location('qbeast_index_metrics', relation_or_path) -%}
   {{ return(adapter.qbeast_index_metrics(location, revision_id)) }}
 {% endmacro %}
+
+
+{#-
+  A Qbeast table written outside this project (by Spark jobs, qbeast-spark or qbeast_convert)
+  registered in the catalog as `relation` (schema.table), so models read it with source().
+  An existing relation of that name is refused unless it already is this very table.
+-#}
+{% macro qbeast_register_table(path, relation) %}
+  {%- if relation is not string or relation.split('.') | length != 2 -%}
+    {{ exceptions.raise_compiler_error(
+         "run-operation qbeast_register_table: invalid argument relation=" ~ (relation | tojson)
+         ~ "; allowed values: schema.table, e.g. raw.clicks") }}
+  {%- endif -%}
+  {%- set parts = relation.split('.') -%}
+  {{ return(adapter.qbeast_register_table(path, parts[0] | trim, parts[1] | trim)) }}
+{% endmacro %}
+
+
+{#-
+  Every source table whose meta names a Qbeast folder (`meta: {qbeast_location: <folder>}`)
+  registered as <source schema>.<table>, so `dbt run-operation qbeast_register_sources` once
+  makes a project's Qbeast sources readable.
+-#}
+{% macro qbeast_register_sources() %}
+  {%- set registered = [] -%}
+  {%- for node in graph.sources.values() if node.meta.get('qbeast_location') -%}
+    {%- do registered.append(adapter.qbeast_register_table(
+          node.meta['qbeast_location'], node.schema, node.identifier)) -%}
+  {%- endfor -%}
+  {%- if not registered -%}
+    {{ log("qbeast_register_sources: no source table has meta.qbeast_location", info=true) }}
+  {%- endif -%}
+  {{ return(registered) }}
+{% endmacro %}
