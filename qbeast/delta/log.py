@@ -150,6 +150,24 @@ class DeltaLog:
         """Newest committed version; raises :class:`NotADeltaTableError` if there is none."""
         return self._require_listing().latest_version
 
+    def version_stamp(self, version: int) -> tuple[int, int]:
+        """Size and modification time of the file that holds ``version`` (its commit, or else its
+        checkpoint); ``(-1, -1)`` when neither exists.
+
+        A version number alone does not name a table state for ever: a folder deleted and written
+        again (a table rebuilt in place) starts over at version 0. Readers that keep snapshots per
+        version add this stamp to their key, at the cost of one ``stat``.
+        """
+        try:
+            found = self.storage.stat(f"{self.log_path}/{commit_file_name(version)}")
+            return found.size, found.mtime_ms
+        except FileNotFoundError:
+            pass
+        listing = self.list_log()
+        if version not in listing.checkpoints:
+            return -1, -1
+        return 0, listing.checkpoint_mtime(version)
+
     def _require_listing(self) -> LogListing:
         listing = self.list_log()
         if listing.latest_version < 0:

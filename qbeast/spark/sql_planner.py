@@ -16,8 +16,10 @@ spaces, OTree walk, Delta stats) fed with what Spark hands over:
 * ``sample_filter``: the row filter of a sample between two fractions (``TABLESAMPLE``).
 
 The module is plain Python (no Py4J): :mod:`qbeast.spark.bridge` wraps it for the JVM and turns
-its errors into messages. Snapshots are cached per (location, version): a committed version
-never changes, and the latest version is looked up on every call, so appends are seen at once.
+its errors into messages. Snapshots are cached per (location, version, stamp of that version's
+log file): a committed version never changes, the stamp tells a table rebuilt in the same folder
+(which starts over at version 0) from the one before it, and the latest version is looked up on
+every call, so appends are seen at once.
 """
 from __future__ import annotations
 
@@ -104,7 +106,7 @@ class ScanRecord:
 
 
 _cache_lock = threading.Lock()
-_snapshots: OrderedDict[tuple[str, int], QbeastSnapshot] = OrderedDict()
+_snapshots: OrderedDict[tuple[str, int, tuple[int, int]], QbeastSnapshot] = OrderedDict()
 _scans: deque[ScanRecord] = deque(maxlen=RECENT_SCANS)
 
 
@@ -112,11 +114,12 @@ _scans: deque[ScanRecord] = deque(maxlen=RECENT_SCANS)
 
 
 def snapshot(table: TableRef) -> QbeastSnapshot:
-    """The snapshot a reference reads now (cached per location and version)."""
+    """The snapshot a reference reads now (cached per location, version and version stamp)."""
+    log = DeltaLog.for_path(table.location)
     version = table.version
     if version is None:
-        version = DeltaLog.for_path(table.location).latest_version()
-    key = (table.location, version)
+        version = log.latest_version()
+    key = (table.location, version, log.version_stamp(version))
     with _cache_lock:
         cached = _snapshots.get(key)
         if cached is not None:

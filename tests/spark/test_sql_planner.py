@@ -75,6 +75,23 @@ def test_pushed_filters_combine_weight_bounds_and_predicates(table):
     assert other_columns.weight_range is None and other_columns.unused == ("(hash(b, a) < 7)",)
 
 
+def test_a_table_rebuilt_in_the_same_folder_is_not_served_from_the_cache(spark, tmp_path):
+    """A folder deleted and written again starts over at version 0: the planner must list the new
+    table's files, not the cached ones of the table that was there before (they are gone)."""
+    import shutil
+
+    path = str(tmp_path / "rebuilt")
+    qbeast.write(spark.range(0, 300).selectExpr("id", "id % 7 as a"), path, "a", mode="overwrite")
+    ref = TableRef(path, None)
+    before = [f.path for f in sql_planner.list_files(ref, [])]
+    shutil.rmtree(path)
+    qbeast.write(spark.range(0, 500).selectExpr("id", "id % 5 as a"), path, "a", mode="overwrite")
+    after = [f.path for f in sql_planner.list_files(ref, [])]
+    assert after == QbeastTable.for_path(spark, path).read_plan().paths
+    assert not set(before) & set(after)
+    assert sql_planner.snapshot(ref).delta.version == 0
+
+
 def test_list_files_matches_read_plan_and_is_recorded(table):
     ref = TableRef(table.path, None)
     files = sql_planner.list_files(ref, ["(a < 10)", f"(hash(a, b) < {weight_from_fraction(0.1)})"])
