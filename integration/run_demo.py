@@ -117,11 +117,13 @@ def qbeast_scans(run_results: Any) -> list[tuple[str, str]]:
     scans = []
     for node in nodes:
         code = getattr(node, "compiled_code", None) or ""
-        if node.config.materialized == "qbeast" or not any(rel in code for rel in qbeast_relations):
+        # a Qbeast model reading another one (a mart built on the click stream) is downstream too
+        read = [rel for rel in qbeast_relations if rel != node.relation_name and rel in code]
+        if not read:
             continue
         plan = spark.sql(code)._jdf.queryExecution().executedPlan().toString()
         for line in str(plan).splitlines():
-            if "Scan" in line and any(rel.split(".")[-1] in line for rel in qbeast_relations):
+            if "Scan" in line and any(rel.split(".")[-1] in line for rel in read):
                 scans.append((node.name, _scan_summary(line.strip(" +-:*()0123456789"))))
     return scans
 
