@@ -209,7 +209,8 @@ class DeltaLog:
                 except CorruptLogError as exc:
                     logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)
                     continue
-                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns)
+                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns,
+                                    self.table_path)
                 start = cp_version + 1
                 break
         if state is None:
@@ -225,7 +226,7 @@ class DeltaLog:
                     f"Delta log of {self.table_path} is missing commit file(s) for version(s) "
                     f"{missing[:5]} needed to reconstruct version {version}"
                 )
-            state = ReplayState()
+            state = ReplayState(table_path=self.table_path)
         checkpoint_version = start - 1 if start > 0 else None
         for v in range(start, version + 1):
             source = f"{self.log_path}/{commit_file_name(v)}"
