@@ -66,18 +66,21 @@ def commit_files(
     parameters: Mapping[str, Any] | None = None,
     metrics: Mapping[str, Any] | None = None,
     info: Mapping[str, Any] | None = None,
+    delete_on_failure: bool = True,
 ) -> int:
     """Add ``new_files`` to ``transaction`` and commit it; returns the committed version.
 
     Everything else the commit holds (removes, metadata, application transactions) is set on the
     transaction by the caller. If the commit fails for any reason, the new files are deleted —
-    no version references them — and the error propagates.
+    no version references them — and the error propagates. ``delete_on_failure=False`` keeps
+    them for a caller that commits them again (:func:`qbeast.rebase.commit_with_retries`), which
+    then deletes them itself when it gives up.
     """
     transaction.add_actions(list(new_files))
     try:
         return transaction.commit(operation, parameters, metrics=metrics, info=info)
     except BaseException:
-        if transaction.committed_version is None:
+        if delete_on_failure and transaction.committed_version is None:
             delete_new_files(transaction, new_files)
         raise
 

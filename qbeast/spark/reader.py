@@ -34,7 +34,7 @@ from qbeast.core.columns import column_types
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_files
-from qbeast.core.sql import row_weight_sql
+from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
