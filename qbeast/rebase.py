@@ -103,10 +103,10 @@ def rebase(planned: PlannedCommit, fresh: QbeastSnapshot | None) -> PlannedCommi
             )
     schema_string = _rebased_schema(planned, fresh)
     revision = planned.revision
-    if revision is None or (not planned.adds and fresh.is_qbeast):
-        # no file to tag (an empty write): the table already has its revisions
-        return dataclasses.replace(planned, opens_revision=False, schema_string=schema_string,
-                                   read_version=fresh.version)
+    kept = dataclasses.replace(planned, schema_string=schema_string, read_version=fresh.version)
+    if revision is None or not planned.adds:
+        # no file to tag (an empty write): an existing Qbeast table keeps its revisions
+        return dataclasses.replace(kept, opens_revision=planned.opens_revision and not fresh.is_qbeast)
     if not fresh.is_qbeast:
         raise WriteConflictError(
             f"{table} lost its Qbeast metadata (qbeast.lastRevisionID) in a concurrent commit "
@@ -115,8 +115,7 @@ def rebase(planned: PlannedCommit, fresh: QbeastSnapshot | None) -> PlannedCommi
         )
     current = fresh.revisions.get(revision.revision_id)
     if current is not None and _same_revision(current, revision):
-        return dataclasses.replace(planned, opens_revision=False, schema_string=schema_string,
-                                   read_version=fresh.version)
+        return dataclasses.replace(kept, opens_revision=False)
     if not planned.opens_revision:
         raise WriteConflictError(
             f"revision {revision.revision_id} of {table}, which this commit's files were indexed "
@@ -124,12 +123,11 @@ def rebase(planned: PlannedCommit, fresh: QbeastSnapshot | None) -> PlannedCommi
             "(the table was overwritten); nothing was committed — run the write again"
         )
     new_id = max(fresh.revisions, default=0) + 1
-    moved = dataclasses.replace(revision, revision_id=new_id)
     logger.info("re-tagging %d file(s) of %s from revision %d to %d (revision %d was opened by "
                 "another writer)", len(planned.adds), table, revision.revision_id, new_id,
                 revision.revision_id)
-    return dataclasses.replace(planned, revision=moved, adds=[_retag(a, new_id) for a in planned.adds],
-                               schema_string=schema_string, read_version=fresh.version)
+    return dataclasses.replace(kept, revision=dataclasses.replace(revision, revision_id=new_id),
+                               adds=[_retag(a, new_id) for a in planned.adds])
 
 
 def _rebased_schema(planned: PlannedCommit, fresh: QbeastSnapshot) -> str | None:

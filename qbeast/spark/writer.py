@@ -45,7 +45,7 @@ from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.transaction import Transaction
-from qbeast.errors import InvalidOptionError
+from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, root_cause
 from qbeast.rebase import DEFAULT_REPLAN_RETRIES, PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
@@ -170,7 +170,17 @@ def write(
             plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
                            existing=existing, options=opts, path=path)
             phase = write_phase(path, "write")
-            written = write_files(data, revision, plan, table_dir, rows=count)
+            try:
+                written = write_files(data, revision, plan, table_dir, rows=count)
+            except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...
+                if isinstance(exc, QbeastError):
+                    raise
+                version = state.snapshot.version if state.snapshot is not None else None
+                raise WriteFailedError(
+                    f"write {path}: writing the data files failed: {root_cause(exc)}; nothing was "
+                    + ("committed (the table does not exist yet)" if version is None else
+                       f"committed (the table is still at version {version})")
+                ) from exc
         written = with_threshold_markers(written, plan, existing)
         adds = [add_file(w, revision.revision_id) for w in written]
         blocks_written = sum(len(w.blocks) for w in written)

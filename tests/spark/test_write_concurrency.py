@@ -105,21 +105,29 @@ def test_append_after_a_concurrent_overwrite_is_a_true_conflict(spark, tmp_path,
     assert {p.name for p in Path(path).glob("*.parquet")} == committed
 
 
-def test_optimize_racing_an_append_that_opens_a_revision(spark, tmp_path, monkeypatch):
+def _two_appends_racing_optimize(spark, path: str, monkeypatch, competitor) -> list:
+    """A table of two appends into revision 1, whose next optimize commit ``competitor()`` precedes."""
     import qbeast.operations.optimize as optimize_module
 
-    path = str(tmp_path / "t")
     qbeast.write(_df(spark, 300), path, "id,x", cube_size=60)
     qbeast.write(_df(spark, 300), path)  # a second append into revision 1
     original = optimize_module._commit_plan
-    raced = []
+    raced: list = []
 
     def racing(*args, **kwargs):
         if not raced:
-            raced.append(qbeast.write(_df(spark, 80, 50_000, scale=40.0), path))
+            raced.append(None)
+            raced[0] = competitor()
         return original(*args, **kwargs)
 
     monkeypatch.setattr(optimize_module, "_commit_plan", racing)
+    return raced
+
+
+def test_optimize_racing_an_append_that_opens_a_revision(spark, tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    raced = _two_appends_racing_optimize(
+        spark, path, monkeypatch, lambda: qbeast.write(_df(spark, 80, 50_000, scale=40.0), path))
     result = qbeast.QbeastTable.for_path(spark, path).optimize(revision_id=1)
     assert raced[0].revision_id == 2 and len(result.commits) == 1
     snap = QbeastSnapshot.load(path)
@@ -129,21 +137,11 @@ def test_optimize_racing_an_append_that_opens_a_revision(spark, tmp_path, monkey
 
 
 def test_optimize_whose_files_were_removed_is_a_true_conflict(spark, tmp_path, monkeypatch):
-    import qbeast.operations.optimize as optimize_module
-
     path = str(tmp_path / "t")
-    qbeast.write(_df(spark, 300), path, "id,x", cube_size=60)
-    qbeast.write(_df(spark, 300), path)  # a second append into revision 1
-    original = optimize_module._commit_plan
-    raced = []
-
-    def racing(*args, **kwargs):
-        if not raced:  # another optimize rewrites the same files first
-            raced.append(True)
-            qbeast.QbeastTable.for_path(spark, path).optimize(revision_id=1)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(optimize_module, "_commit_plan", racing)
+    # another optimize rewrites the same files first
+    _two_appends_racing_optimize(
+        spark, path, monkeypatch,
+        lambda: qbeast.QbeastTable.for_path(spark, path).optimize(revision_id=1))
     with pytest.raises(ConcurrentDeleteReadError):
         qbeast.QbeastTable.for_path(spark, path).optimize(revision_id=1)
     assert check_index(spark, path) == {1: 600}
