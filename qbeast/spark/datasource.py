@@ -42,7 +42,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from qbeast.core.sql import quote_identifier, sql_string
+from qbeast.core.sql import check_table_name, quote_identifier, sql_string
 from qbeast.delta.errors import UnsupportedFeatureError
 from qbeast.delta.scan import ScanSchema
 from qbeast.errors import InvalidOptionError
@@ -461,8 +461,7 @@ def create_table(
 
     from qbeast.spark.reader import load_snapshot
 
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidOptionError(f"table name must be a non-empty string, got {name!r}")
+    check_table_name(name)
     register(spark)
     snapshot = load_snapshot(path)
     schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path,

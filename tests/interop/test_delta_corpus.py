@@ -234,3 +234,32 @@ def test_corpus_tables_read_like_the_references_or_are_refused(
             assert {f.location for f in scan_files(snapshot)} == uris, name
         verdicts[name] = f"read, confirmed by {agreeing}"
     print("\n".join(f"{name}: {verdict}" for name, verdict in sorted(verdicts.items())))
+
+
+PYTHON_SOURCE_TABLES = {
+    "hand/typed-partition-values": None,
+    "hand/percent-encoded-paths": None,
+    "delta-rs/partitioned-awkward-values-checkpoint": None,
+    "delta-rs/timestamp-ntz": None,
+    "hand/column-mapping-name": r"nested column\(s\) \['s'\] of a column-mapped table",
+    "hand/variant-column": r"cannot read variant columns",
+    "hand/deletion-vector": r"deletionVectors",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PYTHON_SOURCE_TABLES))
+def test_python_data_source_reads_the_same_rows(spark, corpus, name: str) -> None:
+    """The ``qbeast`` Python data source (pyarrow) plans through the same scan layout."""
+    from qbeast.spark.datasource import register
+    from qbeast.table import QbeastTable
+
+    register(spark)
+    table, refused = corpus[name], PYTHON_SOURCE_TABLES[name]
+    if refused is not None:
+        with pytest.raises(Exception, match=refused):
+            spark.read.format("qbeast").load(table.path).collect()
+        return
+    ours = QbeastTable(spark, table.path).to_df()
+    source = spark.read.format("qbeast").load(table.path)
+    assert source.schema == ours.schema
+    assert _normalize(source.toArrow().to_pylist()) == _normalize(ours.toArrow().to_pylist())
