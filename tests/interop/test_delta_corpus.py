@@ -263,3 +263,18 @@ def test_python_data_source_reads_the_same_rows(spark, corpus, name: str) -> Non
     source = spark.read.format("qbeast").load(table.path)
     assert source.schema == ours.schema
     assert _normalize(source.toArrow().to_pylist()) == _normalize(ours.toArrow().to_pylist())
+
+
+def test_filters_on_a_name_mapped_table_use_the_renamed_statistics(spark, corpus) -> None:
+    """Physical names of ``a`` and ``b`` are swapped: stats looked up by display name would prune
+    the wrong files (and a type mismatch would keep or drop them at random)."""
+    from qbeast.table import QbeastTable
+
+    table = QbeastTable(spark, corpus["hand/column-mapping-name"].path)
+    assert len(table.read_plan().files) == 2
+    plan = table.read_plan(filter="a >= 10")
+    assert len(plan.files) == 1 and plan.files[0].partition_values == (("p", "p 2"),)
+    assert sorted(r.a for r in table.to_df(filter="a >= 10").collect()) == [10, 20]
+    assert [r.a for r in table.to_df(filter="b = 'v2'").collect()] == [2]
+    assert sorted(r.a for r in table.to_df(filter="p = 'p 2'").collect()) == [10, 20]
+    assert [r.s.x for r in table.to_df(filter="s.x = 21").collect()] == [21]
