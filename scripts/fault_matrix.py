@@ -325,8 +325,14 @@ def scenario_convert_and_append(spark, root: Path, appends: int = 40) -> dict[st
             "delta-rs retries": retried["delta-rs"], "staging files": len(snap.staging_files())}
 
 
-def scenario_kill9(spark, root: Path, kills: int = 50, rows: int = 300,
-                   horizon_s: float = 10.0, seed: int = 7) -> dict[str, Any]:
+def scenario_kill9(spark, root: Path, kills: int = 50, rows: int = 300, seed: int = 7) -> dict[str, Any]:
+    """kill -9 a process that writes, optimizes and vacuums, ``kills`` times.
+
+    Each run targets one phase in turn (write, optimize, vacuum): the parent waits until the
+    child starts an operation of that kind, then kills it after a random share of that
+    operation's duration as measured in earlier runs (so kills land anywhere inside it, and the
+    operations before it complete: the table keeps changing between kills).
+    """
     from qbeast.delta.log import DeltaLog
     from qbeast.table import QbeastTable
 
@@ -334,31 +340,42 @@ def scenario_kill9(spark, root: Path, kills: int = 50, rows: int = 300,
     path = str(root / "kill9")
     create_table(spark, path, rows)
     phases: collections.Counter = collections.Counter()
+    durations = {"write": [8.0], "optimize": [6.0], "vacuum": [1.0]}
     next_batch = 0
-    for _ in range(kills):
+    for k in range(kills):
+        target = ("write", "optimize", "vacuum")[k % 3]
         proc = spawn("kill-target", path=path, first_batch=next_batch, rows=rows)
         assert proc.stdout is not None
-        ready = proc.stdout.readline()
-        assert "ready" in ready, f"worker did not start: {ready!r} {proc.stderr.read()[-2000:] if proc.stderr else ''}"
-        time.sleep(rng.uniform(0, horizon_s))
+        seen: list[dict] = []
+        started_at: dict[str, float] = {}
+        for line in proc.stdout:
+            event = json.loads(line)
+            seen.append(event)
+            now = time.perf_counter()
+            if event["event"] == "start":
+                started_at[event["op"]] = now
+                if event["op"] == target:
+                    break
+            elif event["event"] == "done":
+                durations[event["op"]].append(now - started_at[event["op"]])
+        typical = sorted(durations[target])[len(durations[target]) // 2]
+        time.sleep(rng.uniform(0, typical))
         proc.send_signal(signal.SIGKILL)
-        evts = [json.loads(line) for line in ready.splitlines()] + events(proc)
-        starts = [e for e in evts if e["event"] == "start"]
-        done = sum(e["event"] == "done" for e in evts)
-        phase = starts[-1]["op"] if len(starts) > done else "between operations"
-        phases[phase] += 1
-        if starts:
-            next_batch = max(e["batch"] for e in starts) + 1
+        seen += events(proc)
+        starts = [e for e in seen if e["event"] == "start"]
+        done = sum(e["event"] == "done" for e in seen)
+        phases[starts[-1]["op"] if len(starts) > done else "between operations"] += 1
+        next_batch = max((e["batch"] for e in starts), default=next_batch - 1) + 1
         check_contiguous(path)
-        committed = _committed_batches(path)
-        check_whole_batches(spark, path, committed | {"99-0"}, rows)
+        check_whole_batches(spark, path, _committed_batches(path) | {"99-0"}, rows)
     # a run that is not killed completes, and vacuum removes whatever the kills left behind
-    table = QbeastTable(spark, path)
     import qbeast
 
+    table = QbeastTable(spark, path)
     qbeast.write(batch_df(spark, 0, next_batch, rows), path, user_metadata=f"batch=0-{next_batch}")
     table.optimize()
     leftovers = len(unreferenced_files(path))
+    staging_left = len(list(Path(path).glob("_qbeast_staging_*")))
     table.vacuum(retention_hours=0, allow_short_retention=True)
     assert unreferenced_files(path) == [], "vacuum left unreferenced files"
     assert not list(Path(path).glob("_qbeast_staging_*")), "vacuum left a staging folder"
@@ -368,7 +385,8 @@ def scenario_kill9(spark, root: Path, kills: int = 50, rows: int = 300,
     return {"kills": kills, "killed during": dict(sorted(phases.items())),
             "versions": DeltaLog.for_path(path).snapshot().version + 1,
             "batches committed": len(committed),
-            "unreferenced files before the final vacuum": leftovers}
+            "unreferenced files before the final vacuum": leftovers,
+            "abandoned staging folders before the final vacuum": staging_left}
 
 
 def _committed_batches(path: str) -> set[str]:
@@ -531,13 +549,14 @@ def scenario_corrupt_log(root: Path) -> dict[str, Any]:
 SCENARIOS = ("concurrent", "optimize", "convert", "kill9", "full-disk", "read-only", "corrupt-log")
 
 
-def run_matrix(root: Path, only: set[str], scale: str = "full") -> dict[str, Any]:
+def run_matrix(root: Path, only: set[str], scale: str = "full",
+               results: Path | None = None) -> dict[str, Any]:
     from qbeast.spark.session import get_or_create_session
 
     spark = get_or_create_session({"spark.driver.memory": "2g"}, master="local[2]",
                                   app_name="fault-matrix")
     small = scale == "small"
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = json.loads(results.read_text()) if results and results.exists() else {}
     skip = can_mount_tmpfs(root)
     runs = {
         "concurrent": lambda: scenario_concurrent_appends(
@@ -556,6 +575,8 @@ def run_matrix(root: Path, only: set[str], scale: str = "full") -> dict[str, Any
             figures[name] = runs[name]()
             figures[name].setdefault("elapsed_s", round(time.perf_counter() - started, 1))
             print(json.dumps(figures[name], indent=1), flush=True)
+            if results is not None:  # kept after each scenario: a later run can add the rest
+                results.write_text(json.dumps(figures, indent=1))
     return figures
 
 
@@ -563,7 +584,8 @@ def markdown(figures: dict[str, Any]) -> str:
     lines = ["# Fault matrix", "",
              "Written by `scripts/fault_matrix.py` (see its docstring for what each scenario "
              "checks). Every scenario below passed all its checks.", ""]
-    for name, values in figures.items():
+    for name in [n for n in SCENARIOS if n in figures]:
+        values = figures[name]
         lines += [f"## {name}", "", "| figure | value |", "|---|---|"]
         lines += [f"| {k} | {v} |" for k, v in values.items()]
         lines.append("")
@@ -578,11 +600,14 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(SCENARIOS), help=f"subset of {SCENARIOS}")
     parser.add_argument("--scale", choices=("full", "small"), default="full")
     parser.add_argument("--report", help="also write the figures as Markdown to this file")
+    parser.add_argument("--results", help="JSON file of figures, updated after each scenario "
+                        "(scenarios not run keep the figures it already holds)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     root = Path(tempfile.mkdtemp(prefix="fault-matrix-"))
     try:
-        figures = run_matrix(root, set(args.only.split(",")), args.scale)
+        figures = run_matrix(root, set(args.only.split(",")), args.scale,
+                             Path(args.results) if args.results else None)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if args.report:

@@ -286,7 +286,10 @@ def _spark_schema(spark, files: list[str]) -> dict:
     from pyspark.errors import PySparkException
 
     try:
-        inferred = spark.read.option("mergeSchema", "true").parquet(*files).schema.jsonValue()
+        from qbeast.spark.reader import spark_path
+
+        inferred = spark.read.option("mergeSchema", "true").parquet(
+            *[spark_path(f) for f in files]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])
         raise InvalidOptionError(

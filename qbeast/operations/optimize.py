@@ -255,8 +255,10 @@ def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> A
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
     from pyspark.sql.types import StructType
 
+    from qbeast.spark.reader import spark_path
+
     schema = StructType.fromJson(snapshot.delta.schema)
-    return spark.read.schema(schema).parquet(*[snapshot.delta.file_path(f) for f in files])
+    return spark.read.schema(schema).parquet(*[spark_path(snapshot.delta.file_path(f)) for f in files])
 
 
 # -- indexing the staging files -------------------------------------------------------------------

@@ -420,9 +420,17 @@ def engine_tables(root: Path, spark: Any) -> list[CorpusTable]:
     folder = root / "qb-converted"
     folder.mkdir(parents=True, exist_ok=True)
     pq.write_table(_rows(0, 5), folder / "a.parquet")
-    pq.write_table(_rows(5, 5), folder / "b%c d.parquet")
+    pq.write_table(_rows(5, 5), folder / "b%c d[1].parquet")
     qbeast.convert_to_qbeast(spark, str(folder), "id")
     out.append(CorpusTable("ours/converted-parquet-folder", str(folder), "dbt-qbeast"))
+
+    folder = root / "qb-converted-optimized"
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(_rows(0, 300), folder / "a{1}.parquet")
+    pq.write_table(_rows(300, 200), folder / "b%c d[1].parquet")
+    qbeast.convert_to_qbeast(spark, str(folder), "id", cube_size=100)
+    qbeast.QbeastTable.for_path(spark, str(folder)).optimize(revision_id=0)  # staging -> revision 1
+    out.append(CorpusTable("ours/converted-then-staging-indexed", str(folder), "dbt-qbeast"))
     return out
 
 

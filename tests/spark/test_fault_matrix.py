@@ -50,8 +50,9 @@ def test_concurrent_appends_opening_revisions_all_commit(spark, tmp_path):
 
 
 def test_kill9_during_writes_leaves_the_last_commit(spark, tmp_path):
-    figures = fm.scenario_kill9(spark, tmp_path, kills=1, rows=200, horizon_s=5.0, seed=3)
+    figures = fm.scenario_kill9(spark, tmp_path, kills=1, rows=200, seed=3)
     assert figures["kills"] == 1  # many more kills: the log-level test and the script
+    assert figures["batches committed"] >= 1  # the run before the kill committed its write
 
 
 def test_convert_while_delta_rs_appends(spark, tmp_path):
