@@ -13,7 +13,7 @@ carries a deletion vector, and ``changeDataFeed`` only binds writers when
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from qbeast.delta.actions import AddFile, Metadata, Protocol

@@ -267,15 +267,15 @@ def _mapped_dataframe(spark: Any, plan: ReadPlan, schema: Any):
         constants = dict(values)
         scan = spark.read.schema(data_schema).parquet(*paths)
         columns = []
-        for field in schema.fields:
-            if field.name in constants:
-                literal = _partition_literal(constants[field.name])
-                columns.append(literal.cast(by_name[field.name].dataType).alias(field.name))
+        for column in schema.fields:
+            if column.name in constants:
+                literal = _partition_literal(constants[column.name])
+                columns.append(literal.cast(by_name[column.name].dataType).alias(column.name))
             else:
-                source = F.col(quote_identifier(physical[field.name]))
+                source = F.col(quote_identifier(physical[column.name]))
                 if layout.mapping_mode != "none":
-                    source = source.cast(field.dataType)  # renames nested fields by position
-                columns.append(source.alias(field.name))
+                    source = source.cast(column.dataType)  # renames nested fields by position
+                columns.append(source.alias(column.name))
         frames.append(scan.select(*columns))
     df = frames[0]
     for frame in frames[1:]:
