@@ -61,6 +61,8 @@ DEFAULT_PROTOCOL = Protocol(1, 2)
 
 
 def _validate_schema(metadata: Metadata) -> None:
+    if metadata.schema_string is None:  # readers accept such a table; we never write one
+        raise InvalidOptionError("metadata to commit has no schema_string (the Delta protocol requires it)")
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError as exc:

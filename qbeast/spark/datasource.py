@@ -38,14 +38,15 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from qbeast.core.sql import check_table_name, quote_identifier, sql_string
-from qbeast.delta.errors import UnsupportedFeatureError
-from qbeast.delta.scan import ScanSchema
 from qbeast.errors import InvalidOptionError
+
+if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
+    from qbeast.delta.scan import ScanSchema
 
 logger = logging.getLogger("qbeast.spark.datasource")
 
@@ -307,6 +308,8 @@ def _check_python_readable(schema_json: str, layout: ScanSchema | None) -> None:
     column-mapped table would need renaming inside structs, and variant columns may be shredded
     in the files: both are read correctly by ``QbeastTable.to_df`` (Spark's own parquet reader).
     """
+    from qbeast.delta.errors import UnsupportedFeatureError
+
     if '"variant"' in schema_json:
         raise UnsupportedFeatureError(
             "the qbeast Python data source cannot read variant columns (Delta feature "
