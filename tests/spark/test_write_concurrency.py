@@ -111,7 +111,7 @@ def _two_appends_racing_optimize(spark, path: str, monkeypatch, competitor) -> l
 
     qbeast.write(_df(spark, 300), path, "id,x", cube_size=60)
     qbeast.write(_df(spark, 300), path)  # a second append into revision 1
-    original = optimize_module._commit_plan
+    original = optimize_module._transaction
     raced: list = []
 
     def racing(*args, **kwargs):
@@ -120,7 +120,7 @@ def _two_appends_racing_optimize(spark, path: str, monkeypatch, competitor) -> l
             raced[0] = competitor()
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(optimize_module, "_commit_plan", racing)
+    monkeypatch.setattr(optimize_module, "_transaction", racing)
     return raced
 
 
