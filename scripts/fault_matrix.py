@@ -7,8 +7,8 @@ its figures; a violated invariant raises ``AssertionError`` naming it. The CI te
     .venv/bin/python scripts/fault_matrix.py            # the full matrix, figures to stdout
     .venv/bin/python scripts/fault_matrix.py --report docs/fault-matrix.md
 
-runs them at full size (4 writer processes x 25 appends, 50 kills, ...; about 30 minutes on
-2 cores) and writes the figures as Markdown.
+runs them at full size (4 writer processes x 25 appends, 50 kills, ...; about 30 minutes on an idle
+2 cores, longer when they are shared) and writes the figures as Markdown.
 
 What is checked, per scenario:
 
@@ -617,6 +617,10 @@ CHECKS = {
 }
 
 
+def _total_minutes(figures: dict[str, Any]) -> int:
+    return round(sum(float(v.get("elapsed_s", 0)) for v in figures.values()) / 60)
+
+
 def markdown(figures: dict[str, Any]) -> str:
     lines = ["# Fault matrix", "",
              "Figures of the last full run of `scripts/fault_matrix.py` (2 cores shared with other "
@@ -624,7 +628,8 @@ def markdown(figures: dict[str, Any]) -> str:
              "scenarios run small in `make test` (`tests/spark/test_fault_matrix.py`, "
              "`tests/unit/delta/test_delta_faults.py`, `tests/spark/test_write_concurrency.py`).",
              "", "Re-run: `.venv/bin/python scripts/fault_matrix.py --report docs/fault-matrix.md` "
-             "(about 40 minutes; full-disk and read-only need root to mount a tmpfs).", ""]
+             f"(this run: {_total_minutes(figures)} minutes on the shared machine; full-disk and "
+             "read-only need root to mount a tmpfs).", ""]
     for name in [n for n in SCENARIOS if n in figures]:
         values = figures[name]
         lines += [f"## {name}", "", CHECKS[name], "", "| figure | value |", "|---|---|"]
