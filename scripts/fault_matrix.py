@@ -7,8 +7,9 @@ its figures; a violated invariant raises ``AssertionError`` naming it. The CI te
     .venv/bin/python scripts/fault_matrix.py            # the full matrix, figures to stdout
     .venv/bin/python scripts/fault_matrix.py --report docs/fault-matrix.md
 
-runs them at full size (4 writer processes x 25 appends, 50 kills, ...; about 30 minutes on an idle
-2 cores, longer when they are shared) and writes the figures as Markdown.
+runs them at full size (4 writer processes x 25 appends, 50 kills, ...; the recorded run took
+61 minutes on 2 cores shared with other work, most of it the kill -9 cycles) and writes the
+figures as Markdown.
 
 What is checked, per scenario:
 
