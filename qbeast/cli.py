@@ -94,16 +94,18 @@ def _revision_facts(snapshot: Any) -> dict[str, Any]:
 
 def describe(path: str, version: int | None = None, with_files: bool = False) -> dict[str, Any]:
     """Everything ``qbeast describe`` shows, as a JSON-ready dict."""
-    from qbeast.delta.errors import UnsupportedFeatureError
+    from qbeast.delta.errors import CorruptLogError, UnsupportedFeatureError
     from qbeast.delta.features import describe_protocol
     from qbeast.delta.log import DeltaLog
 
     snapshot = DeltaLog.for_path(path).snapshot(version=version)
     try:
+        fields = snapshot.schema.get("fields", [])
         snapshot.check_readable()
         unsupported = None
-    except UnsupportedFeatureError as exc:
+    except (UnsupportedFeatureError, CorruptLogError) as exc:  # still describe the rest
         unsupported = str(exc)
+        fields = [] if snapshot.metadata.schema_string is None else snapshot.schema["fields"]
     facts: dict[str, Any] = {
         "path": snapshot.table_path,
         "version": snapshot.version,
@@ -113,7 +115,7 @@ def describe(path: str, version: int | None = None, with_files: bool = False) ->
         "table_id": snapshot.metadata.id,
         "schema": [
             {"name": f["name"], "type": _type_text(f["type"]), "nullable": f.get("nullable", True)}
-            for f in snapshot.schema.get("fields", [])
+            for f in fields
         ],
         "partition_columns": snapshot.partition_columns,
         "configuration": dict(snapshot.configuration),

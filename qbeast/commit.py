@@ -67,6 +67,7 @@ def commit_files(
     metrics: Mapping[str, Any] | None = None,
     info: Mapping[str, Any] | None = None,
     before_commit: Callable[[], None] | None = None,
+    delete_on_failure: bool = True,
 ) -> int:
     """Add ``new_files`` to ``transaction`` and commit it; returns the committed version.
 
@@ -74,6 +75,8 @@ def commit_files(
     transaction by the caller. If the commit fails for any reason, the new files are deleted —
     no version references them — and the error propagates. ``before_commit`` runs right before
     the commit: an exception it raises (e.g. a cancelled write) abandons the commit the same way.
+    ``delete_on_failure=False`` keeps the new files for a caller that commits them again
+    (:func:`qbeast.rebase.commit_with_retries`), which then deletes them itself when it gives up.
     """
     transaction.add_actions(list(new_files))
     try:
@@ -81,7 +84,7 @@ def commit_files(
             before_commit()
         return transaction.commit(operation, parameters, metrics=metrics, info=info)
     except BaseException:
-        if transaction.committed_version is None:
+        if delete_on_failure and transaction.committed_version is None:
             delete_new_files(transaction, new_files)
         raise
 

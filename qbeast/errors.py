@@ -29,3 +29,31 @@ class WriteCancelled(QbeastError):
 
     Nothing was committed and the files it had written are deleted.
     """
+
+
+class WriteFailedError(QbeastError):
+    """Writing data files or the commit failed (full disk, read-only folder, a failed Spark job).
+
+    Raised only when nothing was committed: the message says which version the table is still at.
+    """
+
+
+def root_cause(exc: BaseException) -> str:
+    """The most specific description of an error: the innermost cause, JVM errors included.
+
+    A Spark job that failed on a full disk reports ``Job aborted`` / ``TASK_WRITE_FAILED`` at
+    the top and the task's ``java.io.IOException: No space left on device`` only as its cause.
+    """
+    java = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    if java is not None:
+        try:
+            seen = 0
+            while java.getCause() is not None and seen < 20:
+                java, seen = java.getCause(), seen + 1
+            return str(java.toString())
+        except Exception:  # noqa: BLE001 - a JVM that is gone: fall back to the Python text
+            pass
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

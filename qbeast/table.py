@@ -132,7 +132,19 @@ class QbeastTable:
         snapshot = self.snapshot(version)
         predicate, row_filter = self._predicate(snapshot, filter)
         plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
-        return plan_dataframe(self.spark, plan, [row_filter] if row_filter is not None else [])
+        if not isinstance(filter, str):
+            return plan_dataframe(self.spark, plan, [row_filter] if row_filter is not None else [])
+        from pyspark.errors import PySparkException
+
+        try:  # Spark parses and resolves the SQL text here
+            return plan_dataframe(self.spark, plan, [row_filter])
+        except PySparkException as exc:
+            columns = [f["name"] for f in snapshot.delta.schema["fields"]]
+            reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+            raise InvalidOptionError(
+                f"filter {filter!r} is not a valid SQL predicate over the table's columns "
+                f"{columns}: {reason.strip()}"
+            ) from exc
 
     @staticmethod
     def _predicate(snapshot: Any, filter: Any) -> tuple[ex.Expression, Any]:  # noqa: A002

@@ -7,12 +7,34 @@ writer, optimize, the sample filter of reads and dbt's ``qbeast_sample()``.
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+from typing import Any
+
+from qbeast.errors import InvalidOptionError
 
 
 def quote_identifier(name: str) -> str:
     """Backtick-quote a column name for Spark SQL (embedded backticks are doubled)."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_IDENTIFIER = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
+_TABLE_NAME = re.compile(rf"^{_IDENTIFIER}(?:\.{_IDENTIFIER}){{0,2}}$")
+
+
+def check_table_name(name: Any) -> str:
+    """A catalog table name safe to put in SQL: ``table``, ``schema.table`` (quoted parts allowed).
+
+    Names go into ``DROP TABLE`` / ``CREATE TABLE`` text as they are, so anything else (quotes,
+    semicolons, spaces outside backquotes) is refused rather than escaped.
+    """
+    if not isinstance(name, str) or not _TABLE_NAME.match(name):
+        raise InvalidOptionError(
+            f"table name must be [catalog.][schema.]table, each part letters, digits and "
+            f"underscores (not starting with a digit) or `backquoted`, got {name!r}"
+        )
+    return name
 
 
 def sql_string(value: object) -> str:

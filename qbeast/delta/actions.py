@@ -18,7 +18,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Union
-from urllib.parse import quote, unquote
+from urllib.parse import quote, unquote, urlparse
 
 from qbeast.delta.errors import CorruptLogError
 from qbeast.delta.storage import local_path
@@ -58,6 +58,7 @@ class AddFile:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> AddFile:
         """Build from the body of an ``add`` action."""
+        require_fields("add", body, ("path",))
         known = _ADD_KEYS
         extra = {k: v for k, v in body.items() if k not in known and v is not None} or None
         return cls(
@@ -106,6 +107,11 @@ class AddFile:
         """The deletion vector descriptor, if a writer attached one (we never do)."""
         return (self.extra or {}).get("deletionVector")
 
+    @property
+    def dv_unique_id(self) -> str | None:
+        """The deletion vector part of the file's identity (``(path, dv uniqueId)``), or None."""
+        return deletion_vector_unique_id(self.deletion_vector)
+
     def remove(self, deletion_timestamp: int | None = None, data_change: bool = True) -> RemoveFile:
         """The ``remove`` action that takes this file out of the table (tags carried along)."""
         return RemoveFile(
@@ -151,6 +157,7 @@ class RemoveFile:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> RemoveFile:
         """Build from the body of a ``remove`` action."""
+        require_fields("remove", body, ("path",))
         extra = {k: v for k, v in body.items() if k not in _REMOVE_KEYS and v is not None} or None
         return cls(
             body["path"],
@@ -180,6 +187,11 @@ class RemoveFile:
             out.update(self.extra)
         return out
 
+    @property
+    def dv_unique_id(self) -> str | None:
+        """The deletion vector part of the removed logical file's identity, or None."""
+        return deletion_vector_unique_id((self.extra or {}).get("deletionVector"))
+
 
 _REMOVE_KEYS = frozenset(
     [
@@ -202,7 +214,7 @@ class Metadata:
     KEY: ClassVar[str] = "metaData"
 
     id: str
-    schema_string: str
+    schema_string: str | None
     partition_columns: list[str] = field(default_factory=list)
     configuration: dict[str, str] = field(default_factory=dict)
     created_time: int | None = None
@@ -234,10 +246,11 @@ class Metadata:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Metadata:
         """Build from the body of a ``metaData`` action."""
+        require_fields("metaData", body, ("id",))
         fmt = body.get("format") or {}
         return cls(
             body["id"],
-            body["schemaString"],
+            body.get("schemaString"),
             list(body.get("partitionColumns") or []),
             dict(body.get("configuration") or {}),
             body.get("createdTime"),
@@ -252,10 +265,13 @@ class Metadata:
         out: dict[str, Any] = {
             "id": self.id,
             "format": {"provider": self.format_provider, "options": self.format_options},
-            "schemaString": self.schema_string,
+        }
+        if self.schema_string is not None:
+            out["schemaString"] = self.schema_string
+        out.update({
             "partitionColumns": self.partition_columns,
             "configuration": self.configuration,
-        }
+        })
         if self.name is not None:
             out["name"] = self.name
         if self.description is not None:
@@ -266,11 +282,27 @@ class Metadata:
 
     @property
     def schema(self) -> dict[str, Any]:
-        """The Spark/Delta schema as parsed JSON (``{"type": "struct", "fields": [...]}``)."""
+        """The Spark/Delta schema as parsed JSON (``{"type": "struct", "fields": [...]}``).
+
+        A ``metaData`` action without ``schemaString`` (some pipeline engines write one) loads,
+        so that the rest of the table can be described, but has no schema to read data with.
+        """
+        if self.schema_string is None:
+            raise CorruptLogError(
+                f"the metaData action of table {self.id} has no schemaString: the table schema, "
+                "which the Delta protocol requires, is missing, so the data files cannot be "
+                "interpreted (re-create the table's metadata with a Delta writer that records it)"
+            )
         try:
-            return json.loads(self.schema_string)
+            schema = json.loads(self.schema_string)
         except ValueError as exc:
             raise CorruptLogError(f"metaData.schemaString of table {self.id} is not JSON: {exc}") from exc
+        if not isinstance(schema, dict) or not isinstance(schema.get("fields"), list):
+            raise CorruptLogError(
+                f"metaData.schemaString of table {self.id} is not a struct schema "
+                '({"type": "struct", "fields": [...]})'
+            )
+        return schema
 
     @property
     def column_names(self) -> list[str]:
@@ -292,6 +324,7 @@ class Protocol:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> Protocol:
         """Build from the body of a ``protocol`` action."""
+        require_fields("protocol", body, ("minReaderVersion", "minWriterVersion"))
         rf, wf = body.get("readerFeatures"), body.get("writerFeatures")
         return cls(
             int(body["minReaderVersion"]),
@@ -330,6 +363,7 @@ class SetTransaction:
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> SetTransaction:
         """Build from the body of a ``txn`` action."""
+        require_fields("txn", body, ("appId", "version"))
         return cls(body["appId"], int(body["version"]), body.get("lastUpdated"))
 
     def to_json(self) -> dict[str, Any]:
@@ -421,17 +455,68 @@ def actions_to_bytes(actions: list[Action]) -> bytes:
     return ("\n".join(action_to_line(a) for a in actions) + "\n").encode("utf-8")
 
 
+def require_fields(action: str, body: dict[str, Any], names: tuple[str, ...]) -> None:
+    """Raise :class:`CorruptLogError` naming the action and field when a required field is absent."""
+    missing = [n for n in names if body.get(n) is None]
+    if missing:
+        raise CorruptLogError(
+            f"{action} action lacks the required field(s) {missing} (Delta protocol); "
+            f"fields present: {sorted(body)}"
+        )
+
+
+def deletion_vector_unique_id(descriptor: dict[str, Any] | None) -> str | None:
+    """``<storageType><pathOrInlineDv>[@<offset>]``: the DV part of a logical file's key."""
+    if not descriptor:
+        return None
+    uid = f"{descriptor.get('storageType', '')}{descriptor.get('pathOrInlineDv', '')}"
+    offset = descriptor.get("offset")
+    return uid if offset is None else f"{uid}@{offset}"
+
+
 def encode_relative_path(path: str) -> str:
     """URL-encode a path relative to the table root, as Delta writes it in ``add.path``."""
     return quote(path, safe="/=")
 
 
 def resolve_file_path(table_path: str, path: str) -> str:
-    """File-system path of a file named in the log (relative URL-encoded path or absolute URI)."""
-    if path[:5].lower() == "file:":
+    """Where a file named in the log lives: a local path, or the URI of another storage.
+
+    ``add.path`` is an RFC 2396 URI (Delta protocol): either relative to the table root or
+    absolute. It is percent-decoded exactly once, so a file whose name holds ``%`` is written
+    ``%25`` in the log and found under its real name. ``file:`` URIs (``file:/x``,
+    ``file:///x``, ``file://localhost/x``) become local paths; URIs of other schemes
+    (``s3://...``) are returned unchanged for a storage that understands them.
+    """
+    scheme = _uri_scheme(path)
+    if scheme is not None:
+        parsed = urlparse(path)
+        if scheme != "file":
+            return path
+        if parsed.netloc not in ("", "localhost"):
+            return path  # file://host/share/...: not a local path
         return local_path(path)
-    if "://" in path:
-        return path  # another storage's URI: callers with that storage know what to do
     if path.startswith("/"):
         return unquote(path)
     return f"{table_path.rstrip('/')}/{unquote(path)}"
+
+
+def is_local_file_path(location: str) -> bool:
+    """True when :func:`resolve_file_path` gave a local file-system path (not another URI)."""
+    return _uri_scheme(location) is None
+
+
+def _uri_scheme(path: str) -> str | None:
+    """The URI scheme of ``path`` (lower case), or None for a relative or plain absolute path.
+
+    A scheme is letters/digits/``+-.`` before the first ``:``, and comes before any ``/``: a
+    relative path such as ``ts=2020-01-01 00:00:00/part-0.parquet`` has none.
+    """
+    head, sep, _ = path.partition(":")
+    if not sep or not head or "/" in head or not head[0].isalpha():
+        return None
+    if not all(c.isalnum() or c in "+-." for c in head):
+        return None
+    if len(head) == 1:  # a Windows drive letter, not a scheme
+        return None
+    return head.lower()

@@ -7,7 +7,7 @@ while a :class:`CorruptLogError` means "do not touch this table".
 """
 from __future__ import annotations
 
-from qbeast.errors import FormatError, InvalidOptionError, QbeastError
+from qbeast.errors import FormatError, InvalidOptionError, QbeastError, WriteFailedError
 
 
 class DeltaError(QbeastError):
@@ -32,6 +32,10 @@ class UnsupportedFeatureError(DeltaError):
 
 class AppendOnlyTableError(DeltaError):
     """A commit would remove data from a table whose ``delta.appendOnly`` property is true."""
+
+
+class CommitFailedError(DeltaError, WriteFailedError):
+    """The commit file could not be written (full disk, read-only folder...): nothing committed."""
 
 
 class ConcurrentModificationError(DeltaError):
@@ -60,6 +64,7 @@ class ConcurrentTransactionError(ConcurrentModificationError):
 
 __all__ = [
     "AppendOnlyTableError",
+    "CommitFailedError",
     "ConcurrentAppendError",
     "ConcurrentDeleteReadError",
     "ConcurrentModificationError",

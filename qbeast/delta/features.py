@@ -13,7 +13,7 @@ carries a deletion vector, and ``changeDataFeed`` only binds writers when
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from qbeast.delta.actions import AddFile, Metadata, Protocol
@@ -37,8 +37,24 @@ _LEGACY_WRITER = {
 
 #: Reader features whose presence never changes what a plain parquet scan returns.
 READ_SAFE_FEATURES = frozenset({"timestampNtz", "vacuumProtocolCheck", "domainMetadata"})
+#: Reader features this engine implements when they are in use (see :mod:`qbeast.delta.scan`).
+READ_IMPLEMENTED = {
+    "columnMapping": "mode 'name' (mode 'id' is refused)",
+    "variantType": "variant columns read as Spark VARIANT",
+    "variantType-preview": "variant columns read as Spark VARIANT",
+}
+#: Reader features that are fine until the table actually uses them.
+READ_REFUSED_WHEN_USED = {
+    "deletionVectors": "an active file carries a deletion vector",
+    "typeWidening": "a column's type was widened (delta.typeChanges)",
+    "typeWidening-preview": "a column's type was widened (delta.typeChanges)",
+    "variantShredding": "the table has variant columns, whose files may be shredded",
+    "variantShredding-preview": "the table has variant columns, whose files may be shredded",
+}
 #: Writer features this engine implements (or that need nothing from a writer that adds files).
 WRITE_SAFE_FEATURES = frozenset({"appendOnly", "timestampNtz", "vacuumProtocolCheck"})
+
+COLUMN_MAPPING_MODE_KEY = "delta.columnMapping.mode"
 
 
 def reader_features(protocol: Protocol) -> set[str]:
@@ -55,14 +71,33 @@ def writer_features(protocol: Protocol) -> set[str]:
     return set(_LEGACY_WRITER.get(protocol.min_writer_version, set()))
 
 
-def _refuse(operation: str, features: Iterable[str], why: str = "") -> None:
-    names = sorted(features)
-    if names:
+def column_mapping_mode(protocol: Protocol, metadata: Metadata) -> str:
+    """The column mapping mode readers must honour: ``none``, ``name`` or ``id``.
+
+    The table property only counts when the protocol supports the feature (reader version 2,
+    or ``columnMapping`` among the reader features): some writers set the property on tables
+    whose files use the display names, and such tables are read by display name.
+    """
+    if "columnMapping" not in reader_features(protocol):
+        return "none"
+    return metadata.configuration.get(COLUMN_MAPPING_MODE_KEY, "none").strip().lower() or "none"
+
+
+def _supported_text() -> str:
+    implemented = [f"{name} ({how})" for name, how in sorted(READ_IMPLEMENTED.items())]
+    unused = [f"{name} (while unused)" for name in sorted(READ_REFUSED_WHEN_USED)]
+    return (
+        f"supported for reading: {sorted(READ_SAFE_FEATURES) + implemented + unused}; "
+        f"for writing additionally: {sorted(WRITE_SAFE_FEATURES | {'invariants (none declared)'})}"
+    )
+
+
+def _refuse(operation: str, reasons: Mapping[str, str]) -> None:
+    if reasons:
+        details = "; ".join(f"{name}: {why}" if why else name for name, why in sorted(reasons.items()))
         raise UnsupportedFeatureError(
-            f"cannot {operation} this Delta table: it uses protocol feature(s) {names}, which "
-            f"dbt-qbeast does not implement{why}. Supported for reading: "
-            f"{sorted(READ_SAFE_FEATURES | {'columnMapping (mode none)', 'deletionVectors (unused)'})}; "
-            f"for writing: {sorted(WRITE_SAFE_FEATURES | {'invariants (none declared)'})}"
+            f"cannot {operation} this Delta table: it uses protocol feature(s) {sorted(reasons)}, "
+            f"which dbt-qbeast does not implement for this ({details}). {_supported_text()}"
         )
 
 
@@ -84,38 +119,96 @@ def _schema_field_metadata(metadata: Metadata) -> list[dict[str, Any]]:
     return out
 
 
-def _features_in_use(
-    features: set[str], metadata: Metadata | None, files: Mapping[str, AddFile] | None
-) -> set[str]:
-    """The subset of ``features`` that the table actually relies on right now."""
+def _has_type(metadata: Metadata, wanted: str) -> bool:
+    """Whether a column (at any nesting level) has the primitive type ``wanted``."""
+    found = False
+
+    def visit(node: Any) -> None:
+        nonlocal found
+        if node == wanted:
+            found = True
+        elif isinstance(node, dict):
+            for key in ("type", "elementType", "keyType", "valueType"):
+                if key in node:
+                    visit(node[key])
+            for child in node.get("fields", []) if isinstance(node.get("fields"), list) else []:
+                visit(child)
+
+    visit(metadata.schema)
+    return found
+
+
+def _read_problems(
+    protocol: Protocol, metadata: Metadata | None, files: Mapping[str, AddFile] | None
+) -> dict[str, str]:
+    """Reader features that would make a plain scan wrong, with the reason (empty = readable)."""
+    problems: dict[str, str] = {}
+    for feature in reader_features(protocol) - READ_SAFE_FEATURES:
+        if feature == "columnMapping":
+            mode = column_mapping_mode(protocol, metadata) if metadata is not None else "none"
+            if mode not in ("none", "name"):
+                problems[feature] = f"mode {mode!r} (columns resolved by parquet field id)"
+        elif feature in ("variantType", "variantType-preview"):
+            continue
+        elif feature in READ_REFUSED_WHEN_USED:
+            if _feature_used(feature, metadata, files):
+                problems[feature] = READ_REFUSED_WHEN_USED[feature]
+        else:
+            problems[feature] = "unknown to this engine"
+    return problems
+
+
+def _feature_used(feature: str, metadata: Metadata | None, files: Mapping[str, AddFile] | None) -> bool:
+    if feature == "deletionVectors":
+        return files is None or any(f.deletion_vector is not None for f in files.values())
+    if metadata is None:
+        return True
+    if feature.startswith("typeWidening"):
+        return any("delta.typeChanges" in m for m in _schema_field_metadata(metadata))
+    if feature.startswith("variantShredding"):
+        return _has_type(metadata, "variant")
+    return True
+
+
+def _write_problems(
+    protocol: Protocol, metadata: Metadata | None, files: Mapping[str, AddFile] | None
+) -> dict[str, str]:
+    """Writer features whose rules a commit of this engine could break, with the reason."""
     config = metadata.configuration if metadata is not None else {}
     field_meta = _schema_field_metadata(metadata) if metadata is not None else []
-    used = set()
-    for feature in features:
+    problems: dict[str, str] = {}
+    for feature in writer_features(protocol) - WRITE_SAFE_FEATURES:
         if feature == "columnMapping":
-            if config.get("delta.columnMapping.mode", "none") != "none":
-                used.add(feature)
+            mode = column_mapping_mode(protocol, metadata) if metadata is not None else "none"
+            if mode != "none" or config.get(COLUMN_MAPPING_MODE_KEY, "none") != "none":
+                problems[feature] = f"mode {config.get(COLUMN_MAPPING_MODE_KEY)!r}"
         elif feature == "deletionVectors":
-            if files is None or any(f.deletion_vector is not None for f in files.values()):
-                used.add(feature)
+            if _feature_used(feature, metadata, files):
+                problems[feature] = READ_REFUSED_WHEN_USED[feature]
         elif feature == "invariants":
             if any("delta.invariants" in m for m in field_meta):
-                used.add(feature)
+                problems[feature] = "a column declares an invariant"
         elif feature == "checkConstraints":
             if any(k.startswith("delta.constraints.") for k in config):
-                used.add(feature)
+                problems[feature] = "CHECK constraints are declared"
         elif feature == "changeDataFeed":
             if config.get("delta.enableChangeDataFeed", "false").lower() == "true":
-                used.add(feature)
+                problems[feature] = "delta.enableChangeDataFeed is true"
         elif feature == "generatedColumns":
             if any("delta.generationExpression" in m for m in field_meta):
-                used.add(feature)
+                problems[feature] = "a column is generated"
         elif feature == "identityColumns":
             if any(any(k.startswith("delta.identity.") for k in m) for m in field_meta):
-                used.add(feature)
+                problems[feature] = "a column is an identity column"
+        elif feature in ("variantType", "variantType-preview"):
+            if metadata is None or _has_type(metadata, "variant"):
+                problems[feature] = "the table has variant columns"
+        elif feature.startswith("typeWidening") or feature.startswith("variantShredding"):
+            if _feature_used(feature, metadata, files):
+                problems[feature] = READ_REFUSED_WHEN_USED[feature]
         else:
-            used.add(feature)
-    return used
+            problems[feature] = "not implemented by this engine's writer"
+    return problems
 
 
 def check_readable(
@@ -127,8 +220,7 @@ def check_readable(
             f"cannot read this Delta table: minReaderVersion {protocol.min_reader_version} is "
             f"newer than the highest supported version {MAX_READER_VERSION}"
         )
-    unknown = reader_features(protocol) - READ_SAFE_FEATURES
-    _refuse("read", _features_in_use(unknown, metadata, files))
+    _refuse("read", _read_problems(protocol, metadata, files))
 
 
 def check_writable(
@@ -141,8 +233,7 @@ def check_writable(
             f"newer than the highest supported version {MAX_WRITER_VERSION}"
         )
     check_readable(protocol, metadata, files)
-    unknown = writer_features(protocol) - WRITE_SAFE_FEATURES
-    _refuse("write", _features_in_use(unknown, metadata, files))
+    _refuse("write", _write_problems(protocol, metadata, files))
 
 
 def describe_protocol(protocol: Protocol) -> str:

@@ -9,8 +9,12 @@ adds and removes of the JSON commits replayed after the checkpoint and behaves a
 """
 from __future__ import annotations
 
+import datetime
+import decimal
 import gc
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+import json
+import math
+from collections.abc import Callable, ItemsView, Iterator, Mapping, ValuesView
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,6 +24,7 @@ import pyarrow.parquet as pq
 
 from qbeast.delta.actions import AddFile
 from qbeast.delta.errors import CorruptLogError
+from qbeast.delta.partition_values import serialize as serialize_partition_value
 
 # Fields of the checkpoint add struct that AddFile models directly; derived columns
 # (stats_parsed, partitionValues_parsed) are redundant with the JSON ones and skipped.
@@ -71,6 +76,7 @@ class CheckpointAdds:
                     values.extend(struct.field(index).to_pylist())
             if name in _MODELLED or any(v is not None for v in values):
                 columns[name] = values
+        _fill_from_parsed(columns, chunks)
         self._columns = columns
         return columns
 
@@ -124,26 +130,96 @@ class CheckpointAdds:
         return self._objects
 
 
+def _fill_from_parsed(columns: dict[str, list[Any]], chunks: list[pa.StructArray]) -> None:
+    """Rebuild ``stats`` / ``partitionValues`` from their ``*_parsed`` structs where missing.
+
+    Checkpoints may store statistics only as ``stats_parsed`` (``writeStatsAsJson=false``) and
+    partition values as ``partitionValues_parsed``; the rest of the engine reads the JSON and
+    string forms, so rows that lack those get them rebuilt here.
+    """
+    for derived, target in (("stats_parsed", "stats"), ("partitionValues_parsed", "partitionValues")):
+        values = columns[target]
+        missing = [row for row, value in enumerate(values) if value is None]
+        if not missing or not any(s.type.get_field_index(derived) >= 0 for s in chunks):
+            continue
+        parsed: list[Any] = []
+        for struct in chunks:
+            index = struct.type.get_field_index(derived)
+            parsed.extend(struct.field(index).to_pylist() if index >= 0 else [None] * len(struct))
+        for row in missing:
+            source = parsed[row]
+            if source is None:
+                continue
+            if target == "stats":
+                values[row] = json.dumps(_jsonable(source), separators=(",", ":"))
+            else:
+                values[row] = [(k, serialize_partition_value(v)) for k, v in source.items()]
+
+
+def _jsonable(value: Any) -> Any:
+    """A ``stats_parsed`` value in the JSON form of ``stats`` (dates ISO, timestamps ms UTC)."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        return value.isoformat(timespec="milliseconds") + "Z"
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, bytes):
+        return None
+    return value
+
+
 class FileIndex(Mapping[str, AddFile]):
     """Active files keyed by log path: checkpoint rows overlaid with later commits."""
 
-    __slots__ = ("_base", "_shadowed", "_added")
+    __slots__ = ("_base", "_shadowed", "_added", "_canonical", "_canonical_fn")
 
     def __init__(self, base: CheckpointAdds | None = None) -> None:
         self._base = base
         self._shadowed: set[str] = set()  # checkpoint paths removed or re-added since
         self._added: dict[str, AddFile] = {}
+        # file location -> log path, built only when an action names a file by another spelling
+        self._canonical: dict[str, str] | None = None
+        self._canonical_fn: Callable[[str], str] | None = None
+
+    def key_for(self, path: str, canonical: Callable[[str], str]) -> str | None:
+        """The active key naming the same file as ``path``, or None.
+
+        The log path string is the key, but one file can be spelled in several ways (relative
+        or absolute URI, ``%20`` or a space...): the protocol compares decoded locations. A
+        direct hit costs nothing; the first miss builds a location index, kept up to date after.
+        """
+        if path in self:
+            return path
+        if self._canonical is None:
+            self._canonical_fn = canonical
+            self._canonical = {canonical(p): p for p in self}
+        return self._canonical.get(canonical(path))
 
     # -- replay (mutation is only used while building a snapshot)
 
     def add(self, add: AddFile) -> None:
         """Apply an ``add`` action."""
+        if self._canonical is not None:
+            location = self._canonical_fn(add.path)  # type: ignore[misc]
+            previous = self._canonical.get(location)
+            if previous is not None and previous != add.path:
+                self.remove(previous)
+            self._canonical[location] = add.path
         if self._base is not None and add.path in self._base.index:
             self._shadowed.add(add.path)
         self._added[add.path] = add
 
     def remove(self, path: str) -> None:
         """Apply a ``remove`` action (unknown paths are ignored, as the protocol says)."""
+        if self._canonical is not None and path in self:
+            self._canonical.pop(self._canonical_fn(path), None)  # type: ignore[misc]
         self._added.pop(path, None)
         if self._base is not None and path in self._base.index:
             self._shadowed.add(path)

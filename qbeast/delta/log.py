@@ -220,14 +220,18 @@ class DeltaLog:
         state: ReplayState | None = None
         start = 0
         hint = read_last_checkpoint(self.storage, self.log_path) if listing.checkpoints else None
+        unreadable: list[str] = []
         for cp_version, paths in listing.complete_checkpoints(version, hint):
             if all(v in commits for v in range(cp_version + 1, version + 1)):
                 try:
                     cp = read_checkpoint(self.storage, paths)
                 except CorruptLogError as exc:
+                    # as Delta readers do: fall back to an older checkpoint or the JSON commits
                     logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)
+                    unreadable.append(str(exc))
                     continue
-                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns)
+                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns,
+                                    self.table_path)
                 start = cp_version + 1
                 break
         if state is None:
@@ -242,8 +246,10 @@ class DeltaLog:
                 raise CorruptLogError(
                     f"Delta log of {self.table_path} is missing commit file(s) for version(s) "
                     f"{missing[:5]} needed to reconstruct version {version}"
+                    + (f"; the checkpoint that covers them is unusable: {unreadable[0]}"
+                       if unreadable else "")
                 )
-            state = ReplayState()
+            state = ReplayState(table_path=self.table_path)
         checkpoint_version = start - 1 if start > 0 else None
         for v in range(start, version + 1):
             source = f"{self.log_path}/{commit_file_name(v)}"

@@ -55,7 +55,7 @@ def parse_commit(data: bytes, source: str) -> Iterator[tuple[str, dict[str, Any]
 class ReplayState:
     """Mutable state while replaying; becomes a :class:`Snapshot` at the end."""
 
-    __slots__ = ("files", "tombstones", "metadata", "protocol", "txns", "commit_info")
+    __slots__ = ("files", "tombstones", "metadata", "protocol", "txns", "commit_info", "table_path")
 
     def __init__(
         self,
@@ -64,6 +64,7 @@ class ReplayState:
         metadata: Metadata | None = None,
         protocol: Protocol | None = None,
         txns: dict[str, SetTransaction] | None = None,
+        table_path: str = "",
     ) -> None:
         self.files = files if files is not None else FileIndex()
         self.tombstones = tombstones if tombstones is not None else {}
@@ -71,9 +72,24 @@ class ReplayState:
         self.protocol = protocol
         self.txns = txns if txns is not None else {}
         self.commit_info: CommitInfo | None = None
+        self.table_path = table_path
+
+    def _location(self, path: str) -> str:
+        return resolve_file_path(self.table_path, path)
+
+    def _supports_deletion_vectors(self) -> bool:
+        protocol = self.protocol
+        return protocol is not None and "deletionVectors" in (protocol.reader_features or ())
 
     def apply(self, data: bytes, source: str) -> None:
-        """Apply one commit file's actions in order."""
+        """Apply one commit file's actions in order.
+
+        Logical files are identified by ``(path, deletion vector id)``: on a table that supports
+        deletion vectors, a ``remove`` only deactivates the active file if it names the same
+        deletion vector (a DELETE commits the file with its new vector and removes it with the
+        old one). Paths are matched as file locations, so a remove that spells the path of an
+        active file differently (absolute URI, other percent-encoding) still removes it.
+        """
         files, tombstones = self.files, self.tombstones
         self.commit_info = None
         try:
@@ -84,7 +100,12 @@ class ReplayState:
                     tombstones.pop(add.path, None)
                 elif key == "remove":
                     rm = RemoveFile.from_json(body)
-                    files.remove(rm.path)
+                    target = files.key_for(rm.path, self._location)
+                    if target is not None and (
+                        not self._supports_deletion_vectors()
+                        or files[target].dv_unique_id == rm.dv_unique_id
+                    ):
+                        files.remove(target)
                     tombstones[rm.path] = rm
                 elif key == "metaData":
                     self.metadata = Metadata.from_json(body)
@@ -97,10 +118,15 @@ class ReplayState:
                     self.commit_info = CommitInfo.from_json(body)
                 # cdc, domainMetadata, checkpointMetadata... do not change the file set; the
                 # features that make them matter are gated in qbeast.delta.features.
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, CorruptLogError):
+        except CorruptLogError as exc:
+            if str(exc).startswith(source):
                 raise
-            raise CorruptLogError(f"{source} holds a malformed action: {exc!r}") from exc
+            raise CorruptLogError(f"{source}: {exc}") from exc
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CorruptLogError(
+                f"{source} holds a malformed action ({type(exc).__name__}: {exc}); the file does "
+                "not follow the Delta protocol"
+            ) from exc
 
 
 class Snapshot:

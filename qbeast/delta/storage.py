@@ -132,15 +132,19 @@ class LocalStorage(Storage):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         tmp = self._temp_name(path)
-        self._write_new(tmp, data)
-        os.replace(tmp, path)
+        try:
+            self._write_new(tmp, data)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink_quietly(tmp)  # a full disk or a crash leaves no partial file behind
+            raise
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
         if os.path.exists(path):
             return False
         tmp = self._temp_name(path)
-        self._write_new(tmp, data)
         try:
+            self._write_new(tmp, data)
             os.link(tmp, path)
         except FileExistsError:
             return False

@@ -36,6 +36,7 @@ from qbeast.delta.actions import (
 from qbeast.delta.checkpoint import checkpoint_interval, write_checkpoint
 from qbeast.delta.errors import (
     AppendOnlyTableError,
+    CommitFailedError,
     ConcurrentAppendError,
     ConcurrentDeleteReadError,
     ConcurrentModificationError,
@@ -60,6 +61,8 @@ DEFAULT_PROTOCOL = Protocol(1, 2)
 
 
 def _validate_schema(metadata: Metadata) -> None:
+    if metadata.schema_string is None:  # readers accept such a table; we never write one
+        raise InvalidOptionError("metadata to commit has no schema_string (the Delta protocol requires it)")
     try:
         schema = json.loads(metadata.schema_string)
     except ValueError as exc:
@@ -268,7 +271,15 @@ class Transaction:
         checked = self.read_version
         for attempt in range(self.max_retries + 1):
             self.attempts = attempt + 1
-            if self.log.storage.put_if_absent(f"{self.log.log_path}/{version:020d}.json", data):
+            target = f"{self.log.log_path}/{version:020d}.json"
+            try:
+                published = self.log.storage.put_if_absent(target, data)
+            except OSError as exc:
+                raise CommitFailedError(
+                    f"cannot write the commit file {target}: {exc.strerror or exc}; nothing was "
+                    f"committed (the table is still at version {checked})"
+                ) from exc
+            if published:
                 break
             latest = self.log.list_log().latest_version
             for winner in range(checked + 1, latest + 1):

@@ -31,10 +31,10 @@ from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revisi
 from qbeast.core.transformers import parse_columns_to_index
 from qbeast.core.types import qdatatype_from_spark_name
 from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
-from qbeast.delta.errors import NotADeltaTableError
+from qbeast.delta.errors import MetadataChangedError, NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
 from qbeast.delta.stats import footer_stats
-from qbeast.errors import InvalidOptionError
+from qbeast.errors import InvalidOptionError, root_cause
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.spark import settings
@@ -163,7 +163,23 @@ def _qbeast_properties(table_id: str, columns: list[str], cube_size: int) -> dic
 # -- Delta source -------------------------------------------------------------------------------
 
 
-def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: int) -> ConvertResult:
+def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: int,
+                   retries: int = 3) -> ConvertResult:
+    """The metadata-only commit; re-run on a fresh snapshot if another commit changed the
+    metadata first (a concurrent convert makes this one a no-op)."""
+    for attempt in range(retries + 1):
+        try:
+            return _convert_delta_once(log, table_id, columns, cube_size)
+        except MetadataChangedError as exc:
+            if attempt == retries:
+                raise
+            logger.warning("convert %s: lost a race to a metadata change (%s); retrying on the "
+                           "new snapshot (%d of %d)", log.table_path, exc, attempt + 1, retries)
+    raise AssertionError("unreachable")
+
+
+def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
+                        cube_size: int) -> ConvertResult:
     snapshot = log.snapshot()
     configuration = snapshot.configuration
     if LAST_REVISION_KEY in configuration:
@@ -270,12 +286,15 @@ def _spark_schema(spark, files: list[str]) -> dict:
     from pyspark.errors import PySparkException
 
     try:
-        inferred = spark.read.option("mergeSchema", "true").parquet(*files).schema.jsonValue()
+        from qbeast.spark.reader import spark_path
+
+        inferred = spark.read.option("mergeSchema", "true").parquet(
+            *[spark_path(f) for f in files]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])
         raise InvalidOptionError(
             f"Spark cannot read the parquet files of {folder} as one table (for instance a column "
-            f"has different types in different files): {_first_line(exc)}"
+            f"has different types in different files): {root_cause(exc)}"
         ) from exc
     for field in inferred["fields"]:
         field["nullable"] = True
@@ -294,10 +313,3 @@ def parquet_add_file(root: str, name: str) -> AddFile:
         encode_relative_path(name), {}, info.st_size, info.st_mtime_ns // 1_000_000, True,
         footer_stats(footer),
     )
-
-
-def _first_line(exc: BaseException) -> str:
-    """The informative first line of a Spark error (JVM errors start with the Java class)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java if java is not None else exc)
-    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -25,24 +25,25 @@ estimation), so optimized files are written exactly like appended ones.
 """
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import add_file, commit_files
+from qbeast.commit import add_file
 from qbeast.core.cube_id import CubeId
-from qbeast.core.revision import Revision, updated_configuration
+from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
 from qbeast.index.assignment import build_write_plan
 from qbeast.index.thresholds import pass_through_thresholds
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
+from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, WriteOptions
 
@@ -244,8 +245,9 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     written = write_files(data, revision, plan, table) if sizes else []
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
-    return _commit(snapshot, revision_id=rid, target_revision_id=rid, removed=chosen, adds=adds,
-                   metadata=None, parameters={"revisionId": rid, "numFilesRewritten": len(chosen)},
+    return _commit(snapshot, revision_id=rid, revision=revision, opens_revision=False,
+                   removed=chosen, adds=adds,
+                   parameters={"revisionId": rid, "numFilesRewritten": len(chosen)},
                    blocks_added=sum(len(w.blocks) for w in written))
 
 
@@ -253,8 +255,10 @@ def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> A
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
     from pyspark.sql.types import StructType
 
+    from qbeast.spark.reader import spark_path
+
     schema = StructType.fromJson(snapshot.delta.schema)
-    return spark.read.schema(schema).parquet(*[snapshot.delta.file_path(f) for f in files])
+    return spark.read.schema(schema).parquet(*[spark_path(snapshot.delta.file_path(f)) for f in files])
 
 
 # -- indexing the staging files -------------------------------------------------------------------
@@ -286,14 +290,8 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
         adds = [add_file(w, revision.revision_id, data_change=False) for w in written]
         blocks_added = sum(len(w.blocks) for w in written)
         phase.done(files=len(adds), rows=count)
-    metadata = None
-    if is_new and count > 0:
-        metadata = dataclasses.replace(
-            snapshot.delta.metadata,
-            configuration=updated_configuration(snapshot.configuration, revision),
-        )
-    return _commit(snapshot, revision_id=0, target_revision_id=revision.revision_id,
-                   removed=chosen, adds=adds, metadata=metadata,
+    return _commit(snapshot, revision_id=0, revision=revision, opens_revision=is_new and count > 0,
+                   removed=chosen, adds=adds,
                    parameters={"revisionId": 0, "targetRevisionId": revision.revision_id,
                                "numFilesRewritten": len(chosen)},
                    blocks_added=blocks_added)
@@ -302,32 +300,58 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
 # -- commit ---------------------------------------------------------------------------------------
 
 
-def _commit(snapshot: QbeastSnapshot, *, revision_id: int, target_revision_id: int,
-            removed: list[AddFile], adds: list[AddFile], metadata: Metadata | None,
+def _commit(snapshot: QbeastSnapshot, *, revision_id: int, revision: Revision,
+            opens_revision: bool, removed: list[AddFile], adds: list[AddFile],
             parameters: dict, blocks_added: int) -> RevisionOptimization:
     """One transaction: the old files out, the new ones in, all with ``dataChange=false``.
 
-    A failed commit deletes the new files (:func:`qbeast.commit.commit_files`): nothing
+    A concurrent commit that changed the metadata (an append opening a revision) does not undo
+    the rewrite: it is re-planned on the new snapshot and committed again
+    (:func:`qbeast.rebase.commit_with_retries`); if a file it rewrites was removed meanwhile,
+    it fails with ``ConcurrentDeleteReadError``. A failed commit deletes the new files: nothing
     references them.
     """
     table = snapshot.table_path
     phase = _phase(table, f"revision {revision_id}: commit")
-    transaction = snapshot.delta.log.start_transaction(snapshot.delta)
-    if metadata is not None:
-        transaction.update_metadata(metadata)
-    transaction.mark_files_read(f.path for f in removed)
-    transaction.add_actions([f.remove(data_change=False) for f in removed])
+    planned = PlannedCommit(revision, opens_revision, adds, removes=removed,
+                            read_version=snapshot.version)
     rows = sum(a.num_records or 0 for a in adds)
-    version = commit_files(
-        transaction, adds,
+
+    def parameters_for(plan: PlannedCommit) -> dict:
+        if "targetRevisionId" in parameters and plan.revision is not None:
+            return {**parameters, "targetRevisionId": plan.revision.revision_id}  # re-tagged
+        return parameters
+
+    version, planned = commit_with_retries(
+        table, planned, snapshot, _transaction,
+        what="optimize",
         operation=OPTIMIZE_OPERATION,
-        parameters=parameters,
+        parameters=parameters_for,
         metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds),
                  "numOutputRows": rows, "numRemovedBytes": sum(f.size for f in removed),
                  "numAddedBytes": sum(a.size for a in adds)},
     )
+    adds = planned.adds
+    target_revision_id = planned.revision.revision_id if planned.revision else revision_id
     blocks_removed = sum(len(snapshot.blocks(f)) for f in removed) if revision_id else 0
     phase.done(version=version, removed=len(removed), added=len(adds), rows=rows)
     return RevisionOptimization(revision_id, target_revision_id, version,
                                 tuple(f.path for f in removed), tuple(a.path for a in adds),
                                 rows, blocks_removed, blocks_added)
+
+
+def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None) -> Transaction:
+    """The transaction of an optimize plan on top of ``snapshot``, its new files aside."""
+    if snapshot is None:
+        raise NotAQbeastTableError("the table disappeared while it was being optimized")
+    transaction = snapshot.delta.log.start_transaction(snapshot.delta)
+    metadata = metadata_for(planned, snapshot, _no_new_table)
+    if metadata is not None:
+        transaction.update_metadata(metadata)
+    transaction.mark_files_read(f.path for f in planned.removes)
+    transaction.add_actions([f.remove(data_change=False) for f in planned.removes])
+    return transaction
+
+
+def _no_new_table(schema: str, configuration: dict[str, str]) -> Metadata:
+    raise AssertionError("optimize never creates a table")

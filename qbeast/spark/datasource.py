@@ -38,12 +38,15 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from qbeast.core.sql import quote_identifier, sql_string
+from qbeast.core.sql import check_table_name, quote_identifier, sql_string
 from qbeast.errors import InvalidOptionError
+
+if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
+    from qbeast.delta.scan import ScanSchema
 
 logger = logging.getLogger("qbeast.spark.datasource")
 
@@ -171,12 +174,16 @@ class FilesPartition(InputPartition):
         weight_range: tuple[int, int] | None,
         hash_columns: Sequence[str],
         table_schema_json: str,
+        layout: ScanSchema | None = None,
+        partition_values: dict[str, tuple[tuple[str, Any], ...]] | None = None,
     ) -> None:
         super().__init__(tuple(paths))
         self.paths = list(paths)
         self.weight_range = weight_range
         self.hash_columns = tuple(hash_columns)
         self.table_schema_json = table_schema_json
+        self.layout = layout
+        self.partition_values = partition_values or {}
 
 
 def group_files(files: Sequence[Any], target_bytes: int | None = None) -> list[list[str]]:
@@ -245,8 +252,11 @@ class QbeastDataSourceReader(DataSourceReader):
             plan.total_files, len(groups),
         )
         groups = groups or [[]]
+        _check_python_readable(plan.schema_json, plan.layout)
+        values = {f.path: f.partition_values for f in plan.files if f.partition_values}
         return [
-            FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json)
+            FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json,
+                           plan.layout, {p: values[p] for p in group if p in values})
             for group in groups
         ]
 
@@ -260,9 +270,16 @@ class QbeastDataSourceReader(DataSourceReader):
         weight_range = partition.weight_range
         hash_types = _hash_column_types(partition) if weight_range is not None else []
         started, rows = time.monotonic(), 0
+        layout = partition.layout
+        physical = layout.physical_names if layout is not None else {}
         for path in partition.paths:
+            constants = dict(partition.partition_values.get(path, ()))
             parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
             by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
+            if layout is not None:  # display name -> the physical name in the file
+                by_lower = {name.lower(): by_lower.get(physical[name].lower())
+                            for name in physical if name not in constants}
+                by_lower = {k: v for k, v in by_lower.items() if v is not None}
             hash_names = [by_lower.get(c.lower()) for c in partition.hash_columns]
             # the indexed columns are read even when the requested schema leaves them out
             wanted = [f.name.lower() for f in target] + [c.lower() for c in partition.hash_columns]
@@ -271,7 +288,9 @@ class QbeastDataSourceReader(DataSourceReader):
                 arrays = []
                 for f in target:
                     source = by_lower.get(f.name.lower())
-                    if source is None:
+                    if f.name in constants:
+                        arrays.append(pa.array([constants[f.name]] * batch.num_rows, f.type))
+                    elif source is None:
                         arrays.append(pa.nulls(batch.num_rows, f.type))
                     else:
                         arrays.append(_conform_column(batch.column(source), f.type))
@@ -282,6 +301,32 @@ class QbeastDataSourceReader(DataSourceReader):
                 if out.num_rows:
                     yield out
         logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+
+
+def _check_python_readable(schema_json: str, layout: ScanSchema | None) -> None:
+    """Refuse what this pyarrow reader cannot map onto the table's columns.
+
+    Top-level physical names and partition values are handled; nested fields of a
+    column-mapped table would need renaming inside structs, and variant columns may be shredded
+    in the files: both are read correctly by ``QbeastTable.to_df`` (Spark's own parquet reader).
+    """
+    from qbeast.delta.errors import UnsupportedFeatureError
+
+    if '"variant"' in schema_json:
+        raise UnsupportedFeatureError(
+            "the qbeast Python data source cannot read variant columns (Delta feature "
+            "variantType; the files may hold shredded variants); read the table with "
+            "QbeastTable.to_df() instead"
+        )
+    if layout is None or layout.mapping_mode == "none":
+        return
+    nested = [name for name, _, t in layout.data_columns() if isinstance(t, dict)]
+    if nested:
+        raise UnsupportedFeatureError(
+            f"the qbeast Python data source cannot read the nested column(s) {nested} of a "
+            "column-mapped table (Delta feature columnMapping); read the table with "
+            "QbeastTable.to_df() instead"
+        )
 
 
 def _hash_column_types(partition: FilesPartition) -> list[Any]:
@@ -455,8 +500,7 @@ def create_table(
 
     from qbeast.spark.reader import load_snapshot
 
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidOptionError(f"table name must be a non-empty string, got {name!r}")
+    check_table_name(name)
     if source not in (SOURCE_NAME, PYTHON_SOURCE_NAME):
         raise InvalidOptionError(
             f"source {source!r} is unknown; allowed: {SOURCE_NAME}, {PYTHON_SOURCE_NAME}"

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,9 +34,10 @@ from qbeast.core.columns import column_types
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_files
-from qbeast.core.sql import row_weight_sql
+from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 
@@ -49,10 +51,12 @@ _UNINDEXED_FORMATS = frozenset({TagFormat.LEGACY_FLAT, TagFormat.NO_BLOCKS})
 class PlannedFile:
     """One data file a read opens."""
 
-    path: str  # file-system path (absolute)
+    path: str  # file-system path (absolute), or the URI of another storage
     size: int
     revision_id: int
     modification_time: int = 0  # epoch milliseconds, from the AddFile
+    #: ``(column, typed value)`` of the table's partition columns (plain Delta tables only)
+    partition_values: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,8 @@ class ReadPlan:
     weight_range: tuple[int, int] | None  # [lo, hi) of hash(hash_columns); None = every row
     hash_columns: tuple[str, ...]
     predicate: ex.Expression = field(default_factory=ex.AlwaysTrue)
+    #: how files map onto columns (partition values, column mapping); None = plain files
+    layout: ScanSchema | None = None
 
     @property
     def paths(self) -> list[str]:
@@ -187,7 +193,7 @@ def plan_read(
     if weight_range is not None:
         hash_columns = sample_columns(snapshot)
     delta = snapshot.delta
-    delta.check_readable()
+    layout = scan_schema(delta)  # refuses features a scan would misread
     schema_json = json.dumps(delta.schema)
     types = column_types(delta.schema)
 
@@ -198,11 +204,13 @@ def plan_read(
         else:
             selected = _select_revision(snapshot, revision_id, files, predicate, weight_range, hash_columns)
         chosen.extend((revision_id, add) for add in selected)
-    kept = [
-        PlannedFile(delta.file_path(add), int(add.size or 0), revision_id, int(add.modification_time or 0))
-        for revision_id, add in chosen
-        if file_may_match(predicate, add.parsed_stats, types)
-    ]
+    kept = []
+    for revision_id, add in chosen:
+        if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types):
+            scan = layout.scan_file(delta.table_path, add)
+            kept.append(PlannedFile(scan.location, scan.size, revision_id,
+                                    modification_time=int(add.modification_time or 0),
+                                    partition_values=scan.partition_values))
     plan = ReadPlan(
         table_path=snapshot.table_path,
         version=snapshot.version,
@@ -213,6 +221,7 @@ def plan_read(
         weight_range=weight_range,
         hash_columns=hash_columns,
         predicate=predicate,
+        layout=None if layout.is_plain else layout,
     )
     logger.info(
         "planned read of %s v%d: %d of %d files (%d of %d bytes), sample=%s, %.3fs",
@@ -245,6 +254,75 @@ def weight_filter_column(plan: ReadPlan):
     return F.expr(weight_filter_sql(plan.hash_columns, plan.weight_range))
 
 
+_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
+
+
+def spark_path(location: str) -> str:
+    """A file location as Spark's file readers take it: glob characters escaped.
+
+    Spark expands ``{}``, ``[]``, ``*`` and ``?`` in the paths it is given; a data file whose
+    name holds one of them (legal in Delta, whose paths are URIs) is found only escaped.
+    """
+    return _GLOB_CHARACTERS.sub(r"\\\1", location)
+
+
+def _mapped_dataframe(spark: Any, plan: ReadPlan, schema: Any):
+    """The files of a partitioned or column-mapped table, read onto the table's columns.
+
+    Files are read with the physical data schema; each column is renamed (and its nested
+    fields, by a cast) to its display name, and partition columns become literals of each
+    file's partition values. Files sharing partition values share one scan.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    layout = plan.layout
+    assert layout is not None
+    data_schema = StructType.fromJson(layout.data_schema)
+    by_name = {f.name: f for f in schema.fields}
+    physical = layout.physical_names
+    groups: dict[tuple[tuple[str, Any], ...], list[str]] = {}
+    for planned in plan.files:
+        groups.setdefault(planned.partition_values, []).append(spark_path(planned.path))
+    frames = []
+    for values, paths in groups.items():
+        constants = dict(values)
+        scan = spark.read.schema(data_schema).parquet(*paths)
+        columns = []
+        for column in schema.fields:
+            if column.name in constants:
+                literal = _partition_literal(constants[column.name])
+                columns.append(literal.cast(by_name[column.name].dataType).alias(column.name))
+            else:
+                source = F.col(quote_identifier(physical[column.name]))
+                if layout.mapping_mode != "none":
+                    source = source.cast(column.dataType)  # renames nested fields by position
+                columns.append(source.alias(column.name))
+        frames.append(scan.select(*columns))
+    df = frames[0]
+    for frame in frames[1:]:
+        df = df.unionAll(frame)
+    return df
+
+
+def _partition_literal(value: Any):
+    """A Spark literal of a typed partition value, independent of any session time zone.
+
+    Dates and timestamps go through ISO text (with ``+00:00`` for instants, none for
+    ``timestamp_ntz``) and are cast by the caller; Python's own datetime conversion would apply
+    the driver's local zone.
+    """
+    import datetime as dt
+
+    from pyspark.sql import functions as F
+
+    if isinstance(value, (dt.date, dt.datetime)):
+        return F.lit(value.isoformat())
+    if isinstance(value, bytes):
+        return F.lit(bytearray(value))
+    return F.lit(value)
+
+
 def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
 
@@ -252,10 +330,12 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     applied after the sample filter (the user's predicate, so that results are exact).
     """
     schema = plan.spark_schema()
-    if plan.files:
-        df = spark.read.schema(schema).parquet(*plan.paths)
-    else:
+    if not plan.files:
         df = spark.createDataFrame([], schema)
+    elif plan.layout is None:
+        df = spark.read.schema(schema).parquet(*[spark_path(p) for p in plan.paths])
+    else:
+        df = _mapped_dataframe(spark, plan, schema)
     weight_filter = weight_filter_column(plan)
     if weight_filter is not None:
         df = df.filter(weight_filter)

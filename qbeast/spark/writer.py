@@ -25,6 +25,8 @@ threshold (the minimum over its blocks) is the one the new rows were assigned wi
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import os
 import time
@@ -32,18 +34,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import add_file, commit_files
+from qbeast.commit import add_file
 from qbeast.core.columns import canonical_type, schema_fields
 from qbeast.core.revision import (
     LAST_REVISION_KEY,
-    Revision,
     updated_configuration,
     without_qbeast_keys,
 )
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.core.types import QDataType
-from qbeast.errors import InvalidOptionError
+from qbeast.delta.log import DeltaLog
+from qbeast.delta.transaction import Transaction
+from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, root_cause
+from qbeast.rebase import DEFAULT_REPLAN_RETRIES, PlannedCommit, commit_with_retries, metadata_for
+from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
 from qbeast.spark.revision_change import choose_revision, index_spec
 from qbeast.spark.table_state import TableState
@@ -172,7 +177,17 @@ def write(
             plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
                            existing=existing, options=opts, path=path)
             phase = write_phase(path, "write")
-            written = write_files(data, revision, plan, table_dir, rows=count)
+            try:
+                written = write_files(data, revision, plan, table_dir, rows=count)
+            except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...
+                if isinstance(exc, QbeastError):
+                    raise
+                version = state.snapshot.version if state.snapshot is not None else None
+                raise WriteFailedError(
+                    f"write {path}: writing the data files failed: {root_cause(exc)}; nothing was "
+                    + ("committed (the table does not exist yet)" if version is None else
+                       f"committed (the table is still at version {version})")
+                ) from exc
         written = with_threshold_markers(written, plan, existing)
         adds = [add_file(w, revision.revision_id) for w in written]
         blocks_written = sum(len(w.blocks) for w in written)
@@ -180,66 +195,82 @@ def write(
                    blocks=blocks_written)
 
     phase = write_phase(path, "commit")
-    metadata_changed = schema_changed or is_new_revision or mode == "overwrite" or not state.exists
-    version = _commit(
-        state, adds, mode=mode, new_revision=revision if is_new_revision else None,
-        schema_string=schema_string if metadata_changed else None, txn=txn, options=opts,
+    schema_recorded = schema_changed or mode == "overwrite" or not state.exists
+    planned = PlannedCommit(
+        revision=revision, opens_revision=is_new_revision, adds=adds,
+        schema_string=schema_string if schema_recorded else None,
+        data_schema=json.loads(schema_string),
+        read_version=state.snapshot.version if state.snapshot is not None else -1,
     )
+    version, planned = _commit(state, planned, mode=mode, txn=txn, options=opts)
+    adds = planned.adds
     rows_written = sum(a.num_records or 0 for a in adds)
+    revision_id = (planned.revision or revision).revision_id  # a rebase may have re-tagged it
     phase.done(version=version, files=len(adds))
     logger.info(
         "write %s: finished version=%d revision=%d rows=%d files=%d blocks=%d elapsed=%.2fs",
-        path, version, revision.revision_id, rows_written, len(adds), blocks_written,
+        path, version, revision_id, rows_written, len(adds), blocks_written,
         time.perf_counter() - started,
     )
     return WriteResult(
-        version, revision.revision_id, tuple(a.path for a in adds), rows_written, blocks_written
+        version, revision_id, tuple(a.path for a in adds), rows_written, blocks_written
     )
 
 
-def _commit(state: TableState, adds: list[AddFile], *, mode: str, new_revision: Revision | None,
-            schema_string: str | None, txn: tuple[str, int] | None,
-            options: WriteOptions) -> int:
-    """The write's single Delta transaction; returns the committed version.
+def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
+            txn: tuple[str, int] | None, options: WriteOptions) -> tuple[int, PlannedCommit]:
+    """The write's Delta transaction; returns the committed version and the committed plan.
 
-    Metadata is written only when ``schema_string`` is given (new table, overwrite, new revision
-    or merged schema): plain appends into the latest revision commit none, as qbeast-spark.
-    When the commit fails (e.g. a conflicting concurrent commit) or the caller's ``cancelled``
-    callback stops the write right before it, the new files are deleted: nothing references them
-    (:func:`qbeast.commit.commit_files`).
+    An append that loses the race to a concurrent metadata change (another append opened a
+    revision, a schema merge, the table was created meanwhile) is re-planned on the new snapshot
+    and committed again (:func:`qbeast.rebase.commit_with_retries`); an overwrite replaces what
+    it read and fails instead. The caller's ``cancelled`` callback may stop the write right
+    before the commit. When nothing could be committed, the new files are deleted: nothing
+    references them (:func:`qbeast.commit.commit_files`).
     """
-    transaction = state.log.start_transaction(state.snapshot)
-    configuration = state.configuration
-    if mode == "overwrite":
-        configuration = without_qbeast_keys(configuration)
-        if state.snapshot is not None:
-            # an overwrite replaces everything it saw: a concurrent append must conflict
-            transaction.mark_table_read()
-            transaction.add_actions([add.remove() for add in state.snapshot.files.values()])
-    if new_revision is not None:
-        configuration = updated_configuration(configuration, new_revision)
-    if schema_string is not None:
-        old = state.snapshot.metadata if state.snapshot is not None else None
-        if old is None:
-            metadata = Metadata.create(schema_string, [], configuration)
-        else:  # the table keeps its identity
-            metadata = Metadata(
-                old.id, schema_string, [], configuration, old.created_time, old.name,
-                old.description, old.format_provider, dict(old.format_options),
-            )
-        transaction.update_metadata(metadata)
-    if txn is not None:
-        transaction.set_transaction(*txn)
     info = {"userMetadata": options.user_metadata} if options.user_metadata is not None else None
-    return commit_files(
-        transaction, adds,
+    adds = planned.adds
+    return commit_with_retries(
+        state.log.table_path, planned, state.qbeast,
+        lambda plan, snapshot: _transaction(state.log, plan, snapshot, mode=mode, txn=txn),
+        what="write",
         operation="WRITE",
         parameters={"mode": mode.capitalize(), "partitionBy": "[]"},
         metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
                  "numOutputBytes": sum(a.size for a in adds)},
         info=info,
         before_commit=lambda: options.check_cancelled(state.log.table_path, "the commit"),
+        max_retries=0 if mode == "overwrite" else DEFAULT_REPLAN_RETRIES,
     )
+
+
+def _transaction(log: DeltaLog, planned: PlannedCommit, snapshot: QbeastSnapshot | None, *,
+                 mode: str, txn: tuple[str, int] | None) -> Transaction:
+    """The transaction of ``planned`` on top of ``snapshot`` (None: a new table), files aside.
+
+    Metadata is written only when the plan records a schema or opens a revision: plain appends
+    into the latest revision commit none, as qbeast-spark (metadata actions interrupt writers).
+    """
+    delta = snapshot.delta if snapshot is not None else None
+    transaction = Transaction(log, delta)  # never "the latest": a new table must not exist yet
+    if mode == "overwrite" and delta is not None:
+        # an overwrite replaces everything it saw: a concurrent append must conflict
+        transaction.mark_table_read()
+        transaction.add_actions([add.remove() for add in delta.files.values()])
+        configuration = without_qbeast_keys(delta.configuration)
+        if planned.revision is not None and planned.opens_revision:
+            configuration = updated_configuration(configuration, planned.revision)
+        transaction.update_metadata(dataclasses.replace(
+            delta.metadata, schema_string=planned.schema_string, configuration=configuration,
+            partition_columns=[], format_options=dict(delta.metadata.format_options)))
+    else:
+        metadata = metadata_for(planned, snapshot,
+                                lambda schema, config: Metadata.create(schema, [], config))
+        if metadata is not None:
+            transaction.update_metadata(metadata)
+    if txn is not None:
+        transaction.set_transaction(*txn)
+    return transaction
 
 
 def _non_finite_as_null(df, spec):

@@ -247,11 +247,12 @@ def test_single_value_then_more_values_and_odd_column_names(spark, tmp_path):
     assert check_index(spark, path) == {1: 300, 2: 300}
 
 
-def test_conflicting_commit_deletes_the_new_files(spark, tmp_path):
+def test_conflicting_overwrite_deletes_the_new_files(spark, tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from qbeast.delta.errors import ConcurrentModificationError
+    from qbeast.delta.errors import ConcurrentAppendError
+    from qbeast.rebase import PlannedCommit
     from qbeast.spark.table_state import TableState
     from qbeast.spark.write_options import WriteOptions
     from qbeast.spark.writer import _commit
@@ -259,12 +260,13 @@ def test_conflicting_commit_deletes_the_new_files(spark, tmp_path):
     path = str(tmp_path / "t")
     qbeast.write(_df(spark, 300), path, "x", cube_size=100)
     stale = TableState.load(path)
-    qbeast.write(_df(spark, 300), path, "x", cube_size=50)  # a concurrent new revision
+    qbeast.write(_df(spark, 300), path)  # a concurrent append: the overwrite did not see it
     orphan = Path(path, "orphan.parquet")
     pq.write_table(pa.table({"id": [1]}), orphan)
     add = AddFile("orphan.parquet", {}, orphan.stat().st_size, 0)
-    with pytest.raises(ConcurrentModificationError):
-        _commit(stale, [add], mode="append", new_revision=None, schema_string=None, txn=None,
-                options=WriteOptions())
+    plan = PlannedCommit(stale.latest_revision, False, [add],
+                         schema_string=json.dumps(stale.schema), data_schema=stale.schema)
+    with pytest.raises(ConcurrentAppendError):
+        _commit(stale, plan, mode="overwrite", txn=None, options=WriteOptions())
     assert not orphan.exists()
     assert QbeastSnapshot.load(path).version == 1

@@ -65,8 +65,16 @@ def test_enabled_but_unused_features_do_not_block(tmp_path: Path) -> None:
 def test_column_mapping_modes(tmp_path: Path) -> None:
     proto = {"minReaderVersion": 2, "minWriterVersion": 5}
     named = _table(tmp_path / "n", proto, {"delta.columnMapping.mode": "name"})
-    with pytest.raises(UnsupportedFeatureError, match="columnMapping"):
-        named.snapshot().check_readable()
+    named.snapshot().check_readable()  # name mode is read through the physical names
+    with pytest.raises(UnsupportedFeatureError, match=r"write.*columnMapping: mode 'name'"):
+        named.start_transaction().add_actions(make_add("b")).commit("WRITE")
+    by_id = _table(tmp_path / "i", proto, {"delta.columnMapping.mode": "id"})
+    with pytest.raises(UnsupportedFeatureError, match=r"read.*columnMapping: mode 'id'"):
+        by_id.snapshot().check_readable()
+    # the property without protocol support (as delta-rs writes it) is ignored by readers
+    ignored = _table(tmp_path / "x", {"minReaderVersion": 1, "minWriterVersion": 2},
+                     {"delta.columnMapping.mode": "name"})
+    ignored.snapshot().check_readable()
     plain = _table(tmp_path / "p", proto, {"delta.columnMapping.mode": "none"})
     plain.snapshot().check_readable()
     assert plain.start_transaction().add_actions(make_add("b")).commit("WRITE") == 1
