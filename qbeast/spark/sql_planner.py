@@ -35,10 +35,17 @@ from typing import Any
 from qbeast.core import expressions as ex
 from qbeast.core.sql import row_weight_sql
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.delta.errors import UnsupportedFeatureError
 from qbeast.delta.log import DeltaLog
+from qbeast.delta.scan import scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark.datasource import KNOWN_OPTIONS, location_from_schema, parse_read_options
+from qbeast.spark.datasource import (
+    KNOWN_OPTIONS,
+    PYTHON_SOURCE_NAME,
+    location_from_schema,
+    parse_read_options,
+)
 from qbeast.spark.filters import parse_sql_predicate, weight_bounds
 from qbeast.spark.reader import (
     PlannedFile,
@@ -162,12 +169,33 @@ def describe(options: Mapping[str, str], catalog_schema: Mapping[str, Any] | Non
     read = parse_read_options(options)
     table = TableRef(DeltaLog.for_path(read.path).table_path, read.version)  # absolute, no file:
     snap = snapshot(table)
-    snap.delta.check_readable()
+    _check_files_read_as_they_are(table, snap)
     schema = _with_catalog_metadata(snap.delta.schema, catalog_schema)
     sample = None
     if read.sample_fraction is not None:
         sample = sample_filter(table, 0.0, read.sample_fraction, required=True)
     return Described(table, schema, sample)
+
+
+def _check_files_read_as_they_are(table: TableRef, snap: QbeastSnapshot) -> None:
+    """Refuse a table whose rows are not the columns of its data files as they are.
+
+    Spark's parquet reader reads the files the planner lists with the table's schema. Partition
+    values (kept in the log, not the files) and column mapping (files that name columns by
+    physical names) would come out as nulls or type errors, so such plain Delta tables are
+    refused with the readers that handle them. Qbeast tables never have either.
+    """
+    layout = scan_schema(snap.delta)  # also refuses what no reader of ours can read
+    if layout.is_plain:
+        return
+    what = (f"partition columns {list(layout.partition_columns)}" if layout.partition_columns
+            else f"column mapping (mode {layout.mapping_mode!r})")
+    raise UnsupportedFeatureError(
+        f"{table.location}: the SQL read bridge reads data files as they are, and this Delta table "
+        f"has {what}; read it with spark.read.format('{PYTHON_SOURCE_NAME}'), a catalog table "
+        f"created with source='{PYTHON_SOURCE_NAME}', or qbeast.QbeastTable.for_path(spark, "
+        "path).to_df()"
+    )
 
 
 def _with_catalog_metadata(schema: Mapping[str, Any], catalog: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -137,8 +137,8 @@ CASES = [
 ]
 
 CLI_CASES = [
-    ("qbeast describe", r"the following arguments are required: PATH"),
-    ("qbeast describe ''", r"table path must not be empty"),
+    ("qbeast describe", r"the following arguments are required: TABLE"),
+    ("qbeast describe ''", r"'' is neither a table folder nor a catalog name"),
     ("qbeast describe {missing}", r"is not a Delta table: the path does not exist"),
     ("qbeast describe {folder}", r"is not a Delta table: it has no _delta_log folder"),
     ("qbeast describe {path}/../..", r"is not a Delta table: it has no _delta_log folder"),
