@@ -15,6 +15,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from qbeast.errors import InvalidOptionError
@@ -99,6 +100,14 @@ def local_path(location: str) -> str:
     if location[:5].lower() == "file:":
         return unquote(urlparse(location).path)
     return location
+
+
+def file_uri(path: str) -> str:
+    """The URI of a path (the inverse of :func:`local_path`); URIs are returned unchanged.
+
+    The JVM opens files by URI: a plain local path becomes ``file:///...`` (percent-encoded).
+    """
+    return path if "://" in path or path.startswith("file:") else Path(path).as_uri()
 
 
 class LocalStorage(Storage):

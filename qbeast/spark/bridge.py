@@ -112,6 +112,7 @@ class PythonPlanner:
         implements = [f"{PACKAGE}.Planner"]
 
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
+        from qbeast.delta.storage import file_uri
         from qbeast.spark import sql_planner
 
         def run() -> dict[str, Any]:
@@ -119,7 +120,7 @@ class PythonPlanner:
             described = sql_planner.describe(json.loads(options_json), schema)
             return {
                 "table": json.dumps(described.table.to_json()),
-                "root": sql_planner.file_uri(described.table.location),
+                "root": file_uri(described.table.location),
                 "schema": described.schema,
                 "sampleFilter": described.sample_filter,
                 "description": described.table.describe(),
@@ -128,12 +129,13 @@ class PythonPlanner:
         return _answer("describe", run)
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
+        from qbeast.delta.storage import file_uri
         from qbeast.spark import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             files = sql_planner.list_files(table, json.loads(filters_json), time_zone)
-            return {"files": [[sql_planner.file_uri(f.path), f.size, f.modification_time] for f in files]}
+            return {"files": [[file_uri(f.path), f.size, f.modification_time] for f in files]}
 
         return _answer("listFiles", run)
 

@@ -29,7 +29,6 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from qbeast.core import expressions as ex
@@ -272,7 +271,7 @@ def list_files(table: TableRef, filters: Sequence[str], time_zone: str = "UTC") 
     started = time.monotonic()
     snap = snapshot(table)
     schema = StructType.fromJson(snap.delta.schema)
-    hash_columns = tuple(snap.latest_revision.columns) if snap.is_qbeast else ()
+    hash_columns = sample_columns(snap) if snap.is_qbeast else ()
     pushed = pushed_filters(filters, schema, hash_columns, time_zone)
     plan = plan_read(snap, predicate=pushed.predicate, weight_range=pushed.weight_range)
     _scans.append(ScanRecord(table, plan.version, tuple(filters), tuple(plan.paths),
@@ -294,11 +293,6 @@ def table_size(table: TableRef) -> int:
     return int(snapshot(table).delta.size_bytes)
 
 
-def file_uri(path: str) -> str:
-    """A planned file's path as the URI the JVM opens."""
-    return path if "://" in path or path.startswith("file:") else Path(path).as_uri()
-
-
 def recent_scans() -> list[ScanRecord]:
     """The latest scans the bridge planned in this process, oldest first (for checks and logs)."""
     return list(_scans)
@@ -311,7 +305,6 @@ __all__ = [
     "TableRef",
     "clear_cache",
     "describe",
-    "file_uri",
     "list_files",
     "pushed_filters",
     "recent_scans",

@@ -10,6 +10,7 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
+from qbeast.delta.storage import file_uri
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import sql_planner
 from qbeast.spark.datasource import table_schema_with_location
@@ -100,6 +101,6 @@ def test_list_files_matches_read_plan_and_is_recorded(table):
     assert all(f.modification_time > 0 and f.size > 0 for f in files)
     record = sql_planner.recent_scans()[-1]
     assert record.table == ref and list(record.paths) == expected.paths and record.version == 1
-    assert sql_planner.file_uri(files[0].path).startswith("file:///")
+    assert file_uri(files[0].path).startswith("file:///")
     old = sql_planner.list_files(TableRef(table.path, 0), [])
     assert len(old) == len(table.read_plan(version=0).files) < len(table.read_plan().files)
