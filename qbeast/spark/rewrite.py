@@ -129,8 +129,8 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
         path = os.path.join(staging, name)
         # dictionary-encode only columns that repeat values, as Spark's writer ends up doing
         # (a dictionary of unique values only adds its own page: about 30% more bytes)
-        repeating = [c for c in data.column_names
-                     if pc.count_distinct(data.column(c)).as_py() * 2 < data.num_rows]
+        repeating = [f.name for f in data.schema if not pa.types.is_nested(f.type)
+                     and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
         pq.write_table(data, path, compression="snappy", use_dictionary=repeating,
                        store_schema=False)
         non_finite = set()
