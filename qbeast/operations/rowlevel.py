@@ -182,14 +182,11 @@ def merge_rows(
     updated = _update_columns(op, source_columns, update_columns, exclude_columns)
     source = source.select(*[F.col(quote_identifier(c)).cast(op.types[op.column_name(c, "")])
                              .alias(op.column_name(c, "")) for c in source.columns])
-    if keys is not None:
-        _check_unique_keys(op.path, source, keys)
-
     predicate: ex.Expression = ex.AlwaysTrue()
     if target_predicate is not None:
         predicate = op.condition(target_predicate)[0]
     if keys is not None:
-        predicate = ex.And(predicate, _key_ranges(source, keys, op)) if keys else predicate
+        predicate = ex.And(predicate, _source_keys(source, keys, op))
     candidates = op.candidates(predicate)
     target = op.scan(candidates, row_index=True)
     if target_predicate is not None:
@@ -200,10 +197,17 @@ def merge_rows(
         F.col(f"target.{ROW_COLUMN}").alias(ROW_COLUMN),
         *[F.col(f"source.{quote_identifier(c)}").alias(_src(i)) for i, c in enumerate(source_columns)],
     )
-    if keys is None:
-        _check_single_match(op.path, matched)
     affected: list[str] = []
     out = None
+    if when_matched is not None or keys is None:
+        # the matches are small (a row per matched target row): computed once, used three times
+        matched = op.keep(matched)
+    if keys is None:
+        try:
+            _check_single_match(op.path, matched)
+        except InvalidOptionError:
+            op.release()
+            raise
     if when_matched is not None:
         affected = op.affected_uris(matched)
     if affected:
@@ -243,6 +247,21 @@ class _Operation:
     started: float
     #: origins (see scan_affected) of staging files: their rows never move to the index
     staging_origins: list[int] = dataclasses.field(default_factory=list)
+    #: DataFrames persisted for the operation, unpersisted when it ends
+    persisted: list[Any] = dataclasses.field(default_factory=list)
+
+    def release(self) -> None:
+        """Unpersist what :meth:`keep` persisted."""
+        while self.persisted:
+            self.persisted.pop().unpersist()
+
+    def keep(self, df: Any) -> Any:
+        """``df`` persisted (memory, then disk) until the operation ends."""
+        from pyspark import StorageLevel
+
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self.persisted.append(kept)
+        return kept
 
     @classmethod
     def start(cls, spark: Any, path: str, name: str) -> _Operation:
@@ -385,7 +404,6 @@ class _Operation:
     def finish(self, candidates: list[AddFile], affected: list[str], out: Any, inserts: Any,
                *, parameters: dict[str, Any]) -> RowLevelResult:
         """Rewrite the affected files, append the new rows, commit; the operation's result."""
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         from qbeast.spark.rewrite import ORIGIN_COLUMN, RewriteTarget, rewrite_files
@@ -399,11 +417,9 @@ class _Operation:
         counts = {KEEP: 0, UPDATE_IN_PLACE: 0, DELETE: 0, MOVE: 0}
         rewritten: dict[int, WrittenFile] = {}
         appended = None
-        persisted = []
         try:
             if out is not None:
-                out = out.persist(StorageLevel.MEMORY_AND_DISK)
-                persisted.append(out)
+                out = self.keep(out)
                 phase = self.phase("changes")
                 for r in out.groupBy(ACTION_COLUMN).count().collect():
                     counts[int(r[0])] = int(r[1])
@@ -432,8 +448,7 @@ class _Operation:
                             (list(appended.written) if appended is not None else []))
             raise
         finally:
-            for df in persisted:
-                df.unpersist()
+            self.release()
 
     def _commit(self, candidates: list[AddFile], targets: list[Any],
                 rewritten: dict[int, WrittenFile], appended: Any, parameters: dict[str, Any],
@@ -549,23 +564,6 @@ def _update_columns(op: _Operation, source_columns: list[str], include: Sequence
     return [c for c in source_columns if c not in excluded]
 
 
-def _check_unique_keys(path: str, source: Any, keys: list[str]) -> None:
-    """A merge source may hold each non-null key once: fail before anything is written."""
-    from pyspark.sql import functions as F
-
-    not_null = None
-    for k in keys:
-        term = F.col(quote_identifier(k)).isNotNull()
-        not_null = term if not_null is None else not_null & term
-    dup = (source.where(not_null).groupBy(*[quote_identifier(k) for k in keys]).count()
-           .where(F.col("count") > 1).limit(1).collect())
-    if dup:
-        key = {k: dup[0][i] for i, k in enumerate(keys)}
-        raise InvalidOptionError(
-            f"merge into {path}: the source has {dup[0]['count']} rows for key {key}; each key "
-            f"{keys} may appear once in the source (deduplicate it first); nothing was written")
-
-
 def _check_single_match(path: str, matched: Any) -> None:
     from pyspark.sql import functions as F
 
@@ -578,34 +576,43 @@ def _check_single_match(path: str, matched: Any) -> None:
             "nothing was written")
 
 
-def _key_ranges(source: Any, keys: list[str], op: _Operation) -> ex.Expression:
-    """``min <= key <= max`` over the source's keys: the target files a merge can touch."""
+def _source_keys(source: Any, keys: list[str], op: _Operation) -> ex.Expression:
+    """Check that each non-null key occurs once in the source (fail before anything is written)
+    and return ``min <= key <= max`` over its keys: the target files the merge can touch.
+
+    One Spark job: the source grouped by key, then the largest group and the key ranges.
+    """
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
     from qbeast.spark.filters import normalize_predicate
 
-    from pyspark.sql import types as T
-
-    prunable = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
-    if not all(isinstance(op.types[k], prunable) for k in keys):
-        return ex.AlwaysTrue()  # e.g. timestamps: their collected values lose the time zone
-    aggregates = []
+    not_null = F.lit(True)
+    for k in keys:
+        not_null = not_null & F.col(quote_identifier(k)).isNotNull()
+    grouped = source.where(not_null).groupBy(*[quote_identifier(k) for k in keys]).count()
+    aggregates = [F.max("count").alias("most"),
+                  F.max_by(F.struct(*[quote_identifier(k) for k in keys]), "count").alias("key")]
     for i, k in enumerate(keys):
         aggregates += [F.min(quote_identifier(k)).alias(f"lo{i}"),
                        F.max(quote_identifier(k)).alias(f"hi{i}")]
-    row = source.agg(*aggregates).collect()[0]
+    row = grouped.agg(*aggregates).collect()[0]
+    if row["most"] is not None and row["most"] > 1:
+        key = {k: row["key"][i] for i, k in enumerate(keys)}
+        raise InvalidOptionError(
+            f"merge into {op.path}: the source has {row['most']} rows for key {key}; each key "
+            f"{keys} may appear once in the source (deduplicate it first); nothing was written")
+    if row["most"] is None:  # every key null: nothing can match
+        return ex.AlwaysFalse()
+    prunable = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
+    if not all(isinstance(op.types[k], prunable) for k in keys):
+        return ex.AlwaysTrue()  # e.g. timestamps: collected values lose their time zone
     terms: list[ex.Expression] = []
     for i, k in enumerate(keys):
-        lo, hi = row[f"lo{i}"], row[f"hi{i}"]
-        if lo is None:  # every key null: nothing can match
-            return ex.AlwaysFalse()
-        terms += [ex.GreaterThanOrEqual(k, lo), ex.LessThanOrEqual(k, hi)]
-    predicate: ex.Expression = terms[0]
-    for term in terms[1:]:
-        predicate = ex.And(predicate, term)
+        terms += [ex.GreaterThanOrEqual(k, row[f"lo{i}"]), ex.LessThanOrEqual(k, row[f"hi{i}"])]
     try:
-        return normalize_predicate(predicate, op.schema)
-    except Exception:  # noqa: BLE001 - a key type the planner cannot prune by: read everything
+        return normalize_predicate(ex.And(*terms), op.schema)
+    except InvalidOptionError:  # a key type the planner cannot prune by: read every file
         logger.info("merge %s: keys %s cannot prune files; reading every file", op.path, keys)
         return ex.AlwaysTrue()
 
