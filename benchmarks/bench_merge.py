@@ -169,7 +169,10 @@ def report(results: dict[str, Any]) -> str:
         f"{results['qbeast_table']['bytes'] / 1e6:.1f} MB); Delta written by deltalake and "
         f"Z-ordered on x, y, z ({results['delta_table']['files']} files, "
         f"{results['delta_table']['bytes'] / 1e6:.1f} MB). Machine: "
-        f"{results['machine'].get('cpus', '?')} cores. Medians of the rounds; ratio = qbeast / "
+        f"{results['machine']['cores']} cores, {results['machine']['cpu']}, deltalake "
+        f"{results['machine']['deltalake']}, pyspark {results['machine']['pyspark']}, commit "
+        f"{results['machine']['commit']}; the machine is shared with other test runs, so "
+        "absolute times are noisy. Medians of the rounds; ratio = qbeast / "
         "deltalake (above 1: qbeast costs more).",
         "",
         "| source | contender | seconds | files rewritten | MB rewritten | MB written |",
@@ -202,6 +205,7 @@ def main() -> None:
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("qbeast").setLevel(logging.WARNING)
+    logging.getLogger("qbeast.operations.rowlevel").setLevel(logging.INFO)  # the merge's phases
     logger.setLevel(logging.INFO)
     results = run(args.rows, args.repeat)
     (HERE / ".data").mkdir(exist_ok=True)

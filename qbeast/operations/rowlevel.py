@@ -199,9 +199,9 @@ def merge_rows(
     )
     affected: list[str] = []
     out = None
-    if when_matched is not None or keys is None:
-        # the matches are small (a row per matched target row): computed once, used three times
-        matched = op.keep(matched)
+    # the matches are small (a row per matched target row): computed once, used for the
+    # affected files, the single-match check, the rewrite and the inserts
+    matched = op.keep(matched)
     if keys is None:
         try:
             _check_single_match(op.path, matched)
@@ -221,7 +221,12 @@ def merge_rows(
         out = op.apply_changes(joined, hit, new_values, deleted=F.lit(when_matched == "delete"))
     inserts = None
     if when_not_matched == "insert":
-        anti = s.join(t, condition, "left_anti")
+        if keys is not None:  # the source rows whose key matched nothing
+            matched_keys = matched.select(
+                *[F.col(_src(source_columns.index(k))).alias(k) for k in keys]).distinct()
+            anti = source.join(matched_keys, keys, "left_anti")
+        else:
+            anti = s.join(t, condition, "left_anti")
         inserts = anti.select(*[
             F.col(quote_identifier(c)) if c in source_columns
             else F.lit(None).cast(op.types[c]).alias(c) for c in op.columns])
@@ -439,6 +444,8 @@ class _Operation:
             if inserts is not None:
                 new_rows = inserts if new_rows is None else new_rows.unionByName(inserts)
             if new_rows is not None:
+                # the append reads its input three times (stats, estimation, write)
+                new_rows = self.keep(new_rows)
                 appended = index_rows(self.spark, new_rows, snapshot, table_dir)
             inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
             return self._commit(candidates, targets, rewritten, appended, parameters,
