@@ -424,17 +424,19 @@ class _Operation:
         appended = None
         try:
             if out is not None:
-                out = self.keep(out)
+                # not persisted: caching every row of the affected files costs more than
+                # scanning them again; the counts come from the changed rows only
                 phase = self.phase("changes")
-                for r in out.groupBy(ACTION_COLUMN).count().collect():
+                changed = out.where(F.col(ACTION_COLUMN) != KEEP)
+                for r in changed.groupBy(ACTION_COLUMN).count().collect():
                     counts[int(r[0])] = int(r[1])
-                phase.done(**{k: counts[v] for k, v in
-                              (("kept", KEEP), ("updated", UPDATE_IN_PLACE), ("deleted", DELETE),
-                               ("moved", MOVE))})
+                phase.done(updated=counts[UPDATE_IN_PLACE], deleted=counts[DELETE],
+                           moved=counts[MOVE])
                 phase = self.phase("rewrite")
                 remaining = out.where(F.col(ACTION_COLUMN).isin(KEEP, UPDATE_IN_PLACE)).select(
                     *[F.col(quote_identifier(c)) for c in self.columns], F.col(ORIGIN_COLUMN))
                 rewritten = rewrite_files(remaining, targets, snapshot.revisions, table_dir)
+                counts[KEEP] = sum(w.num_records for w in rewritten.values()) - counts[UPDATE_IN_PLACE]
                 phase.done(files=len(rewritten), removed=len(removed),
                            rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
             new_rows = None
