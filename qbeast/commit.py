@@ -1,6 +1,6 @@
 """From the data files a write produced to one Delta commit: shared by every operation that adds files.
 
-``qbeast.write``, ``optimize`` (and the row-level operations to come) all end the same way: the
+``qbeast.write``, ``optimize`` and the row-level operations (delete, update, merge) all end the same way: the
 files their tasks wrote are described (:class:`WrittenFile`), each becomes an ``AddFile`` whose
 tags carry the revision and the blocks (:func:`add_file`), and one transaction publishes them
 (:func:`commit_files`). When that commit fails — a conflicting concurrent commit, a full disk —
@@ -50,11 +50,14 @@ class WrittenFile:
 def add_file(written: WrittenFile, revision_id: int, *, data_change: bool = True) -> AddFile:
     """The ``AddFile`` of a written file: Delta stats, and tags naming its revision and blocks.
 
-    ``data_change`` is False for rewrites that keep the table's rows (optimize).
+    ``data_change`` is False for rewrites that keep the table's rows (optimize). A file without
+    blocks of the staging revision (a rewritten staging file) is untagged, as staging files are.
     """
+    tags = (None if revision_id == 0 and not written.blocks
+            else encode_tags(revision_id, written.blocks))
     return AddFile(
         encode_relative_path(written.path), {}, int(written.size), int(written.modification_time),
-        data_change, written.stats, encode_tags(revision_id, written.blocks),
+        data_change, written.stats, tags,
     )
 
 

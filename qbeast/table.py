@@ -164,6 +164,57 @@ class QbeastTable:
             f"got {type(filter).__name__}"
         )
 
+    # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
+
+    def delete(self, condition: str | ex.Expression | None = None):
+        """Delete the rows where ``condition`` is true (SQL text or a core expression; all rows
+        when None), rewriting only the files that hold such rows. One commit; returns a
+        :class:`qbeast.operations.rowlevel.RowLevelResult` (``version`` None if no row matched).
+        """
+        from qbeast.operations.rowlevel import delete_rows
+
+        return delete_rows(self.spark, self.path, condition)
+
+    def update(self, condition: str | ex.Expression | None = None, *,
+               set: dict[str, Any]):  # noqa: A002 - Delta Lake's name for it
+        """Set columns of the rows where ``condition`` is true: ``set={"col": "SQL expression"}``
+        (or pyspark Columns). Rows whose indexed columns change are re-indexed by an append in
+        the same commit; the others stay in their cubes.
+        """
+        from qbeast.operations.rowlevel import update_rows
+
+        return update_rows(self.spark, self.path, condition, set)
+
+    def merge(
+        self,
+        source: Any,
+        on: str | list[str],
+        *,
+        when_matched: str | None = "update",
+        when_not_matched: str | None = "insert",
+        update_columns: list[str] | None = None,
+        exclude_columns: list[str] | None = None,
+        target_predicate: str | None = None,
+    ):
+        """Upsert the DataFrame ``source`` into the table in one commit.
+
+        ``on`` is a key column, a list of key columns (compared with ``=``: null keys never
+        match) or a SQL condition over the aliases ``target`` and ``source``. Matched target rows
+        are updated from the source (``when_matched="update"``, only ``update_columns`` or all
+        source columns but ``exclude_columns``) or deleted (``"delete"``); source rows without a
+        match are inserted (``when_not_matched="insert"``) through the indexed append. Either can
+        be None. ``target_predicate`` (SQL on the target's columns) limits the target rows that
+        can match, and the files read. A source with two rows for one key fails before anything
+        is written.
+        """
+        from qbeast.operations.rowlevel import merge_rows
+
+        return merge_rows(
+            self.spark, self.path, source, on, when_matched=when_matched,
+            when_not_matched=when_not_matched, update_columns=update_columns,
+            exclude_columns=exclude_columns, target_predicate=target_predicate,
+        )
+
     # -- table operations (see qbeast.operations) -------------------------------------------------
 
     def optimize(

@@ -1,4 +1,5 @@
-"""Table operations on Qbeast tables: convert, format upgrade, optimize, vacuum, history, metrics.
+"""Table operations on Qbeast tables: convert, format upgrade, optimize, vacuum, history, metrics,
+and the row-level changes delete, update and merge.
 
 Each operation is a plain function taking a table path (and the Spark session when it runs Spark
 jobs), validating its arguments and returning a small result object with ``to_dict()`` and a
@@ -25,6 +26,10 @@ _LAZY = {
     "TableHistory": "qbeast.operations.maintenance",
     "index_metrics": "qbeast.operations.metrics",
     "IndexMetrics": "qbeast.operations.metrics",
+    "delete_rows": "qbeast.operations.rowlevel",
+    "update_rows": "qbeast.operations.rowlevel",
+    "merge_rows": "qbeast.operations.rowlevel",
+    "RowLevelResult": "qbeast.operations.rowlevel",
 }
 
 __all__ = list(_LAZY)

@@ -106,8 +106,8 @@ def write_plan_files(
     spark = data.sparkSession
     user_columns = list(data.columns)
     indexed_columns = list(revision.columns)
-    staging = os.path.join(table_dir, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
-    moved: list[str] = []
+    out = StagedFiles(table_dir)
+    staging = out.path
     try:
         inputs = [*[F.col(quote_identifier(c)) for c in indexed_columns],
                   weight_column(indexed_columns)]
@@ -142,22 +142,55 @@ def write_plan_files(
                     time.perf_counter() - started)
         results = []
         for file_id, part in sorted(parts.items()):
-            name = f"{uuid.uuid4()}.parquet"
-            target = os.path.join(table_dir, name)
-            os.replace(part, target)
-            moved.append(target)
-            info = os.stat(target)
+            name, info = out.publish(part)
             num_records, stats, blocks = described[file_id]
             results.append(WrittenFile(file_id, name, info.st_size, int(info.st_mtime * 1000),
                                        num_records, stats, blocks))
         return results
     except BaseException:
-        for path in moved:
-            with contextlib.suppress(OSError):
-                os.remove(path)
+        out.discard()
         raise
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        out.cleanup()
+
+
+class StagedFiles:
+    """A staging folder inside the table folder, and the files published from it.
+
+    Tasks write into :attr:`path`; :meth:`publish` moves a finished file to the table root as
+    ``<uuid>.parquet``. When the operation fails, :meth:`discard` removes what was published
+    (nothing references it yet); :meth:`cleanup` always removes the staging folder. As a context
+    manager it does both.
+    """
+
+    def __init__(self, table_dir: str) -> None:
+        self.table_dir = table_dir
+        self.path = os.path.join(table_dir, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
+        self.published: list[str] = []
+
+    def publish(self, part: str) -> tuple[str, os.stat_result]:
+        """Move ``part`` to the table root; its new name (relative) and its stat."""
+        name = f"{uuid.uuid4()}.parquet"
+        target = os.path.join(self.table_dir, name)
+        os.replace(part, target)
+        self.published.append(target)
+        return name, os.stat(target)
+
+    def discard(self) -> None:
+        for path in self.published:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+    def __enter__(self) -> StagedFiles:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is not None:
+            self.discard()
+        self.cleanup()
 
 
 def partition_keys(count: int) -> list[int]:

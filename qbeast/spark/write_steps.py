@@ -15,6 +15,8 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from dataclasses import dataclass
+
 from qbeast.commit import WrittenFile
 from qbeast.core.blocks import Block
 from qbeast.core.cube_id import CubeId
@@ -186,6 +188,53 @@ def with_threshold_markers(written: Sequence[WrittenFile], plan: WritePlan,
     return [w.with_blocks(extra.get(w.file_id, ())) for w in written]
 
 
+# -- an append into the latest revision, as one step ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class IndexedRows:
+    """Files an indexed append wrote (not committed): the revision, whether it is new, the rows."""
+
+    revision: Revision
+    new_revision: bool
+    written: tuple[WrittenFile, ...]
+    rows: int
+
+
+def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
+               options: WriteOptions | None = None) -> IndexedRows:
+    """Stats, estimation, assignment, file writing and threshold markers of rows appended to the
+    latest revision of ``snapshot`` (a :class:`qbeast.snapshot.QbeastSnapshot`), opening a new
+    revision when the rows grow the indexed space (FORMAT §3.8); nothing is committed.
+
+    Row-level operations append their inserted (and re-indexed) rows with it, in the same
+    commit as their rewrites.
+    """
+    from qbeast.spark.revision_change import choose_revision, index_spec
+
+    path = snapshot.table_path
+    latest = snapshot.latest_revision
+    phase = write_phase(path, "stats")
+    spec = index_spec(data.schema, None, latest)
+    revision, is_new, count = choose_revision(
+        data, spec, base=latest, cube_size=latest.desired_cube_size, column_stats=None,
+        table_id=latest.table_id,
+    )
+    phase.done(rows=count, revision=revision.revision_id, new_revision=is_new)
+    if count == 0:
+        return IndexedRows(revision, False, (), 0)
+    existing = None if is_new else snapshot.index_status(revision.revision_id)
+    with larger_arrow_batches(spark):
+        plan = analyze(spark, data, revision, desired_cube_size=revision.desired_cube_size,
+                       count=count, existing=existing, options=options or WriteOptions(),
+                       path=path)
+        phase = write_phase(path, "write")
+        written = write_files(data, revision, plan, table_dir, rows=count)
+    written = with_threshold_markers(written, plan, existing)
+    phase.done(files=len(written), rows=count)
+    return IndexedRows(revision, is_new, tuple(written), count)
+
+
 # -- small helpers ------------------------------------------------------------------------------
 
 
@@ -228,6 +277,6 @@ def parallelism(spark: Any) -> int:
 
 
 __all__ = [
-    "analyze", "input_partitions", "larger_arrow_batches", "parallelism", "with_threshold_markers",
+    "IndexedRows", "analyze", "index_rows", "input_partitions", "larger_arrow_batches", "parallelism", "with_threshold_markers",
     "write_files", "write_phase", "write_tasks",
 ]

@@ -1,0 +1,153 @@
+"""Copy-on-write rewrite of data files: one new file per old file, its rows kept in their cubes.
+
+Row-level changes (``qbeast.operations.rowlevel``) decide in Spark which rows of each affected
+file remain and with which values; this module turns those rows into the replacement files. The
+rows are grouped by the file they came from (``ORIGIN_COLUMN``), and one Arrow task per old file:
+
+1. recomputes each row's cube from the old file's own blocks
+   (:func:`qbeast.index.file_blocks.file_plan`, the row's weight computed by Spark's ``hash()``
+   next to the data) and recounts the blocks (``elementCount``, ``minWeight``; ``maxWeight``
+   stays the cube's threshold);
+2. writes the rows with pyarrow into a staging folder of the table and describes the file
+   (size, Delta stats from the footer, blocks).
+
+Unlike an indexing write, no row changes file or cube, so no shuffle by cube and no second
+description pass are needed. Staging files (revision 0) are rewritten as staging files (no
+blocks). The new files are moved to the table root only when every task succeeded; on failure
+the staging folder is removed and nothing else was touched.
+"""
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qbeast.commit import WrittenFile
+from qbeast.core.blocks import Block
+from qbeast.core.revision import Revision
+from qbeast.core.sql import quote_identifier, row_weight_sql
+from qbeast.spark.spark_files import StagedFiles
+from qbeast.spark.write_options import WEIGHT_COLUMN
+
+#: Internal column naming the old file (its index in the list of targets) a row comes from.
+ORIGIN_COLUMN = "_qbeast_origin"
+
+_DESCRIPTION_SCHEMA = ("origin int, name string, size long, mtime long, rows long, stats string, "
+                       "blocks string")
+
+
+@dataclass(frozen=True)
+class RewriteTarget:
+    """One old file to replace: its index, name in the log, revision and blocks."""
+
+    origin: int
+    path: str
+    revision_id: int
+    blocks: tuple[Block, ...]
+
+
+def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision]) -> Any:
+    """The row weight under the revision of the row's old file (null for staging files).
+
+    Revisions usually index the same columns; when they differ, the weight is a CASE over the
+    origins of each column list.
+    """
+    from pyspark.sql import functions as F
+
+    by_columns: dict[tuple[str, ...], list[int]] = {}
+    for t in targets:
+        if t.revision_id > 0:
+            by_columns.setdefault(tuple(revisions[t.revision_id].columns), []).append(t.origin)
+    weight = F.lit(None).cast("int")
+    for columns, origins in by_columns.items():
+        weight = F.when(F.col(ORIGIN_COLUMN).isin(origins), F.expr(row_weight_sql(columns))
+                        ).otherwise(weight)
+    return weight
+
+
+def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision],
+                  table_dir: str) -> dict[int, WrittenFile]:
+    """Write the remaining ``rows`` of each target into one new file; origin -> description.
+
+    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN``. Targets without any remaining row
+    get no file. Block lists include blocks left without rows (``elementCount`` 0); the caller
+    settles them (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
+    """
+    from pyspark.sql import functions as F
+
+    if not targets:
+        return {}
+    by_origin = {t.origin: t for t in targets}
+    needed = {t.revision_id: revisions[t.revision_id] for t in targets if t.revision_id > 0}
+    columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
+    with StagedFiles(table_dir) as staged:
+        os.makedirs(staged.path)
+        task = _rewrite_task(by_origin, needed, columns, staged.path)
+        weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
+                               weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
+        described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
+                     .collect())
+        out: dict[int, WrittenFile] = {}
+        for r in described:
+            name, _ = staged.publish(os.path.join(staged.path, r["name"]))
+            blocks = tuple(Block(c, lo, hi, n, rep) for c, lo, hi, n, rep in json.loads(r["blocks"]))
+            out[int(r["origin"])] = WrittenFile(int(r["origin"]), name, int(r["size"]),
+                                                int(r["mtime"]), int(r["rows"]), r["stats"], blocks)
+        return out
+
+
+def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
+                  columns: list[str], staging: str):
+    """The grouped Arrow function: all remaining rows of one old file -> its description row."""
+
+    def rewrite(table):
+        import numpy as np
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        from qbeast.delta.stats import footer_stats
+        from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
+        from qbeast.index.points import table_points
+
+        origin = int(table.column(ORIGIN_COLUMN)[0].as_py())
+        target = by_origin[origin]
+        data = table.select(columns)
+        data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
+        blocks: tuple[Block, ...] = ()
+        if target.revision_id > 0:
+            revision = revisions[target.revision_id]
+            weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
+            coords = table_points(revision, data, list(revision.columns))
+            plan = file_plan(revision.dimension_count, target.blocks)
+            cubes = row_cubes(plan, coords, weights, target.path)
+            blocks = recount_blocks(target.blocks, cubes, weights)
+        name = f"{uuid.uuid4()}.parquet"
+        path = os.path.join(staging, name)
+        # dictionary-encode only columns that repeat values, as Spark's writer ends up doing
+        # (a dictionary of unique values only adds its own page: about 30% more bytes)
+        repeating = [f.name for f in data.schema if not pa.types.is_nested(f.type)
+                     and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
+        pq.write_table(data, path, compression="snappy", use_dictionary=repeating,
+                       store_schema=False)
+        non_finite = set()
+        for field in data.schema:
+            if pa.types.is_floating(field.type):
+                values = pc.fill_null(data.column(field.name), 0.0)
+                if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                    non_finite.add(field.name)
+        info = os.stat(path)
+        stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite)
+        encoded = json.dumps([[b.cube, b.min_weight, b.max_weight, b.element_count, b.replicated]
+                              for b in blocks])
+        return pa.table({
+            "origin": pa.array([origin], pa.int32()), "name": [name],
+            "size": pa.array([info.st_size], pa.int64()),
+            "mtime": pa.array([int(info.st_mtime * 1000)], pa.int64()),
+            "rows": pa.array([data.num_rows], pa.int64()), "stats": [stats], "blocks": [encoded],
+        })
+
+    return rewrite
