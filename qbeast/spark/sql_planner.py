@@ -109,11 +109,14 @@ class ScanRecord:
     paths: tuple[str, ...]
     weight_range: tuple[int, int] | None
     predicate: str
+    #: 1 for the first scan of the process, then one more per scan (see :func:`scan_count`)
+    sequence: int = 0
 
 
 _cache_lock = threading.Lock()
 _snapshots: OrderedDict[tuple[str, int, tuple[int, int]], QbeastSnapshot] = OrderedDict()
 _scans: deque[ScanRecord] = deque(maxlen=RECENT_SCANS)
+_scan_count = 0
 
 
 # -- snapshots --------------------------------------------------------------------------------
@@ -274,8 +277,11 @@ def list_files(table: TableRef, filters: Sequence[str], time_zone: str = "UTC") 
     hash_columns = sample_columns(snap) if snap.is_qbeast else ()
     pushed = pushed_filters(filters, schema, hash_columns, time_zone)
     plan = plan_read(snap, predicate=pushed.predicate, weight_range=pushed.weight_range)
-    _scans.append(ScanRecord(table, plan.version, tuple(filters), tuple(plan.paths),
-                             pushed.weight_range, repr(pushed.predicate)))
+    global _scan_count
+    with _cache_lock:
+        _scan_count += 1
+        _scans.append(ScanRecord(table, plan.version, tuple(filters), tuple(plan.paths),
+                                 pushed.weight_range, repr(pushed.predicate), _scan_count))
     logger.debug(  # the reader logs the plan's size at INFO; this adds what pruned it
         "sql scan of %s v%d: %d of %d files (%d of %d bytes), pruning by %s%s, %.3fs",
         table.location, plan.version, len(plan.files), plan.total_files, plan.selected_bytes,
@@ -293,9 +299,19 @@ def table_size(table: TableRef) -> int:
     return int(snapshot(table).delta.size_bytes)
 
 
-def recent_scans() -> list[ScanRecord]:
-    """The latest scans the bridge planned in this process, oldest first (for checks and logs)."""
-    return list(_scans)
+def recent_scans(since: int = 0) -> list[ScanRecord]:
+    """The latest scans the bridge planned in this process, oldest first (for checks and logs).
+
+    ``since``: only scans after that :func:`scan_count` (the list keeps the last
+    ``RECENT_SCANS``, so its length says nothing about what was added once it is full).
+    """
+    with _cache_lock:
+        return [record for record in _scans if record.sequence > since]
+
+
+def scan_count() -> int:
+    """How many scans the bridge planned in this process so far."""
+    return _scan_count
 
 
 __all__ = [
@@ -308,6 +324,7 @@ __all__ = [
     "list_files",
     "pushed_filters",
     "recent_scans",
+    "scan_count",
     "sample_filter",
     "snapshot",
     "table_size",

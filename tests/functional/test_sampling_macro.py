@@ -49,12 +49,12 @@ class TestQbeastSampleMacro:
         run_dbt(["run", "--select", "events"])
         schema = project.test_schema
         location = spark.catalog.getDatabase(schema).locationUri.removeprefix("file:") + "/events"
-        scans_before = len(sql_planner.recent_scans())
+        scans_before = sql_planner.scan_count()
         run_dbt(["run", "--exclude", "events"])
         # with the bridge (a JDK-built jar; otherwise SQL reads use the Python source, no planner):
         if jar_path() is not None:
             # the sampled model's scan opened the files of the engine's sample(0.1), no more
-            sampled_scans = [s for s in sql_planner.recent_scans()[scans_before:]
+            sampled_scans = [s for s in sql_planner.recent_scans(since=scans_before)
                              if s.table.location == location and s.weight_range is not None]
             planned = qbeast.QbeastTable.for_path(spark, location).read_plan(fraction=0.1)
             assert sampled_scans and all(list(s.paths) == planned.paths for s in sampled_scans)

@@ -96,7 +96,7 @@ def files_read(df: Any) -> list[int]:
 def _scans_since(start: int) -> list[Any]:
     from qbeast.spark import sql_planner
 
-    return sql_planner.recent_scans()[start:]
+    return sql_planner.recent_scans(since=start)
 
 
 def _ids(df: Any) -> list[int]:
@@ -121,7 +121,7 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks") -> dict
         fraction = percent / 100 if percent else None
         sample = f" TABLESAMPLE ({percent} PERCENT)" if percent else ""
         condition = f" where {where}" if where else ""
-        start = len(sql_planner.recent_scans())
+        start = sql_planner.scan_count()
         df = spark.sql(f"select id from {catalog}{sample}{condition}")
         bridge = sorted(r[0] for r in df.collect())
         scans = [s for s in _scans_since(start) if s.table.location == table.path]

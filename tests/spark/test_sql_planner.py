@@ -104,3 +104,14 @@ def test_list_files_matches_read_plan_and_is_recorded(table):
     assert file_uri(files[0].path).startswith("file:///")
     old = sql_planner.list_files(TableRef(table.path, 0), [])
     assert len(old) == len(table.read_plan(version=0).files) < len(table.read_plan().files)
+
+
+def test_scans_since_a_count_are_found_when_the_recent_list_is_full(table):
+    ref = TableRef(table.path, None)
+    for _ in range(sql_planner.RECENT_SCANS + 1):
+        sql_planner.list_files(ref, [])
+    start = sql_planner.scan_count()
+    assert len(sql_planner.recent_scans()) == sql_planner.RECENT_SCANS  # full: its length stays
+    sql_planner.list_files(ref, ["(a < 10)"])
+    (record,) = sql_planner.recent_scans(since=start)
+    assert record.filters == ("(a < 10)",) and record.sequence == start + 1
