@@ -195,6 +195,8 @@ class QbeastTable:
         update_columns: list[str] | None = None,
         exclude_columns: list[str] | None = None,
         target_predicate: str | None = None,
+        user_metadata: str | None = None,
+        cancelled: Any = None,
     ):
         """Upsert the DataFrame ``source`` into the table in one commit.
 
@@ -205,7 +207,8 @@ class QbeastTable:
         match are inserted (``when_not_matched="insert"``) through the indexed append. Either can
         be None. ``target_predicate`` (SQL on the target's columns) limits the target rows that
         can match, and the files read. A source with two rows for one key fails before anything
-        is written.
+        is written. ``user_metadata`` goes to the commit's ``commitInfo.userMetadata``;
+        ``cancelled`` (a callable) is checked right before the commit, as ``qbeast.write`` does.
         """
         from qbeast.operations.rowlevel import merge_rows
 
@@ -213,7 +216,26 @@ class QbeastTable:
             self.spark, self.path, source, on, when_matched=when_matched,
             when_not_matched=when_not_matched, update_columns=update_columns,
             exclude_columns=exclude_columns, target_predicate=target_predicate,
+            user_metadata=user_metadata, cancelled=cancelled,
         )
+
+    def delete_insert(self, source: Any, on: str | list[str], *,
+                      target_predicate: str | None = None, user_metadata: str | None = None,
+                      cancelled: Any = None):
+        """Replace the rows of the keys in ``source``: delete every target row whose key (``on``:
+        a column or a list of columns, compared with ``=``) occurs in the DataFrame ``source``,
+        then insert all source rows through the indexed append, in one commit.
+
+        This is dbt's ``delete+insert`` strategy: the source may hold several rows per key (all
+        are inserted). ``target_predicate`` (SQL on the target's columns) limits the rows that
+        can be deleted; ``user_metadata`` and ``cancelled`` as for :meth:`merge`. Returns a
+        :class:`qbeast.operations.rowlevel.RowLevelResult`.
+        """
+        from qbeast.operations.rowlevel import delete_insert_rows
+
+        return delete_insert_rows(self.spark, self.path, source, on,
+                                  target_predicate=target_predicate,
+                                  user_metadata=user_metadata, cancelled=cancelled)
 
     # -- table operations (see qbeast.operations) -------------------------------------------------
 

@@ -33,7 +33,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -147,11 +147,13 @@ def merge_rows(
     update_columns: Sequence[str] | None = None,
     exclude_columns: Sequence[str] | None = None,
     target_predicate: str | None = None,
+    user_metadata: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> RowLevelResult:
     """Upsert ``source`` (a DataFrame) into the table (see ``QbeastTable.merge``)."""
     from pyspark.sql import functions as F
 
-    op = _Operation.start(spark, path, "MERGE")
+    op = _Operation.start(spark, path, "MERGE", user_metadata=user_metadata, cancelled=cancelled)
     if when_matched not in (*WHEN_MATCHED, None):
         raise InvalidOptionError(
             f"when_matched must be one of {list(WHEN_MATCHED)} or None, got {when_matched!r}")
@@ -238,6 +240,87 @@ def merge_rows(
     return op.finish(candidates, affected, out, inserts, parameters=parameters)
 
 
+def delete_insert_rows(
+    spark: Any,
+    path: str,
+    source: Any,
+    on: str | Sequence[str],
+    *,
+    target_predicate: str | None = None,
+    user_metadata: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> RowLevelResult:
+    """Delete the target rows whose key occurs in ``source``, append every source row: one commit.
+
+    dbt's ``delete+insert``: unlike a merge, the source may hold several rows per key (all are
+    inserted) and a target row whose key is in the source is removed even when the source row
+    is identical. Keys compare with ``=`` (a null key deletes nothing); ``target_predicate``
+    (SQL on the target's columns) limits the rows that can be deleted, and the files read.
+    """
+    from pyspark.sql import functions as F
+
+    op = _Operation.start(spark, path, "DELETE_INSERT", user_metadata=user_metadata,
+                          cancelled=cancelled)
+    keys = _key_columns(op, on)
+    source = _source_as_table(op, source, keys)
+    predicate: ex.Expression = ex.AlwaysTrue()
+    if target_predicate is not None:
+        predicate = op.condition(target_predicate)[0]
+    predicate = ex.And(predicate, _source_keys(source, keys, op, unique=False))
+    candidates = op.candidates(predicate)
+    # the distinct non-null keys of the source: small next to the target, used twice
+    not_null = F.lit(True)
+    for k in keys:
+        not_null = not_null & F.col(quote_identifier(k)).isNotNull()
+    source_keys = op.keep(source.where(not_null).select(*[quote_identifier(k) for k in keys])
+                          .distinct().withColumn(MATCHED_COLUMN, F.lit(True)))
+    target = op.scan(candidates)
+    if target_predicate is not None:
+        target = target.where(F.expr(target_predicate))
+    affected = op.affected_uris(target.join(source_keys, keys, "left_semi"))
+    out = None
+    if affected:
+        rows = op.scan_affected(affected).join(source_keys, keys, "left")
+        hit = F.coalesce(F.col(MATCHED_COLUMN), F.lit(False))
+        if target_predicate is not None:
+            hit = hit & F.coalesce(F.expr(target_predicate), F.lit(False))
+        out = op.apply_changes(rows, hit, {}, deleted=F.lit(True))
+    inserts = source.select(*[
+        F.col(quote_identifier(c)) if c in source.columns
+        else F.lit(None).cast(op.types[c]).alias(c) for c in op.columns])
+    parameters: dict[str, Any] = {"on": keys}
+    if target_predicate is not None:
+        parameters["targetPredicate"] = target_predicate
+    return op.finish(candidates, affected, out, inserts, parameters=parameters)
+
+
+def _key_columns(op: _Operation, on: str | Sequence[str]) -> list[str]:
+    """Key column names of ``on`` (one name or a list) in the table's spelling."""
+    names = [on] if isinstance(on, str) else on
+    if not isinstance(names, Sequence) or not names or not all(isinstance(k, str) for k in names):
+        raise InvalidOptionError(f"on must be a key column or a non-empty list of key columns "
+                                 f"(e.g. ['id']), got {on!r}")
+    keys: list[str] = []
+    for k in names:
+        name = op.column_name(k, "on")
+        if name not in keys:
+            keys.append(name)
+    return keys
+
+
+def _source_as_table(op: _Operation, source: Any, keys: Sequence[str]) -> Any:
+    """``source`` with the table's column spelling and types (every column must be the table's)."""
+    from pyspark.sql import functions as F
+
+    names = [op.column_name(c, "the source") for c in source.columns]
+    missing = [k for k in keys if k not in names]
+    if missing:
+        raise InvalidOptionError(f"key column(s) {missing} are not columns of the source "
+                                 f"(source columns: {names})")
+    return source.select(*[F.col(quote_identifier(c)).cast(op.types[n]).alias(n)
+                           for c, n in zip(source.columns, names)])
+
+
 # -- the shared machinery ----------------------------------------------------------------------------
 
 
@@ -254,6 +337,10 @@ class _Operation:
     staging_origins: list[int] = dataclasses.field(default_factory=list)
     #: DataFrames persisted for the operation, unpersisted when it ends
     persisted: list[Any] = dataclasses.field(default_factory=list)
+    #: stored as the commit's ``commitInfo.userMetadata`` (e.g. which dbt model wrote it)
+    user_metadata: str | None = None
+    #: checked right before the commit: when it returns True, nothing is committed
+    cancelled: Callable[[], bool] | None = None
 
     def release(self) -> None:
         """Unpersist what :meth:`keep` persisted."""
@@ -269,7 +356,8 @@ class _Operation:
         return kept
 
     @classmethod
-    def start(cls, spark: Any, path: str, name: str) -> _Operation:
+    def start(cls, spark: Any, path: str, name: str, *, user_metadata: str | None = None,
+              cancelled: Callable[[], bool] | None = None) -> _Operation:
         from pyspark.sql.types import StructType
 
         check_path(path)
@@ -284,7 +372,8 @@ class _Operation:
                 f"{snapshot.table_path} still holds pre-0.6 Qbeast metadata; run "
                 f"qbeast.upgrade_format on it before a {name.lower()}")
         schema = StructType.fromJson(snapshot.delta.schema)
-        return cls(spark, snapshot, name, schema, time.perf_counter())
+        return cls(spark, snapshot, name, schema, time.perf_counter(),
+                   user_metadata=user_metadata, cancelled=cancelled)
 
     @property
     def path(self) -> str:
@@ -516,12 +605,22 @@ class _Operation:
             "numRemovedBytes": result.bytes_removed, "numAddedBytes": result.bytes_added,
             "numCandidateFiles": len(candidates),
         }
-        version = commit_files(transaction, adds, operation=self.name, parameters=parameters,
-                               metrics=metrics)
+        version = commit_files(
+            transaction, adds, operation=self.name, parameters=parameters, metrics=metrics,
+            info={"userMetadata": self.user_metadata} if self.user_metadata is not None else None,
+            before_commit=self._check_cancelled)
         phase.done(version=version, removed=len(removed), added=len(adds))
         logger.info("%s %s: finished version=%d elapsed=%.2fs", self.name.lower(), self.path,
                     version, time.perf_counter() - self.started)
         return dataclasses.replace(result, version=version)
+
+
+    def _check_cancelled(self) -> None:
+        from qbeast.errors import WriteCancelled
+
+        if self.cancelled is not None and self.cancelled():
+            raise WriteCancelled(f"{self.name.lower()} of {self.path} cancelled before the commit; "
+                                 "nothing was committed")
 
 
 # -- helpers --------------------------------------------------------------------------------------
@@ -585,9 +684,10 @@ def _check_single_match(path: str, matched: Any) -> None:
             "nothing was written")
 
 
-def _source_keys(source: Any, keys: list[str], op: _Operation) -> ex.Expression:
-    """Check that each non-null key occurs once in the source (fail before anything is written)
-    and return ``min <= key <= max`` over its keys: the target files the merge can touch.
+def _source_keys(source: Any, keys: list[str], op: _Operation, unique: bool = True) -> ex.Expression:
+    """Check that each non-null key occurs once in the source (when ``unique``: fail before
+    anything is written) and return ``min <= key <= max`` over its keys: the target files the
+    operation can touch.
 
     One Spark job: the source grouped by key, then the largest group and the key ranges.
     """
@@ -606,7 +706,7 @@ def _source_keys(source: Any, keys: list[str], op: _Operation) -> ex.Expression:
         aggregates += [F.min(quote_identifier(k)).alias(f"lo{i}"),
                        F.max(quote_identifier(k)).alias(f"hi{i}")]
     row = grouped.agg(*aggregates).collect()[0]
-    if row["most"] is not None and row["most"] > 1:
+    if unique and row["most"] is not None and row["most"] > 1:
         key = {k: row["key"][i] for i, k in enumerate(keys)}
         raise InvalidOptionError(
             f"merge into {op.path}: the source has {row['most']} rows for key {key}; each key "

@@ -56,8 +56,8 @@ def test_deprecated_write_mode_maps_to_a_strategy_with_a_warning():
         ({"cube_size": 2.5}, "cube_size", "a positive integer"),
         ({"cube_size": True}, "cube_size", "a positive integer"),
         ({"write_mode": "merge"}, "write_mode", "append, overwrite (deprecated"),
-        ({"incremental_strategy": "insert_overwrite"}, "incremental_strategy", "append (or leave it out"),
-        ({"incremental_strategy": "delete+insert"}, "incremental_strategy", "not supported by qbeast models yet"),
+        ({"incremental_strategy": "insert_overwrite"}, "incremental_strategy",
+         "append, merge, delete+insert (or leave it out"),
         ({"incremental_strategy": "append", "write_mode": "overwrite"}, "write_mode", "which disagree"),
         ({"location_root": ""}, "location_root", "a folder path"),
     ],
@@ -117,13 +117,62 @@ def test_keys_resembling_qbeast_options_are_refused_with_a_suggestion(key, sugge
 @pytest.mark.parametrize(("key", "value", "says"), [
     ("mode", "overwrite", "rebuilds its table on every run"),
     ("partition_by", ["a"], "laid out by its index"),
-    ("unique_key", "id", "needs the merge or delete+insert strategies"),
+    ("unique_key", "id", "needs incremental_strategy='merge' or 'delete+insert'"),
     ("grants", {"select": ["x"]}, "no access control"),
     ("file_format", "parquet", "always a Qbeast (Delta) table"),
 ])
 def test_dbt_keys_a_qbeast_model_cannot_honour_are_refused(key, value, says):
     with pytest.raises(QbeastModelConfigError, match=re.escape(says)):
         model_config_from_node({"name": "m", "config": {"columns_to_index": ["a"], key: value}})
+
+
+def _node(materialized="qbeast", **config):
+    return {"name": "m", "config": {"materialized": materialized, "columns_to_index": ["a"], **config}}
+
+
+def test_strategies_and_their_keys():
+    merge = model_config_from_node(_node(incremental_strategy="merge", unique_key=["a", "A", "b"],
+                                         incremental_predicates=["DBT_INTERNAL_DEST.a > 1", "b < 2"],
+                                         merge_exclude_columns=["c"]))
+    assert merge.write_mode(incremental_run=True) == "merge"
+    assert merge.write_mode(incremental_run=False) == "overwrite"  # first run, full refresh
+    assert merge.unique_key == ("a", "b") and merge.merge_exclude_columns == ("c",)
+    assert merge.target_predicate == "(a > 1) and (b < 2)"  # dbt's target alias dropped
+    replace = model_config_from_node(_node(incremental_strategy="delete+insert", unique_key="a",
+                                           predicates=["a != 2"]))  # dbt's older key
+    assert replace.write_mode(True) == "delete_insert" and replace.target_predicate == "(a != 2)"
+    # dbt-spark's spelling: incremental defaults to merge with a key, append without
+    assert model_config_from_node(_node("incremental", file_format="qbeast", unique_key="a")
+                                  ).incremental_strategy == "merge"
+    assert model_config_from_node(_node("incremental", file_format="qbeast", unique_key=[])
+                                  ).incremental_strategy == "append"
+    # a table model ignores incremental keys, as dbt's table materialization does
+    table = model_config_from_node(_node("table", file_format="qbeast", unique_key="a",
+                                         incremental_strategy="merge"))
+    assert table.incremental_strategy is None and table.unique_key == ()
+    with pytest.raises(QbeastModelConfigError, match="unique_key names z, which the model"):
+        model_config_from_node(_node(incremental_strategy="merge", unique_key="z")
+                               ).check_columns_exist(["a", "b"])
+
+
+@pytest.mark.parametrize(("config", "says"), [
+    ({"incremental_strategy": "delete+insert"}, "incremental_strategy='delete+insert' needs config unique_key"),
+    ({"incremental_strategy": "merge", "unique_key": ""}, "incremental_strategy='merge' needs config unique_key"),
+    ({"incremental_strategy": "append", "unique_key": "a"}, "(this model's strategy is 'append')"),
+    ({"incremental_strategy": "merge", "unique_key": [1]}, "invalid config unique_key=[1]"),
+    ({"incremental_strategy": "merge", "unique_key": "a", "merge_update_columns": "b",
+      "merge_exclude_columns": ["c"]}, "sets both merge_update_columns and merge_exclude_columns"),
+    ({"incremental_strategy": "delete+insert", "unique_key": "a", "merge_update_columns": ["b"]},
+     "merge_update_columns needs incremental_strategy='merge'"),
+    ({"incremental_strategy": "append", "incremental_predicates": ["a > 1"]},
+     "incremental_predicates needs incremental_strategy='merge' or 'delete+insert'"),
+    ({"incremental_strategy": "merge", "unique_key": "a",
+      "incremental_predicates": ["dbt_internal_source.a > 1"]}, "cannot name DBT_INTERNAL_SOURCE"),
+])
+def test_bad_strategy_keys_name_model_option_and_allowed_values(config, says):
+    with pytest.raises(QbeastModelConfigError, match=re.escape(says)) as raised:
+        model_config_from_node(_node(**config))
+    assert "model m: " in str(raised.value)
 
 
 def test_python_models_refuse_databricks_keys_and_missing_packages():

@@ -90,9 +90,34 @@ REFUSED = {
                        "unknown config key 'mode'; a qbeast model without incremental_strategy "
                        "rebuilds its table on every run"),
     "merge_strategy": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='merge') }} " + BAD,
-                       "incremental_strategy='merge' is not supported by qbeast models yet; allowed values: append"),
+                       "model merge_strategy: incremental_strategy='merge' needs config unique_key; "
+                       "allowed values: a column name or a list of column names"),
+    "delete_insert_no_key": ("{{ config(materialized='incremental', file_format='qbeast', columns_to_index=['a'], "
+                             "incremental_strategy='delete+insert', unique_key=[]) }} " + BAD,
+                             "incremental_strategy='delete+insert' needs config unique_key"),
     "bad_strategy": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='upsert') }} " + BAD,
-                     "invalid config incremental_strategy='upsert'; allowed values: append"),
+                     "model bad_strategy: invalid config incremental_strategy='upsert'; allowed values: "
+                     "append, merge, delete+insert"),
+    "bad_spark_strategy": ("{{ config(materialized='incremental', file_format='qbeast', columns_to_index=['a'], "
+                           "incremental_strategy='insert_overwrite') }} " + BAD,
+                           "invalid config incremental_strategy='insert_overwrite'; allowed values: "
+                           "append, merge, delete+insert"),
+    "bad_unique_key": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='merge', "
+                       "unique_key={'a': 1}) }} " + BAD,
+                       "invalid config unique_key={'a': 1}; allowed values: a column name or a list"),
+    "exclude_with_delete_insert": ("{{ config(materialized='qbeast', columns_to_index=['a'], unique_key='a', "
+                                   "incremental_strategy='delete+insert', merge_exclude_columns=['b']) }} " + BAD,
+                                   "config merge_exclude_columns needs incremental_strategy='merge' (this "
+                                   "model's strategy is 'delete+insert')"),
+    "both_merge_lists": ("{{ config(materialized='qbeast', columns_to_index=['a'], unique_key='a', "
+                         "incremental_strategy='merge', merge_update_columns=['b'], merge_exclude_columns=['b']) }} " + BAD,
+                         "sets both merge_update_columns and merge_exclude_columns"),
+    "source_predicate": ("{{ config(materialized='qbeast', columns_to_index=['a'], unique_key='a', "
+                         "incremental_strategy='merge', incremental_predicates=['DBT_INTERNAL_SOURCE.a > 0']) }} " + BAD,
+                         "they cannot name DBT_INTERNAL_SOURCE"),
+    "predicate_without_key": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='append', "
+                              "incremental_predicates=['a > 0']) }} " + BAD,
+                              "config incremental_predicates needs incremental_strategy='merge' or 'delete+insert'"),
     "bad_write_mode": ("{{ config(materialized='qbeast', columns_to_index=['a'], write_mode='merge') }} " + BAD,
                        "invalid config write_mode='merge'; allowed values: append, overwrite (deprecated"),
     "mixed_strategy": ("{{ config(materialized='qbeast', columns_to_index=['a'], write_mode='overwrite', "
@@ -100,7 +125,11 @@ REFUSED = {
                        "incremental_strategy='append' and the deprecated write_mode='overwrite', which disagree"),
     "unique_key": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='append', "
                    "unique_key='a') }} " + BAD,
-                   "config unique_key='a' is not supported by the qbeast materialization"),
+                   "model unique_key: config unique_key='a' needs incremental_strategy='merge' or "
+                   "'delete+insert' (this model's strategy is 'append')"),
+    "key_without_strategy": ("{{ config(materialized='qbeast', columns_to_index=['a'], unique_key='a') }} " + BAD,
+                             "needs incremental_strategy='merge' or 'delete+insert' (this model's strategy "
+                             "is none (rebuild on every run))"),
     "partitioned": ("{{ config(materialized='qbeast', columns_to_index=['a'], partition_by=['a']) }} " + BAD,
                     "config partition_by=['a'] is not supported by the qbeast materialization: a Qbeast "
                     "table is laid out by its index"),

@@ -157,6 +157,37 @@ def test_merge_delete_and_column_lists(spark, tmp_path):
     assert result.version is None and QbeastSnapshot.load(path).version == version
 
 
+def test_delete_insert_replaces_the_rows_of_the_source_keys_in_one_commit(spark, tmp_path):
+    """dbt's delete+insert: every target row of a source key goes, every source row comes (two
+    rows per key allowed), a null key deletes nothing, the target predicate limits the delete."""
+    path = str(tmp_path / "t")
+    data = make_rows(2000, True, seed=5)
+    qbeast.write(spark.createDataFrame(data, SCHEMA), path, columns_to_index=["x", "y"],
+                 cube_size=300)
+    table = QbeastTable.for_path(spark, path)
+    version = QbeastSnapshot.load(path).version
+    # key 7 twice in the source; key 8 excluded by the predicate (kept, and inserted again);
+    # key 9000 new (its x grows the space: a new revision in the same commit); a null key
+    source_rows = [(7, 1.0, 1, "a"), (7, 2.0, 2, "b"), (8, 3.0, 3, "c"),
+                   (9000, 5000.0, 4, "new"), (None, 4.0, 5, "nullkey")]
+    result = table.delete_insert(spark.createDataFrame(source_rows, SCHEMA), on="id",
+                                 target_predicate="id != 8")
+    assert QbeastSnapshot.load(path).version == version + 1
+    info, _, _ = last_commit(path)
+    assert info["operation"] == "DELETE_INSERT"
+    assert result.rows_deleted == 1 and result.rows_inserted == len(source_rows)
+    expected = sorted([(r[0], r[1:]) for r in data if r[0] != 7] +
+                      [(r[0], r[1:]) for r in source_rows], key=repr)
+    got = sorted([(r["id"], (r["x"], r["y"], r["s"]))
+                  for r in QbeastTable.for_path(spark, path).to_df().collect()], key=repr)
+    assert got == expected
+    assert set(check_index(spark, path)) == {1, 2}
+    # a key column the source lacks: refused before anything is written
+    with pytest.raises(InvalidOptionError, match="not columns of the source"):
+        table.delete_insert(spark.createDataFrame([(1.0,)], "x double"), on=["id"])
+    assert QbeastSnapshot.load(path).version == version + 1
+
+
 def test_merge_with_duplicate_source_keys_fails_before_writing(spark, tmp_path):
     path = str(tmp_path / "t")
     qbeast.write(spark.createDataFrame(make_rows(500, False, seed=1), SCHEMA), path,

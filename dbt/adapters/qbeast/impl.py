@@ -25,7 +25,9 @@ from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigError, QbeastRunOperationError
 from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
-from dbt.adapters.qbeast.model_config import QbeastModelConfig, check_python_keys, model_config_from_node
+from dbt.adapters.qbeast.model_config import (
+    QbeastModelConfig, check_python_keys, model_config_from_node, qbeast_spelling,
+)
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
 from dbt.adapters.qbeast.sql_literals import sql_string
@@ -173,6 +175,12 @@ class QbeastAdapter(SparkAdapter):
         return model_config_from_node(model)
 
     @available
+    def qbeast_is_qbeast_model(self, model: Dict[str, Any]) -> bool:
+        """True for a model written by the qbeast engine: ``materialized='qbeast'``, or dbt-spark's
+        spelling ``materialized='table'`` / ``'incremental'`` with ``file_format='qbeast'``."""
+        return qbeast_spelling(model.get("config") or {}) is not None
+
+    @available
     def qbeast_location(self, relation: QbeastRelation, model_config: QbeastModelConfig) -> str:
         """Where the model's Qbeast table lives.
 
@@ -245,27 +253,22 @@ class QbeastAdapter(SparkAdapter):
             df = self._model_dataframe(spark, model, code, name)
         model_config.check_columns_exist(df.columns)
         merge_schema = False
-        if mode == "append":
+        if mode != "overwrite":
             df, merge_schema = apply_schema_change(
                 df, qbeast.QbeastTable.for_path(spark, location).to_df().columns, model_config
             )
-        with _engine_errors(name, "qbeast write"):
-            result = qbeast.write(
-                df,
-                folder,
-                list(model_config.columns_to_index),
-                cube_size=model_config.cube_size,
-                mode=mode,
-                column_stats=model_config.column_stats,
-                merge_schema=merge_schema,
-                non_finite=model_config.non_finite,
-                user_metadata=write_marker(relation.render()),
-                cancelled=self._qbeast_connections.cancel_requested,
+        if mode in ("merge", "delete_insert"):
+            message, rows = self._change_rows(spark, df, folder, mode, merge_schema, model_config,
+                                              relation)
+        else:
+            with _engine_errors(name, "qbeast write"):
+                result = self._append_or_overwrite(df, folder, mode, merge_schema, model_config,
+                                                   relation)
+            rows = result.rows
+            message = (
+                f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
+                f"revision {result.revision_id}, version {result.version}"
             )
-        message = (
-            f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
-            f"revision {result.revision_id}, version {result.version}"
-        )
         if model_config.optimize_after_run:
             with _engine_errors(name, "optimize_after_run"):
                 optimized = qbeast.QbeastTable.for_path(spark, folder).optimize()
@@ -278,7 +281,70 @@ class QbeastAdapter(SparkAdapter):
             self._register_qbeast_table(spark, relation, location, model_config)
         self._names(record=(relation, location))
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
-        return AdapterResponse(_message=message, code=f"QBEAST {mode.upper()}", rows_affected=result.rows)
+        code = f"QBEAST {'DELETE+INSERT' if mode == 'delete_insert' else mode.upper()}"
+        return AdapterResponse(_message=message, code=code, rows_affected=rows)
+
+    def _append_or_overwrite(self, df: Any, folder: str, mode: str, merge_schema: bool,
+                             model_config: QbeastModelConfig, relation: QbeastRelation) -> Any:
+        """``qbeast.write`` of the model's rows (a rebuild, a first run or an append)."""
+        import qbeast
+
+        return qbeast.write(
+            df,
+            folder,
+            list(model_config.columns_to_index),
+            cube_size=model_config.cube_size,
+            mode=mode,
+            column_stats=model_config.column_stats,
+            merge_schema=merge_schema,
+            non_finite=model_config.non_finite,
+            user_metadata=write_marker(relation.render()),
+            cancelled=self._qbeast_connections.cancel_requested,
+        )
+
+    def _change_rows(self, spark: Any, df: Any, folder: str, mode: str, merge_schema: bool,
+                     model_config: QbeastModelConfig, relation: QbeastRelation) -> Tuple[str, int]:
+        """The ``merge`` and ``delete+insert`` strategies: one engine commit that changes the rows
+        of the model's keys (``QbeastTable.merge`` / ``QbeastTable.delete_insert``).
+
+        New columns (``on_schema_change='append_new_columns'``) are added first by an append of no
+        rows, a commit of its own, as dbt adds columns before its merge statement; the row
+        changes then commit once or not at all. Returns the result line and the rows changed.
+        """
+        import qbeast
+
+        name = model_config.model
+        strategy = "delete+insert" if mode == "delete_insert" else mode
+        table = qbeast.QbeastTable.for_path(spark, folder)
+        indexed = [c.lower() for c in table.snapshot().latest_revision.columns]
+        if indexed != [c.lower() for c in model_config.column_names]:
+            raise QbeastModelConfigError(
+                f"model {name}: columns_to_index={list(model_config.columns_to_index)} differs "
+                f"from the indexed columns of the table ({', '.join(indexed)}); changing the "
+                "indexed columns needs a rebuild: dbt run --full-refresh"
+            )
+        marker = write_marker(relation.render())
+        cancelled = self._qbeast_connections.cancel_requested
+        with _engine_errors(name, f"qbeast {strategy}"):
+            if merge_schema:
+                self._append_or_overwrite(df.limit(0), folder, "append", True, model_config, relation)
+            common = dict(target_predicate=model_config.target_predicate, user_metadata=marker,
+                          cancelled=cancelled)
+            if mode == "merge":
+                result = table.merge(
+                    df, on=list(model_config.unique_key),
+                    update_columns=list(model_config.merge_update_columns)
+                    if model_config.merge_update_columns is not None else None,
+                    exclude_columns=list(model_config.merge_exclude_columns or []) or None,
+                    **common)
+            else:
+                result = table.delete_insert(df, on=list(model_config.unique_key), **common)
+        changed = result.rows_updated + result.rows_inserted + result.rows_deleted
+        if result.version is None:
+            return f"QBEAST {strategy.upper()} no row changed, nothing committed", 0
+        return (f"QBEAST {strategy.upper()} {result.rows_updated} updated, {result.rows_inserted} "
+                f"inserted, {result.rows_deleted} deleted, {result.files_removed} files rewritten, "
+                f"{result.files_added} added, version {result.version}", changed)
 
     @staticmethod
     def _table_schema(location: str) -> Any:

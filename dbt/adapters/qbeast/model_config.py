@@ -21,18 +21,30 @@ from dbt.adapters.qbeast.errors import QbeastModelConfigError
 ON_SCHEMA_CHANGE: Tuple[str, ...] = ("ignore", "fail", "append_new_columns")
 NON_FINITE: Tuple[str, ...] = ("fail", "null")
 
-#: Incremental strategies of a qbeast model and the engine write each one runs. A model without
+#: Incremental strategies of a qbeast model and the engine operation each one runs on an
+#: incremental run (``QbeastAdapter.qbeast_write``): ``qbeast.write(mode='append')``,
+#: ``QbeastTable.merge`` and ``QbeastTable.delete_insert``. A model without
 #: ``incremental_strategy`` rebuilds its table on every run (one overwrite commit), like ``table``.
-#: New strategies plug in here and in ``QbeastAdapter.qbeast_write``.
-INCREMENTAL_STRATEGIES: Dict[str, str] = {"append": "append"}
-#: dbt strategies not available for qbeast models yet (the row-level changes work adds them).
-PLANNED_STRATEGIES: Tuple[str, ...] = ("merge", "delete+insert")
+INCREMENTAL_STRATEGIES: Dict[str, str] = {
+    "append": "append", "merge": "merge", "delete+insert": "delete_insert",
+}
+#: Strategies that match the new rows to the table's by ``unique_key`` (required for them).
+KEYED_STRATEGIES: Tuple[str, ...] = ("merge", "delete+insert")
+#: The materializations a qbeast model can be spelled with: ``qbeast``, or dbt-spark's ``table``
+#: and ``incremental`` with ``file_format='qbeast'``.
+QBEAST_FILE_FORMAT = "qbeast"
+#: dbt's alias of the target table in merge predicates (``DBT_INTERNAL_DEST.col``).
+TARGET_ALIAS = "dbt_internal_dest"
 
 # Every config key the qbeast materialization reads (docs/dbt.md has the reference table).
 QBEAST_KEYS: Tuple[str, ...] = (
     "columns_to_index",
     "cube_size",
     "incremental_strategy",
+    "unique_key",
+    "incremental_predicates",
+    "merge_update_columns",
+    "merge_exclude_columns",
     "location_root",
     "take_over_location",
     "column_stats",
@@ -61,14 +73,6 @@ NOT_FOR_QBEAST: Dict[str, str] = {
     "file_format": "a qbeast model is always a Qbeast (Delta) table; remove file_format for "
                    "qbeast models (set it per folder in dbt_project.yml if other models need it)",
     "options": "the qbeast engine takes no Spark data source options; use the qbeast keys",
-    "unique_key": "unique_key needs the merge or delete+insert strategies, which qbeast models "
-                  "do not support yet; use incremental_strategy='append' or rebuild the table",
-    "incremental_predicates": "it belongs to the merge strategies, which qbeast models do not "
-                              "support yet",
-    "merge_update_columns": "it belongs to the merge strategy, which qbeast models do not "
-                            "support yet",
-    "merge_exclude_columns": "it belongs to the merge strategy, which qbeast models do not "
-                             "support yet",
     "grants": "the embedded Spark catalog has no access control, so grants cannot be applied",
 }
 #: dbt-spark's Python model keys for Databricks clusters: Python models run on the embedded
@@ -106,6 +110,10 @@ class QbeastModelConfig:
     ``columns_to_index`` keeps the engine's spec syntax (``"col"`` or ``"col:type"``).
     ``cube_size`` None means: the engine's default for a new table, the table's own on append.
     ``incremental_strategy`` None means: rebuild the table on every run.
+    ``unique_key`` is empty unless the strategy is ``merge`` or ``delete+insert`` (then it is
+    required); ``incremental_predicates`` are SQL conditions on the table's columns that limit
+    the rows a merge can match or a delete+insert can delete; ``merge_update_columns`` /
+    ``merge_exclude_columns`` pick the columns a merge updates.
     ``warnings`` are deprecation notes the materialization prints (dbt ``warn``).
     """
 
@@ -122,6 +130,10 @@ class QbeastModelConfig:
     table_comment: Optional[str] = None
     column_comments: Dict[str, str] = field(default_factory=dict)
     optimize_after_run: bool = False
+    unique_key: Tuple[str, ...] = ()
+    incremental_predicates: Tuple[str, ...] = ()
+    merge_update_columns: Optional[Tuple[str, ...]] = None
+    merge_exclude_columns: Optional[Tuple[str, ...]] = None
     warnings: Tuple[str, ...] = ()
 
     @property
@@ -139,15 +151,27 @@ class QbeastModelConfig:
             return INCREMENTAL_STRATEGIES[self.incremental_strategy]
         return "overwrite"
 
+    @property
+    def target_predicate(self) -> Optional[str]:
+        """The ``incremental_predicates`` as one condition on the table's columns (or None)."""
+        if not self.incremental_predicates:
+            return None
+        return " and ".join(f"({p})" for p in self.incremental_predicates)
+
     def check_columns_exist(self, available: Sequence[str]) -> None:
-        """Every indexed column must be an output column of the model (Spark names: no case)."""
+        """Every indexed column and every ``unique_key`` column must be an output column of the
+        model (Spark names: no case)."""
         known = {name.lower() for name in available}
-        missing = [name for name in self.column_names if name.lower() not in known]
-        if missing:
-            raise QbeastModelConfigError(
-                f"model {self.model}: columns_to_index names {', '.join(missing)}, which the "
-                f"model's query does not return; allowed values: {', '.join(available)}"
-            )
+        for option, names in (("columns_to_index", self.column_names),
+                              ("unique_key", self.unique_key),
+                              ("merge_update_columns", self.merge_update_columns or ()),
+                              ("merge_exclude_columns", self.merge_exclude_columns or ())):
+            missing = [name for name in names if name.lower() not in known]
+            if missing:
+                raise QbeastModelConfigError(
+                    f"model {self.model}: {option} names {', '.join(missing)}, which the "
+                    f"model's query does not return; allowed values: {', '.join(available)}"
+                )
 
 
 def _error(model: str, option: str, value: Any, allowed: str) -> QbeastModelConfigError:
@@ -195,11 +219,6 @@ def _strategy(model: str, strategy: Any, write_mode: Any) -> Tuple[Optional[str]
     chosen: Optional[str] = None
     if strategy is not None:
         chosen = str(strategy).strip().lower()
-        if chosen in PLANNED_STRATEGIES:
-            raise QbeastModelConfigError(
-                f"model {model}: incremental_strategy={strategy!r} is not supported by qbeast "
-                f"models yet; allowed values: {allowed}"
-            )
         if chosen not in INCREMENTAL_STRATEGIES:
             raise _error(model, "incremental_strategy", strategy, allowed)
     if write_mode is None:
@@ -248,6 +267,118 @@ def parse_model_config(
         incremental_strategy=strategy,
         warnings=warnings,
     )
+
+
+def _names(model: str, option: str, value: Any, allowed: str) -> Tuple[str, ...]:
+    """A column name or a list of them as a tuple (each once, dbt's case-insensitive names);
+    None, '' and [] are the empty tuple."""
+    if value is None or value == "" or value == []:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(v, str) and v.strip() for v in items):
+        raise _error(model, option, value, allowed)
+    names: List[str] = []
+    for item in items:
+        if item.strip().lower() not in {n.lower() for n in names}:
+            names.append(item.strip())
+    return tuple(names)
+
+
+def _target_predicates(model: str, value: Any) -> Tuple[str, ...]:
+    """``incremental_predicates`` as conditions on the table's columns.
+
+    dbt's merge writes them against the alias ``DBT_INTERNAL_DEST`` (delete+insert against the
+    bare table); the engine applies them to the target's rows, so the alias is dropped. A
+    condition on ``DBT_INTERNAL_SOURCE`` has no place in the engine's operation: refused.
+    """
+    import re
+
+    allowed = ("a list of SQL conditions on the table's columns, e.g. "
+               "['event_date >= date_sub(current_date(), 7)']")
+    predicates = _names(model, "incremental_predicates", value, allowed)
+    out = []
+    for predicate in predicates:
+        if re.search(r"\bdbt_internal_source\b", predicate, flags=re.IGNORECASE):
+            raise _error(model, "incremental_predicates", value,
+                         allowed + " (a qbeast merge applies them to the table's rows only, so "
+                         "they cannot name DBT_INTERNAL_SOURCE)")
+        out.append(re.sub(rf"\b{TARGET_ALIAS}\s*\.\s*", "", predicate, flags=re.IGNORECASE))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class _KeyedOptions:
+    """The options of the keyed strategies, checked against the model's strategy."""
+
+    unique_key: Tuple[str, ...] = ()
+    incremental_predicates: Tuple[str, ...] = ()
+    merge_update_columns: Optional[Tuple[str, ...]] = None
+    merge_exclude_columns: Optional[Tuple[str, ...]] = None
+
+
+def _keyed_options(model: str, strategy: Optional[str], config: Mapping[str, Any]) -> _KeyedOptions:
+    """``unique_key``, ``incremental_predicates`` (or dbt's older ``predicates``) and the merge
+    column lists: required or refused depending on the strategy, never silently ignored."""
+    columns = "a column name or a list of column names of the model"
+    key = _names(model, "unique_key", config.get("unique_key"), columns)
+    keyed = " or ".join(repr(s) for s in KEYED_STRATEGIES)
+    shown = repr(strategy) if strategy else "none (rebuild on every run)"
+    if strategy in KEYED_STRATEGIES and not key:
+        raise QbeastModelConfigError(
+            f"model {model}: incremental_strategy={strategy!r} needs config unique_key; allowed "
+            f"values: {columns} (or incremental_strategy='append' to add the rows as they come)"
+        )
+    if key and strategy not in KEYED_STRATEGIES:
+        raise QbeastModelConfigError(
+            f"model {model}: config unique_key={config.get('unique_key')!r} needs "
+            f"incremental_strategy={keyed} (this model's strategy is {shown}); allowed values "
+            f"for incremental_strategy: {', '.join(INCREMENTAL_STRATEGIES)}"
+        )
+    option = "incremental_predicates" if _is_set(config.get("incremental_predicates")) else "predicates"
+    predicates = _target_predicates(model, config.get(option))
+    if predicates and strategy not in KEYED_STRATEGIES:
+        raise QbeastModelConfigError(
+            f"model {model}: config {option} needs incremental_strategy={keyed} (this model's "
+            f"strategy is {shown})"
+        )
+    lists = {}
+    for option in ("merge_update_columns", "merge_exclude_columns"):
+        value = config.get(option)
+        if not _is_set(value):
+            continue
+        if strategy != "merge":
+            raise QbeastModelConfigError(
+                f"model {model}: config {option} needs incremental_strategy='merge' (this "
+                f"model's strategy is {shown})"
+            )
+        lists[option] = _names(model, option, value, "a list of column names of the model")
+    if len(lists) == 2:
+        raise QbeastModelConfigError(
+            f"model {model}: config sets both merge_update_columns and merge_exclude_columns; "
+            "allowed values: one of the two"
+        )
+    return _KeyedOptions(key, predicates, lists.get("merge_update_columns"),
+                         lists.get("merge_exclude_columns"))
+
+
+#: Keys of incremental models that a ``table`` model ignores (dbt's table materialization does).
+INCREMENTAL_ONLY_KEYS: Tuple[str, ...] = (
+    "incremental_strategy", "unique_key", "incremental_predicates", "predicates",
+    "merge_update_columns", "merge_exclude_columns", "on_schema_change", "write_mode",
+)
+
+
+def qbeast_spelling(config: Mapping[str, Any]) -> Optional[str]:
+    """The materialization a qbeast model is spelled with (``qbeast``, or dbt-spark's ``table``
+    and ``incremental`` with ``file_format='qbeast'``); None for a model that is not qbeast."""
+    materialized = str(config.get("materialized") or "")
+    if materialized == "qbeast":
+        return materialized
+    file_format = config.get("file_format")
+    if (materialized in ("table", "incremental") and isinstance(file_format, str)
+            and file_format.strip().lower() == QBEAST_FILE_FORMAT):
+        return materialized
+    return None
 
 
 def _bool(model: str, option: str, value: Any) -> bool:
@@ -441,6 +572,13 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     check_unknown_keys(model, config)
     check_unsupported_keys(model, config, str(node.get("language") or "sql"))
     config = _resolve_aliases(model, config)
+    spelling = qbeast_spelling(config)
+    if spelling == "table":  # a table model rebuilds: dbt ignores the incremental keys
+        config = {k: v for k, v in config.items() if k not in INCREMENTAL_ONLY_KEYS}
+    elif spelling == "incremental" and not _is_set(config.get("incremental_strategy")):
+        # dbt's default for an incremental model: upsert by its key, else add the rows
+        has_key = bool(_names(model, "unique_key", config.get("unique_key"), "a column name or a list"))
+        config = {**config, "incremental_strategy": "merge" if has_key else "append"}
     on_schema_change = _choice(model, "on_schema_change", config.get("on_schema_change"), "ignore",
                                ON_SCHEMA_CHANGE)
     persist_relation, persist_columns = _persist_docs(model, config.get("persist_docs"))
@@ -459,6 +597,7 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         config.get("incremental_strategy"),
         config.get("write_mode"),
     )
+    keyed = _keyed_options(model, base.incremental_strategy, config)
     return QbeastModelConfig(
         model=base.model,
         columns_to_index=base.columns_to_index,
@@ -473,5 +612,9 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         table_comment=description if persist_relation else None,
         column_comments=column_comments if persist_columns else {},
         optimize_after_run=_bool(model, "optimize_after_run", config.get("optimize_after_run")),
+        unique_key=keyed.unique_key,
+        incremental_predicates=keyed.incremental_predicates,
+        merge_update_columns=keyed.merge_update_columns,
+        merge_exclude_columns=keyed.merge_exclude_columns,
         warnings=base.warnings,
     )

@@ -4,11 +4,15 @@
 
   Without incremental_strategy the table is rebuilt on every run, like a `table` model (one
   overwrite commit: the previous version stays readable for time travel). With
-  incremental_strategy='append' later runs append the model's rows and is_incremental() is true.
+  incremental_strategy='append', 'merge' or 'delete+insert' (the last two need unique_key) later
+  runs append, upsert or replace the rows of the model's keys, and is_incremental() is true.
   The strategies live in dbt/adapters/qbeast/model_config.py (INCREMENTAL_STRATEGIES).
+  dbt-spark's spelling (materialized='table' or 'incremental' with file_format='qbeast') lands
+  here too (switch_materialization.sql).
 
   config: columns_to_index (required; alias columnsToIndex), cube_size (alias cubeSize),
-  incremental_strategy, location_root, take_over_location, column_stats, non_finite,
+  incremental_strategy, unique_key, incremental_predicates, merge_update_columns,
+  merge_exclude_columns, location_root, take_over_location, column_stats, non_finite,
   on_schema_change, tblproperties, persist_docs, optimize_after_run, contract, sql_header.
   See docs/dbt.md.
 #}
@@ -62,7 +66,7 @@
   {%- if relation is none or relation.type != 'table' or should_full_refresh() -%}
     {{ return(false) }}
   {%- endif -%}
-  {%- if model.config.materialized == 'qbeast' -%}
+  {%- if adapter.qbeast_is_qbeast_model(model) -%}
     {{ return(adapter.qbeast_is_incremental(model, relation)) }}
   {%- endif -%}
   {#- an incremental model over a Qbeast table (just switched from qbeast) is rebuilt first -#}

@@ -9,12 +9,19 @@
   its folder moved away if the new table needs it, the new relation renamed, the backup dropped;
   each step undone if a later one fails).
 
+  With file_format='qbeast', `table` and `incremental` are the qbeast materialization (dbt-spark's
+  spelling of a qbeast model; adapter.qbeast_is_qbeast_model decides).
+
   `table` is written out here rather than delegated to dbt-spark's: dbt runs a Python model only
   from a statement called directly by the materialization, and Python `table` models run on the
   embedded session (adapter.submit_python_job), with Spark's default format (parquet).
 #}
 
 {% materialization table, adapter='qbeast', supported_languages=['sql', 'python'] %}
+  {%- if adapter.qbeast_is_qbeast_model(model) -%}
+    {#- dbt-spark's spelling of a qbeast model: file_format='qbeast' -#}
+    {{ return(materialization_qbeast_qbeast()) }}
+  {%- endif -%}
   {%- set language = model['language'] -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
@@ -72,6 +79,11 @@
 
 
 {% materialization incremental, adapter='qbeast', supported_languages=['sql', 'python'] %}
+  {%- if adapter.qbeast_is_qbeast_model(model) -%}
+    {#- dbt-spark's spelling of a qbeast model: file_format='qbeast' (strategy: merge with a
+        unique_key, else append, unless incremental_strategy says otherwise) -#}
+    {{ return(materialization_qbeast_qbeast()) }}
+  {%- endif -%}
   {%- if model['language'] == 'python' -%}
     {{ exceptions.raise_compiler_error(
          "model " ~ model['name'] ~ ": Python incremental models are not supported by the qbeast "
