@@ -152,7 +152,7 @@ def test_strategies_and_their_keys():
     assert table.incremental_strategy is None and table.unique_key == ()
     with pytest.raises(QbeastModelConfigError, match="unique_key names z, which the model"):
         model_config_from_node(_node(incremental_strategy="merge", unique_key="z")
-                               ).check_columns_exist(["a", "b"])
+                               ).check_columns_exist(["a", "b"], keyed_run=True)
 
 
 @pytest.mark.parametrize(("config", "says"), [

@@ -123,6 +123,20 @@ class QbeastCursor(Cursor):
             raise DbtRuntimeError(str(exc)) from exc
 
 
+class QbeastConnectionWrapper(SessionConnectionWrapper):
+    """dbt-spark's session connection wrapper, with SQL nulls for ``None`` bindings.
+
+    dbt-spark renders every binding it does not know as a quoted string, so an empty cell of a
+    seed became the four-letter string ``'None'`` instead of null.
+    """
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> Any:
+        if value is None:
+            return "null"
+        return super()._fix_binding(value)
+
+
 def _driver_running() -> bool:
     """True once this process has a (classic) Spark driver: its JVM then holds the catalog."""
     from pyspark import SparkContext
@@ -218,6 +232,6 @@ class QbeastConnectionManager(SparkConnectionManager):
                 f"(catalog_dir {catalog}): {type(exc).__name__}: {exc}"
             ) from exc
         interrupts.install()  # PySpark takes SIGINT when it starts a driver in the main thread
-        connection.handle = SessionConnectionWrapper(handle)  # type: ignore[arg-type]
+        connection.handle = QbeastConnectionWrapper(handle)  # type: ignore[arg-type]
         connection.state = ConnectionState.OPEN
         return connection

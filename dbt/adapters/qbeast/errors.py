@@ -6,7 +6,7 @@ failure with one type).
 """
 from __future__ import annotations
 
-from dbt_common.exceptions import DbtConfigError, DbtRuntimeError
+from dbt_common.exceptions import CompilationError, DbtConfigError, DbtRuntimeError
 
 from qbeast import InvalidOptionError, QbeastError
 
@@ -17,6 +17,11 @@ class QbeastProfileError(DbtConfigError, InvalidOptionError):
 
 class QbeastModelConfigError(DbtConfigError, InvalidOptionError):
     """A model's ``config(...)`` for the qbeast materialization is not acceptable."""
+
+
+class QbeastSchemaChangeError(CompilationError, InvalidOptionError):
+    """The model's columns differ from its table's and ``on_schema_change='fail'`` (dbt reports
+    this as a compilation error for every adapter)."""
 
 
 class QbeastRunOperationError(DbtRuntimeError, InvalidOptionError):

@@ -251,7 +251,7 @@ class QbeastAdapter(SparkAdapter):
 
         with _engine_errors(name, "the model's query"):
             df = self._model_dataframe(spark, model, code, name)
-        model_config.check_columns_exist(df.columns)
+        model_config.check_columns_exist(df.columns, keyed_run=mode in ("merge", "delete_insert"))
         merge_schema = False
         if mode != "overwrite":
             df, merge_schema = apply_schema_change(

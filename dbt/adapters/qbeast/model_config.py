@@ -158,14 +158,17 @@ class QbeastModelConfig:
             return None
         return " and ".join(f"({p})" for p in self.incremental_predicates)
 
-    def check_columns_exist(self, available: Sequence[str]) -> None:
-        """Every indexed column and every ``unique_key`` column must be an output column of the
-        model (Spark names: no case)."""
+    def check_columns_exist(self, available: Sequence[str], keyed_run: bool = False) -> None:
+        """Every indexed column must be an output column of the model (Spark names: no case);
+        on a merge or delete+insert run (``keyed_run``) every ``unique_key`` and merge column
+        too (as in dbt, the first run and a full refresh do not use them)."""
         known = {name.lower() for name in available}
-        for option, names in (("columns_to_index", self.column_names),
-                              ("unique_key", self.unique_key),
-                              ("merge_update_columns", self.merge_update_columns or ()),
-                              ("merge_exclude_columns", self.merge_exclude_columns or ())):
+        checked: List[Tuple[str, Sequence[str]]] = [("columns_to_index", self.column_names)]
+        if keyed_run:
+            checked += [("unique_key", self.unique_key),
+                        ("merge_update_columns", self.merge_update_columns or ()),
+                        ("merge_exclude_columns", self.merge_exclude_columns or ())]
+        for option, names in checked:
             missing = [name for name in names if name.lower() not in known]
             if missing:
                 raise QbeastModelConfigError(

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple
 
-from dbt.adapters.qbeast.errors import QbeastModelConfigError
+from dbt.adapters.qbeast.errors import QbeastSchemaChangeError
 from dbt.adapters.qbeast.model_config import ON_SCHEMA_CHANGE, QbeastModelConfig
 
 
@@ -31,7 +31,7 @@ def apply_schema_change(
         return df, bool(new)
     if policy == "fail":
         if new or gone:
-            raise QbeastModelConfigError(
+            raise QbeastSchemaChangeError(
                 f"model {model_config.model}: on_schema_change='fail' and the model's columns "
                 f"differ from the table's (new: {', '.join(new) or 'none'}; missing: "
                 f"{', '.join(gone) or 'none'}); allowed values for on_schema_change: "
