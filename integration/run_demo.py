@@ -2,8 +2,9 @@
 
 Runs, in this process through dbt's programmatic runner: `dbt deps` (only when the project
 declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt test`, then a second
-`dbt run` (the click stream is a Qbeast table with incremental_strategy='append': it grows by
-`events_increment` rows; the marts, one of them a Qbeast table, are rebuilt on top) and `dbt test`
+`dbt run` (the click stream is a Qbeast table with incremental_strategy='merge': it grows by
+`events_increment` new ids and upserts `events_redelivered` repeated ones; the marts, one of them
+a Qbeast table, are rebuilt on top) and `dbt test`
 again, with the profiles.yml that sits beside the project. Exits non-zero as soon as a step fails,
 and finishes by printing where the warehouse and each table live, and how the downstream models
 read the Qbeast click stream: the scan node of each one's query plan (Spark's native parquet scan
@@ -42,7 +43,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--increment", type=int, default=None,
-        help="rows the second run appends (default: the project's `events_increment`, 100,000)",
+        help="new ids the second run merges in (default: the project's `events_increment`, 100,000)",
     )
     parser.add_argument("--target", default=None, help="profile target (default: the profile's)")
     args = parser.parse_args(argv)
@@ -171,7 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         run_dbt(["seed"], args.project_dir, extra)
         run_dbt(["run"], args.project_dir, extra)
         run_dbt(["test"], args.project_dir, extra)
-        run_results = run_dbt(["run"], args.project_dir, extra)  # appends to the Qbeast table
+        run_results = run_dbt(["run"], args.project_dir, extra)  # merges into the Qbeast table
         run_dbt(["test"], args.project_dir, extra)
     except DemoStepFailed as exc:
         print(f"demo FAILED: {exc}", file=sys.stderr)

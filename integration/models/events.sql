@@ -4,21 +4,25 @@
   Murmur3 `hash`), so builds with the same variables give identical tables and the tests can check
   exact totals.
 
-  The first build generates `events_rows` events; every later `dbt run` appends the next
-  `events_increment` ids: with incremental_strategy='append' the qbeast model appends on later
-  runs and is_incremental() is true once the table exists (without a strategy it would be
-  rebuilt on every run, like a table).
+  The first build generates `events_rows` events. Every later `dbt run` delivers the next
+  `events_increment` ids plus, as real streams do, the last `events_redelivered` ids once more
+  (late and repeated deliveries). incremental_strategy='merge' on unique_key='event_id' upserts
+  them: the repeated events update their rows in place and only the new ids are inserted, so
+  the click stream holds each id once (an append would double the repeated ones, and the
+  `unique` test and the exact totals downstream would fail).
 #}
 {{ config(
     materialized='qbeast',
     columns_to_index=['event_time', 'user_id', 'product_id'],
     cube_size=var('events_cube_size'),
-    incremental_strategy='append',
+    incremental_strategy='merge',
+    unique_key='event_id',
 ) }}
 
 {% if is_incremental() %}
-  {% set first_id = '(select max(event_id) + 1 from ' ~ this ~ ')' %}
-  {% set id_count = var('events_increment') %}
+  {% set redelivered = [var('events_redelivered'), var('events_rows')] | min %}
+  {% set first_id = '(select max(event_id) + 1 - ' ~ redelivered ~ ' from ' ~ this ~ ')' %}
+  {% set id_count = var('events_increment') + redelivered %}
 {% else %}
   {% set first_id = '0' %}
   {% set id_count = var('events_rows') %}

@@ -1,4 +1,5 @@
--- The click stream holds ids 0..n-1 exactly once, n = `events_rows` plus whole appended increments.
+-- The click stream holds ids 0..n-1 exactly once, n = `events_rows` plus whole increments: the
+-- merge of a later run updates the redelivered ids instead of adding them again.
 select count(*) as actual_rows, count(distinct event_id) as distinct_ids, max(event_id) as max_id
 from {{ ref('events') }}
 having count(*) != count(distinct event_id)
