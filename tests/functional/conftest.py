@@ -26,6 +26,12 @@ def qbeast_target(**overrides: Any) -> Dict[str, Any]:
     return target
 
 
+def catalog_provider(project: Any, name: str) -> str:
+    """The ``Provider`` the catalog records for ``name`` in the test schema (``qbeast``, ...)."""
+    (row,) = project.run_sql(f"show table extended in {project.test_schema} like '{name}'", fetch="all")
+    return dict(line.split(": ", 1) for line in row[3].splitlines() if ": " in line).get("Provider", "")
+
+
 @pytest.fixture(scope="class")
 def dbt_profile_target(spark) -> Dict[str, Any]:  # noqa: ARG001 - started before dbt connects
     return qbeast_target()

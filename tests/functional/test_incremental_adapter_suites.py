@@ -17,16 +17,13 @@ from dbt.tests.adapter.incremental import test_incremental_unique_id as unique_i
 from dbt.tests.adapter.incremental.test_incremental_unique_id import BaseIncrementalUniqueKey
 from dbt.tests.util import run_dbt
 
+from .conftest import catalog_provider
+
 
 def as_qbeast(columns, **extra):
     """Project config: every model of the suite is a qbeast model indexed on ``columns``."""
     return {"models": {"+file_format": "qbeast", "+columns_to_index": columns, **extra}}
 
-
-def _provider(project, name: str) -> str:
-    (row,) = project.run_sql(f"show table extended in {project.test_schema} like '{name}'", fetch="all")
-    facts = dict(line.split(": ", 1) for line in row[3].splitlines() if ": " in line)
-    return facts.get("Provider", "")
 
 
 class TestIncrementalQbeast(BaseIncremental):
@@ -36,7 +33,7 @@ class TestIncrementalQbeast(BaseIncremental):
 
     def test_incremental(self, project):
         super().test_incremental(project)
-        assert _provider(project, "incremental") == "qbeast"
+        assert catalog_provider(project, "incremental") == "qbeast"
 
 
 def _typed_dates(sql: str) -> str:

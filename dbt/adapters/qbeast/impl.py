@@ -26,7 +26,8 @@ from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigError, QbeastRunOperationError
 from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
 from dbt.adapters.qbeast.model_config import (
-    QbeastModelConfig, check_python_keys, model_config_from_node, qbeast_spelling,
+    QbeastModelConfig, check_python_keys, is_qbeast_snapshot, model_config_from_node,
+    qbeast_spelling, snapshot_config_from_node,
 )
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
@@ -179,6 +180,58 @@ class QbeastAdapter(SparkAdapter):
         """True for a model written by the qbeast engine: ``materialized='qbeast'``, or dbt-spark's
         spelling ``materialized='table'`` / ``'incremental'`` with ``file_format='qbeast'``."""
         return qbeast_spelling(model.get("config") or {}) is not None
+
+    @available
+    def qbeast_is_qbeast_snapshot(self, model: Dict[str, Any]) -> bool:
+        """True for a snapshot with ``file_format='qbeast'`` (written by the engine)."""
+        return is_qbeast_snapshot(model.get("config") or {})
+
+    @available
+    def qbeast_snapshot_config(self, model: Dict[str, Any]) -> QbeastModelConfig:
+        """Validate a qbeast snapshot's index config (errors name the snapshot and the option)."""
+        return snapshot_config_from_node(model)
+
+    @available
+    def qbeast_snapshot(self, model: Dict[str, Any], relation: QbeastRelation,
+                        staging: Optional[QbeastRelation], build_sql: Optional[str],
+                        snapshot_config: QbeastModelConfig, columns: Dict[str, str]) -> AdapterResponse:
+        """Write a snapshot: its first table (``build_sql``), or merge dbt's staging rows into it.
+
+        The merge has the shape of dbt-spark's snapshot merge, in one engine commit: staging rows
+        match target rows on ``dbt_scd_id``, only current target rows (``dbt_valid_to`` null or
+        ``dbt_valid_to_current``) can match, a match sets ``dbt_valid_to`` (the update and delete
+        rows of dbt's staging query carry the scd id of the current row they close), and rows
+        without a match are inserted (dbt's insert rows carry a new scd id).
+        """
+        import dataclasses
+
+        import qbeast
+
+        if staging is None:
+            return self.qbeast_write(model, relation, None, str(build_sql), snapshot_config, False)
+        spark = self._spark()
+        location = relation.location or self.qbeast_location(relation, snapshot_config)
+        staged = spark.table(staging.render())
+        internal = ("dbt_change_type", "dbt_unique_key")
+        kept = [c for c in staged.columns if not c.lower().startswith(internal)]
+        table_columns = {c.lower() for c in qbeast.QbeastTable.for_path(spark, location).to_df().columns}
+        merge_schema = any(c.lower() not in table_columns for c in kept)
+        valid_to = columns["dbt_valid_to"]
+        current = f"{valid_to} is null"
+        valid_to_current = (model.get("config") or {}).get("dbt_valid_to_current")
+        if valid_to_current:
+            current = f"{valid_to} = {valid_to_current} or {current}"
+        merge_config = dataclasses.replace(
+            snapshot_config, incremental_strategy="merge", unique_key=(columns["dbt_scd_id"],),
+            incremental_predicates=(current,), merge_update_columns=(valid_to,))
+        message, rows = self._change_rows(spark, staged.select(*kept), location, "merge",
+                                          merge_schema, merge_config, relation)
+        if not catalog_entry_current(relation, location, snapshot_config, self._table_schema(location)):
+            self._register_qbeast_table(spark, relation, location, snapshot_config)
+        self._names(record=(relation, location))
+        message = message.replace("QBEAST MERGE", "QBEAST SNAPSHOT", 1)
+        logger.info(f"{message} into {relation}")
+        return AdapterResponse(_message=message, code="QBEAST SNAPSHOT", rows_affected=rows)
 
     @available
     def qbeast_location(self, relation: QbeastRelation, model_config: QbeastModelConfig) -> str:

@@ -621,3 +621,33 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         merge_exclude_columns=keyed.merge_exclude_columns,
         warnings=base.warnings,
     )
+
+
+def is_qbeast_snapshot(config: Mapping[str, Any]) -> bool:
+    """A snapshot written by the qbeast engine: ``file_format='qbeast'`` in its config."""
+    file_format = config.get("file_format")
+    return isinstance(file_format, str) and file_format.strip().lower() == QBEAST_FILE_FORMAT
+
+
+def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
+    """Validated qbeast settings of a snapshot: its index (``columns_to_index``, by default the
+    snapshot's ``unique_key`` columns, which the snapshot merges look up), ``cube_size`` and
+    ``location_root``. The strategy keys are dbt's own and dbt checks them."""
+    if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
+        node = node.to_dict()
+    name = str(node.get("name"))
+    config = _resolve_aliases(name, node.get("config") or {})
+    columns = config.get("columns_to_index")
+    if columns is None:
+        import re
+
+        key = config.get("unique_key")
+        keys = [key] if isinstance(key, str) else list(key or [])
+        if not keys or not all(isinstance(k, str) and re.fullmatch(r"\w+", k.strip()) for k in keys):
+            raise QbeastModelConfigError(
+                f"snapshot {name}: a qbeast snapshot needs config columns_to_index when its "
+                f"unique_key ({key!r}) is not a column or a list of columns; allowed values: a "
+                "list of the snapshot's column names, e.g. ['id']"
+            )
+        columns = [k.strip() for k in keys]
+    return parse_model_config(name, columns, config.get("cube_size"), config.get("location_root"))
