@@ -11,7 +11,7 @@ reuses it, exactly as dbt-spark's session profile does.
 """
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 import pytest
 
@@ -26,10 +26,16 @@ def qbeast_target(**overrides: Any) -> Dict[str, Any]:
     return target
 
 
-def catalog_provider(project: Any, name: str) -> str:
-    """The ``Provider`` the catalog records for ``name`` in the test schema (``qbeast``, ...)."""
-    (row,) = project.run_sql(f"show table extended in {project.test_schema} like '{name}'", fetch="all")
-    return dict(line.split(": ", 1) for line in row[3].splitlines() if ": " in line).get("Provider", "")
+def catalog_facts(project: Any, name: str, schema: Optional[str] = None) -> Dict[str, str]:
+    """What ``SHOW TABLE EXTENDED`` records for ``name`` (in the test schema unless given)."""
+    (row,) = project.run_sql(f"show table extended in {schema or project.test_schema} like '{name}'",
+                             fetch="all")
+    return dict(line.split(": ", 1) for line in row[3].splitlines() if ": " in line)
+
+
+def catalog_provider(project: Any, name: str, schema: Optional[str] = None) -> str:
+    """The ``Provider`` the catalog records for ``name`` (``qbeast``, ``parquet``, ...)."""
+    return catalog_facts(project, name, schema).get("Provider", "")
 
 
 @pytest.fixture(scope="class")

@@ -234,6 +234,33 @@ class QbeastAdapter(SparkAdapter):
         return AdapterResponse(_message=message, code="QBEAST SNAPSHOT", rows_affected=rows)
 
     @available
+    def qbeast_clone(self, source: QbeastRelation, target: QbeastRelation,
+                     existing: Optional[QbeastRelation]) -> AdapterResponse:
+        """``dbt clone`` of the Qbeast table ``source``: catalog table ``target`` over its folder.
+
+        No file is copied or written: the clone reads the original's table (its latest version
+        at every query). What held the target's name before (``--full-refresh``) is dropped
+        first unless it is a Qbeast table, whose catalog entry is replaced (its files stay).
+        """
+        import qbeast
+
+        spark = self._spark()
+        location = source.location
+        if not location:
+            raise DbtRuntimeError(f"clone of {source}: the catalog records no location for it")
+        if existing is not None and not existing.is_qbeast:
+            self._drop(spark, existing)
+        spark.sql(f"create schema if not exists {target.schema}")
+        config = QbeastModelConfig(model=str(target.identifier), columns_to_index=(),
+                                   cube_size=None, location_root=None)
+        self._register_qbeast_table(spark, target, location, config)
+        self._names(record=(target, location))
+        version = qbeast.QbeastTable.for_path(None, location).snapshot().delta.version
+        message = f"QBEAST CLONE of {source} at {location} (version {version})"
+        logger.info(message)
+        return AdapterResponse(_message=message, code="QBEAST CLONE")
+
+    @available
     def qbeast_location(self, relation: QbeastRelation, model_config: QbeastModelConfig) -> str:
         """Where the model's Qbeast table lives.
 

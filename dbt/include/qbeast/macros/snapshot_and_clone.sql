@@ -58,3 +58,39 @@
 
   {{ return({'relations': [target_relation]}) }}
 {% endmaterialization %}
+
+
+{#
+  `dbt clone` of a Qbeast table: a new external catalog table `USING qbeast` over the same folder
+  (adapter.qbeast_clone, the engine's qbeast.create_table), so the clone reads the original's
+  files without copying them, like a shallow clone. A later `dbt run` of the model in the clone's
+  target writes its own table at its own location and never into the original's folder. Other
+  relations keep dbt's clone behaviour (Spark cannot clone them: a view of the original).
+#}
+{%- materialization clone, adapter='qbeast' -%}
+  {%- set other = load_cached_relation(defer_relation) if defer_relation else none -%}
+  {%- if other is none or not other.is_qbeast -%}
+    {{ return(materialization_clone_default()) }}
+  {%- endif -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- if existing_relation and not flags.FULL_REFRESH -%}
+    {{ log("Relation " ~ existing_relation ~ " already exists", info=True) }}
+    {{ return({'relations': []}) }}
+  {%- endif -%}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- if target_relation.render() == other.render() -%}
+    {{ log("Target relation and defer relation are the same, skipping clone for relation: " ~ target_relation.render()) }}
+    {{ return({'relations': []}) }}
+  {%- endif -%}
+  {% set response = adapter.qbeast_clone(other, target_relation, existing_relation) %}
+  {% do store_result('main', response=response) %}
+  {{ return({'relations': [target_relation]}) }}
+{%- endmaterialization -%}
+
+
+{#- dbt-spark clones tables with Delta's `shallow clone`, which needs Delta's jars (absent here):
+    a plain table is cloned as dbt's fallback, a view of the original; Qbeast tables are cloned
+    by the clone materialization above. -#}
+{% macro qbeast__can_clone_table() %}
+  {{ return(False) }}
+{% endmacro %}
