@@ -271,16 +271,23 @@ def test_materialization_passes_config_warnings_on():
         ("qbeast", QBEAST_EVENTS, True, False, False),
         ("qbeast", None, False, False, False),
         ("qbeast", Relation("s", "t", is_qbeast=True, type="view"), False, False, False),
+        # dbt-spark's spelling of a qbeast model: the adapter decides as for `qbeast`
+        ("incremental+qbeast", QBEAST_EVENTS, False, True, True),
         ("incremental", Relation("s", "t"), False, True, False),
         ("incremental", Relation("s", "t", is_qbeast=True), False, False, False),  # rebuilt first
         ("table", Relation("s", "t"), False, False, False),
     ],
 )
 def test_is_incremental(materialized, relation, full_refresh, expected, asks_adapter):
-    model = SimpleNamespace(config=SimpleNamespace(materialized=materialized))
+    qbeast_model = materialized == "qbeast" or materialized.endswith("+qbeast")
+    model = SimpleNamespace(config=SimpleNamespace(materialized=materialized.split("+")[0]))
     this = SimpleNamespace(database=None, schema="s", table="t")
-    adapter = Recorder(get_relation=relation, qbeast_is_incremental=expected)
+    adapter = Recorder(get_relation=relation, qbeast_is_incremental=expected,
+                       qbeast_is_qbeast_model=qbeast_model)
     context = _context(adapter, model=model, this=this, should_full_refresh=lambda: full_refresh)
     assert _call("qbeast_materialization.sql", "is_incremental", context) is expected
-    asked = [("qbeast_is_incremental", model, relation)] if asks_adapter else []
+    asked = [("qbeast_is_qbeast_model", model)] if relation is not None and relation.type == "table" \
+        and not full_refresh else []
+    if asks_adapter:
+        asked.append(("qbeast_is_incremental", model, relation))
     assert adapter.calls == [("get_relation", None, "s", "t"), *asked]
