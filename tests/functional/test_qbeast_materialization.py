@@ -123,12 +123,13 @@ BAD_CONFIGS = {
     "bad_docs.sql": "{{ config(materialized='qbeast', columns_to_index=['a'], persist_docs={'table': true}) }} select 1 as a",
 }
 
-VALID_KEYS = "valid qbeast keys: columns_to_index, cube_size, incremental_strategy, location_root"
+VALID_KEYS = ("valid qbeast keys: columns_to_index, cube_size, incremental_strategy, unique_key, "
+              "incremental_predicates, merge_update_columns, merge_exclude_columns, location_root")
 
 EXPECTED_ERRORS = {
     "no_columns": "needs config columns_to_index",
     "zero_cube": "invalid config cube_size=0; allowed values: a positive integer",
-    "bad_mode": "incremental_strategy='merge' is not supported by qbeast models yet; allowed values: append",
+    "bad_mode": "incremental_strategy='merge' needs config unique_key; allowed values: a column name",
     "missing_column": "columns_to_index names nope, which the model's query does not return; allowed values: a",
     "bad_transformer": "linear, hashing, quantiles, histogram",
     "typo_columns": f"unknown config key 'colums_to_index' (did you mean 'columns_to_index'?); {VALID_KEYS}",

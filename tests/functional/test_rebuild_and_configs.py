@@ -102,9 +102,6 @@ REFUSED = {
                            "incremental_strategy='insert_overwrite') }} " + BAD,
                            "invalid config incremental_strategy='insert_overwrite'; allowed values: "
                            "append, merge, delete+insert"),
-    "bad_unique_key": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='merge', "
-                       "unique_key={'a': 1}) }} " + BAD,
-                       "invalid config unique_key={'a': 1}; allowed values: a column name or a list"),
     "exclude_with_delete_insert": ("{{ config(materialized='qbeast', columns_to_index=['a'], unique_key='a', "
                                    "incremental_strategy='delete+insert', merge_exclude_columns=['b']) }} " + BAD,
                                    "config merge_exclude_columns needs incremental_strategy='merge' (this "

@@ -53,8 +53,10 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     assert converted.staging_files() == []
     assert sum(c.element_count for c in converted.index_status()) == 200_000
 
-    # delete, update, merge on the users table: 11 rows of country 0 deleted, 1 inserted
+    # delete, update, merge, delete_insert on the users table: 11 rows of country 0 deleted, 1 inserted
     users = {r.id: r.status for r in namespace["users_table"].to_df().collect()}
     assert len(users) == 1000 - 11 + 1 and 0 not in users and users[5000] == "new"
     assert users[5] == "gone" and all(users[i] == "vip" for i in range(1, 10) if i != 5)
     assert "1 updated, 1 inserted" in printed
+    # delete_insert of the same rows: ids 5 and 5000 deleted and inserted again, one commit
+    assert namespace["users_table"].history(limit=1)[0].operation == "DELETE_INSERT"
