@@ -1,0 +1,571 @@
+"""Index effectiveness (issue 20): does a sample of fraction f read about f of the bytes, and does a
+box read few files, as tables grow by appends, on skewed data and on TPC-DS?
+
+One run measures two versions of the engine on the same data, in separate processes (each with its
+own Spark session, run one after the other):
+
+* **today**: the engine at ``--baseline-ref`` (default ``main``), extracted with ``git archive``
+  into ``.data/baseline-src/<commit>/`` and put first on ``PYTHONPATH``;
+* **branch**: the engine of this checkout.
+
+and, once, the layouts a user would use instead: Spark's plain parquet write (snappy, as qbeast's
+files) and the ``deltalake`` copy Z-ordered on the indexed columns (target file size: the plain
+parquet bytes of ``cube_size`` rows, i.e. one target file).
+
+Data sets (``datasets.py``): ``uniform`` and ``ecommerce`` (the skewed set) indexed on their three
+range columns, TPC-DS ``store_sales`` SF1 (DuckDB's ``tpcds`` extension) on ``ss_cdemo_sk,
+ss_hdemo_sk`` with cube size 300,000, and the incremental scenario: 30 appends of 100k rows
+indexed on ``event_time, user_id`` with cube size 50,000, each day's times after the previous
+day's, each append followed by the dbt model's default maintenance (what the materialization runs
+by default after a write: ``QbeastTable.optimize()`` when ``optimize_after_run`` defaults to on,
+nothing otherwise).
+
+Figures, per version and data set:
+
+* ``bytes read / (f x table bytes)`` of ``QbeastTable.sample(f)`` for f in {0.01, 0.05, 0.1, 0.2,
+  0.5}, from Spark's scan metrics; the goal (<= 1.2) applies where ``f x table bytes`` is at
+  least one target file (the plain parquet bytes of ``cube_size`` rows);
+* sample accuracy: the sample's count equals the exact count of ``hash(cols) < Weight(f)`` over
+  the source rows (checked; a mismatch aborts), and its distance to ``f x N``;
+* files read by 2-D / 3-D boxes at 0.1% / 1% / 10% selectivity (3 seeded boxes each; counts
+  checked against numpy) and, in the incremental scenario, by one-day ranges on ``event_time``,
+  against the Z-ordered Delta copy (files whose min/max overlap the box, Delta's skipping rule);
+* table bytes / plain parquet bytes; write time (best of ``--repeat`` writes; the incremental
+  scenario: the sum of its appends and maintenance);
+* incremental: revisions with live files, bytes written by maintenance per byte appended.
+
+Run ``.venv/bin/python benchmarks/bench_layout.py`` (about 25 minutes on 2 cores; ``--quick`` for
+small data). Raw results go to ``.data/layout-results.json``, the report to
+``results/layout.md``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from datasets import DATA_ROOT, Dataset, daily_events, generate, tpcds_store_sales  # noqa: E402
+
+logger = logging.getLogger("qbeast.benchmarks.layout")
+
+FRACTIONS = (0.01, 0.05, 0.1, 0.2, 0.5)
+SELECTIVITIES = (0.001, 0.01, 0.1)
+BOXES_PER_SELECTIVITY = 3
+GOAL_RATIO = 1.2
+RESULTS = DATA_ROOT / "layout-results.json"
+REPORT = HERE / "results" / "layout.md"
+
+
+# -- the data sets ---------------------------------------------------------------------------------
+
+
+def single_write_sets(quick: bool) -> list[dict[str, Any]]:
+    """(name, data set, indexed columns, cube size) of the single-write sets."""
+    rows = 200_000 if quick else 2_000_000
+    cube = 20_000 if quick else 100_000
+    sets = [
+        {"name": "uniform", "data": generate("uniform", rows), "columns": ("x", "y", "z"), "cube": cube},
+        {"name": "skewed (ecommerce)", "data": generate("ecommerce", rows),
+         "columns": ("event_time", "user_id", "price"), "cube": cube},
+    ]
+    if not quick:
+        sets.append({"name": "TPC-DS store_sales SF1", "data": tpcds_store_sales(1),
+                     "columns": ("ss_cdemo_sk", "ss_hdemo_sk"), "cube": 300_000})
+    return sets
+
+
+def incremental_days(quick: bool) -> tuple[list[Dataset], int]:
+    """The daily appends and the cube size of the incremental scenario."""
+    if quick:
+        return daily_events(8, 20_000), 10_000
+    return daily_events(30, 100_000), 50_000
+
+
+def _values(files: list[str], columns: tuple[str, ...]) -> dict[str, np.ndarray]:
+    import pyarrow.dataset as pads
+
+    table = pads.dataset(files, format="parquet").to_table(columns=list(columns))
+    out = {}
+    for c in columns:
+        col = table.column(c)
+        if str(col.type).startswith("timestamp"):
+            col = col.cast("int64")  # microseconds, as the SQL literals below
+        out[c] = np.asarray(col.to_numpy())
+    return out
+
+
+def boxes(values: dict[str, np.ndarray], selectivity: float, count: int, seed: int) -> list[dict]:
+    """``count`` boxes ``{column: (lo, hi)}`` (inclusive) of about ``selectivity`` of the rows."""
+    from bench_ranges import _boxes
+
+    return _boxes(values, selectivity, count, seed)
+
+
+def box_sql(box: dict[str, tuple[Any, Any]], timestamps: set[str]) -> str:
+    parts = []
+    for column, (lo, hi) in box.items():
+        if column in timestamps:
+            parts.append(f"{column} BETWEEN timestamp_micros({int(lo)}) AND timestamp_micros({int(hi)})")
+        else:
+            parts.append(f"{column} BETWEEN {lo!r} AND {hi!r}")
+    return " AND ".join(parts)
+
+
+def qualifying(values: dict[str, np.ndarray], box: dict) -> int:
+    mask = np.ones(len(next(iter(values.values()))), dtype=bool)
+    for column, (lo, hi) in box.items():
+        mask &= (values[column] >= lo) & (values[column] <= hi)
+    return int(mask.sum())
+
+
+def box_queries(values: dict[str, np.ndarray], columns: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The seeded 2-D / 3-D boxes of one set, with their exact row counts (same in every process)."""
+    out = []
+    for dims in (2, 3):
+        if len(columns) < dims:
+            continue
+        sub = {c: values[c] for c in columns[:dims]}
+        for s_index, selectivity in enumerate(SELECTIVITIES):
+            for box in boxes(sub, selectivity, BOXES_PER_SELECTIVITY, seed=1000 * dims + s_index):
+                out.append({"dims": dims, "selectivity": selectivity, "box": box,
+                            "rows": qualifying(sub, box)})
+    return out
+
+
+def day_queries(values: dict[str, np.ndarray], days: int) -> list[dict[str, Any]]:
+    """One-day ranges on ``event_time`` (first, middle and last day of the scenario)."""
+    day_us = 86_400_000_000
+    start = int(values["event_time"].min()) // day_us * day_us
+    out = []
+    for day in sorted({0, days // 2, days - 1}):
+        lo, hi = start + day * day_us, start + (day + 1) * day_us - 1
+        box = {"event_time": (lo, hi)}
+        out.append({"dims": 1, "selectivity": 1 / days, "box": box, "rows": qualifying(values, box),
+                    "day": day})
+    return out
+
+
+# -- worker: one engine version ---------------------------------------------------------------------
+
+
+def _spark():
+    from measure import spark_session
+
+    return spark_session()
+
+
+def _active(path: str) -> list[Any]:
+    from qbeast.delta.log import DeltaLog
+
+    return list(DeltaLog.for_path(path).snapshot().files.values())
+
+
+def _table_facts(path: str) -> dict[str, Any]:
+    from qbeast.core.blocks import decode_tags
+
+    files = _active(path)
+    revisions = {decode_tags(f.tags).revision_id for f in files}
+    blocks = sum(len(decode_tags(f.tags).blocks) for f in files)
+    return {"files": len(files), "bytes": int(sum(f.size for f in files)),
+            "revisions_live": len(revisions), "blocks": blocks}
+
+
+def _exact_sample_counts(spark, files: list[str], columns: tuple[str, ...]) -> dict[float, int]:
+    """Rows of the source with ``hash(cols) < Weight(f)`` for every fraction (one Spark job)."""
+    from pyspark.sql import functions as F
+
+    from qbeast.core.weight import weight_from_fraction
+
+    weight = F.hash(*[F.col(c) for c in columns])
+    aggs = [F.sum((weight < weight_from_fraction(f)).cast("long")).alias(f"f{i}")
+            for i, f in enumerate(FRACTIONS)]
+    row = spark.read.parquet(*files).agg(*aggs).collect()[0]
+    return {f: int(row[f"f{i}"] or 0) for i, f in enumerate(FRACTIONS)}
+
+
+def _measure_reads(spark, path: str, columns: tuple[str, ...], rows: int, exact: dict[float, int],
+                   queries: list[dict[str, Any]], timestamps: set[str]) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    from measure import collect_with_io
+    from qbeast import QbeastTable
+
+    table = QbeastTable.for_path(spark, path)
+    facts = _table_facts(path)
+    samples = []
+    for f in FRACTIONS:
+        (row,), io = collect_with_io(table.sample(f).agg(F.count(F.lit(1))))
+        count = int(row[0])
+        if count != exact[f]:
+            raise AssertionError(f"sample({f}) of {path} returned {count} rows; exactly "
+                                 f"{exact[f]} rows have hash < Weight({f})")
+        plan = table.read_plan(fraction=f) if hasattr(table, "read_plan") else None
+        samples.append({"fraction": f, "files": io.files, "bytes": io.bytes, "rows": count,
+                        "blocks": getattr(plan, "blocks_read", None),
+                        "ratio": io.bytes / (f * facts["bytes"]),
+                        "count_error": abs(count - f * rows) / (f * rows)})
+    boxes_out = []
+    for q in queries:
+        predicate = box_sql(q["box"], timestamps)
+        (row,), io = collect_with_io(table.to_df(filter=predicate).agg(F.count(F.lit(1))))
+        if int(row[0]) != q["rows"]:
+            raise AssertionError(f"{path} WHERE {predicate}: {row[0]} rows, numpy counts {q['rows']}")
+        boxes_out.append({"dims": q["dims"], "selectivity": q["selectivity"], "files": io.files,
+                          "bytes": io.bytes})
+    return {"table": facts, "samples": samples, "boxes": boxes_out}
+
+
+def _timed_write(spark, df, path: str, columns: tuple[str, ...], cube: int, mode: str):
+    import qbeast
+
+    started = time.perf_counter()
+    result = qbeast.write(df, path, ",".join(columns), cube_size=cube, mode=mode)
+    return time.perf_counter() - started, result
+
+
+def default_maintenance(source: Path) -> bool:
+    """Whether the dbt materialization of ``source`` optimizes after a write by default.
+
+    Read from the text of its model config (``optimize_after_run: bool = <default>``) rather than
+    imported: the adapter package of another version cannot be put on the path next to dbt-core.
+    """
+    import re
+
+    text = (source / "dbt" / "adapters" / "qbeast" / "model_config.py").read_text()
+    found = re.search(r"^\s*optimize_after_run:\s*bool\s*=\s*(True|False)", text, re.M)
+    if found is None:
+        raise RuntimeError(f"no optimize_after_run default in {source}'s dbt model config")
+    return found.group(1) == "True"
+
+
+def _maintenance_bytes(result: Any) -> int:
+    """Bytes the optimize commits of ``result`` added (what maintenance rewrote)."""
+    from qbeast.delta.log import DeltaLog
+
+    total = 0
+    for commit in getattr(result, "commits", ()):
+        log = DeltaLog.for_path(result.path)
+        snapshot = log.snapshot(commit.version)
+        total += sum(snapshot.files[p].size for p in commit.files_added if p in snapshot.files)
+    return total
+
+
+def run_worker(args) -> dict[str, Any]:
+    """Every measurement of one engine version (this process's ``qbeast``)."""
+    import qbeast
+
+    spark = _spark()
+    work = DATA_ROOT / "work" / f"layout-{args.label}"
+    out: dict[str, Any] = {"label": args.label, "qbeast": str(Path(qbeast.__file__).parent),
+                           "sets": [], "incremental": None}
+    # warm-up: JVM, Python workers, code paths
+    warm = generate("uniform", 20_000)
+    _timed_write(spark, warm.spark_df(spark), str(work / "warm"), ("x", "y"), 5_000, "overwrite")
+    for spec in single_write_sets(args.quick):
+        data: Dataset = spec["data"]
+        columns, cube = spec["columns"], spec["cube"]
+        times = []
+        path = ""
+        for attempt in range(args.repeat):
+            path = str(work / f"{data.kind}-{attempt}")
+            seconds, _ = _timed_write(spark, data.spark_df(spark), path, columns, cube, "overwrite")
+            times.append(seconds)
+        values = _values(data.files, columns)
+        timestamps = {c for c in columns if c == "event_time"}
+        exact = _exact_sample_counts(spark, data.files, columns)
+        reads = _measure_reads(spark, path, columns, data.rows, exact,
+                               box_queries(values, columns), timestamps)
+        out["sets"].append({"name": spec["name"], "rows": data.rows, "columns": list(columns),
+                            "cube_size": cube, "write_s": min(times), "write_times": times, **reads})
+        logger.info("%s %s: write %.1fs, %s", args.label, spec["name"], min(times), reads["table"])
+    days, cube = incremental_days(args.quick)
+    columns = ("event_time", "user_id")
+    path = str(work / "incremental")
+    maintain = args.maintenance
+    appended = rewritten = 0
+    write_s = maintain_s = 0.0
+    for i, day in enumerate(days):
+        seconds, result = _timed_write(spark, day.spark_df(spark), path, columns, cube,
+                                       "overwrite" if i == 0 else "append")
+        write_s += seconds
+        active = {f.path: f.size for f in _active(path)}
+        appended += sum(active.get(p, 0) for p in result.files)
+        if maintain:
+            started = time.perf_counter()
+            optimized = qbeast.QbeastTable.for_path(spark, path).optimize()
+            maintain_s += time.perf_counter() - started
+            rewritten += _maintenance_bytes(optimized)
+    files = [f for d in days for f in d.files]
+    values = _values(files, columns)
+    rows = sum(d.rows for d in days)
+    exact = _exact_sample_counts(spark, files, columns)
+    reads = _measure_reads(spark, path, columns, rows, exact,
+                           day_queries(values, len(days)) + box_queries(values, columns), {"event_time"})
+    out["incremental"] = {"days": len(days), "rows": rows, "columns": list(columns), "cube_size": cube,
+                          "maintenance": maintain, "write_s": write_s, "maintenance_s": maintain_s,
+                          "bytes_appended": appended, "bytes_rewritten": rewritten, **reads}
+    logger.info("%s incremental: %s", args.label, reads["table"])
+    spark.stop()
+    return out
+
+
+# -- peers: plain parquet and the Z-ordered Delta copy ----------------------------------------------
+
+
+def run_peers(args) -> dict[str, Any]:
+    from bench_ranges import ZorderFiles
+    from bench_write_peers import zorder_delta
+    from measure import folder_bytes, fresh_dir
+
+    spark = _spark()
+    out: dict[str, Any] = {"sets": {}}
+    days, day_cube = incremental_days(args.quick)
+    specs = [(s["name"], s["data"].files, s["columns"], s["cube"], s["data"].rows)
+             for s in single_write_sets(args.quick)]
+    specs.append(("incremental", [f for d in days for f in d.files], ("event_time", "user_id"),
+                  day_cube, sum(d.rows for d in days)))
+    for name, files, columns, cube, rows in specs:
+        p_dir = fresh_dir(f"layout-parquet-{len(out['sets'])}")
+        spark.read.parquet(*files).write.option("compression", "snappy").parquet(str(p_dir))
+        _, p_bytes = folder_bytes(p_dir)
+        target = max(64 * 1024, int(p_bytes / rows * cube))
+        z_dir = fresh_dir(f"layout-zorder-{len(out['sets'])}")
+        import pyarrow.dataset as pads
+        from deltalake import write_deltalake
+
+        write_deltalake(str(z_dir), pads.dataset(files, format="parquet").scanner().to_reader(),
+                        mode="overwrite")
+        zorder_delta(z_dir, columns, target)
+        zorder = ZorderFiles(str(z_dir))
+        values = _values(files, columns)
+        queries = box_queries(values, columns)
+        if name == "incremental":
+            queries = day_queries(values, len(days)) + queries
+        boxes_out = []
+        for q in queries:
+            box = q["box"]
+            if "event_time" in box:  # the Delta stats hold timestamps; compare as microseconds
+                zbox = dict(box)
+                lo, hi = box["event_time"]
+                zbox["event_time"] = (np.datetime64(int(lo), "us"), np.datetime64(int(hi), "us"))
+                paths, size = _zorder_select(zorder, zbox)
+            else:
+                paths, size = zorder.select(box)
+            boxes_out.append({"dims": q["dims"], "selectivity": q["selectivity"], "files": len(paths),
+                              "bytes": size})
+        out["sets"][name] = {"parquet_bytes": p_bytes, "target_file_bytes": target,
+                             "zorder_files": zorder.total_files, "zorder_bytes": zorder.total_bytes,
+                             "zorder_boxes": boxes_out}
+        logger.info("peers %s: parquet %d bytes, z-order %d files", name, p_bytes, zorder.total_files)
+    spark.stop()
+    return out
+
+
+def _zorder_select(zorder, box) -> tuple[list[str], int]:
+    """Z-order files whose min/max overlap the box, timestamps compared as datetime64[us]."""
+    keep = np.ones(zorder.total_files, dtype=bool)
+    for column, (lo, hi) in box.items():
+        mins = zorder.actions[f"min.{column}"].to_numpy(zero_copy_only=False)
+        maxs = zorder.actions[f"max.{column}"].to_numpy(zero_copy_only=False)
+        if np.issubdtype(np.asarray(mins).dtype, np.datetime64):
+            mins, maxs = mins.astype("datetime64[us]"), maxs.astype("datetime64[us]")
+        keep &= (mins <= hi) & (maxs >= lo)
+    paths = [p for p, k in zip(zorder.actions["path"].to_pylist(), keep) if k]
+    size = int(np.asarray(zorder.actions["size_bytes"].to_numpy())[keep].sum())
+    return paths, size
+
+
+# -- driver -------------------------------------------------------------------------------------------
+
+
+def baseline_source(ref: str) -> Path:
+    """The ``qbeast`` and ``dbt`` packages at ``ref``, extracted once under ``.data/baseline-src``."""
+    commit = subprocess.run(["git", "rev-parse", ref], cwd=REPO, text=True, capture_output=True,
+                            check=True).stdout.strip()
+    target = DATA_ROOT / "baseline-src" / commit
+    if not (target / "qbeast" / "__init__.py").exists():
+        target.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(["git", "archive", commit, "qbeast", "dbt/adapters/qbeast/model_config.py"],
+                                 cwd=REPO,
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return target
+
+
+def _run_child(role: str, label: str, source: Path, args) -> dict[str, Any]:
+    out = DATA_ROOT / f"layout-{label}.json"
+    env = dict(os.environ)
+    # the version's qbeast package only (its dbt folder holds just the model config, read as text)
+    env["PYTHONPATH"] = os.pathsep.join([str(source), str(HERE)])
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--role", role, "--label", label,
+           "--out", str(out), "--repeat", str(args.repeat)] + (["--quick"] if args.quick else [])
+    if default_maintenance(source):
+        cmd.append("--maintenance")
+    logger.info("running %s (%s) with %s", label, role, source)
+    subprocess.run(cmd, env=env, check=True)
+    return json.loads(out.read_text())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small data sets (a check that it runs)")
+    parser.add_argument("--baseline-ref", default="main", help="git ref of 'today's' engine")
+    parser.add_argument("--repeat", type=int, default=2, help="writes per single-write set (best kept)")
+    parser.add_argument("--only-report", action="store_true", help="redraw the report from the raw results")
+    parser.add_argument("--role", choices=("qbeast", "peers"), help=argparse.SUPPRESS)
+    parser.add_argument("--label", default="branch", help=argparse.SUPPRESS)
+    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--maintenance", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("py4j", "qbeast.spark", "qbeast.operations", "qbeast.delta"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    if args.role:
+        result = run_worker(args) if args.role == "qbeast" else run_peers(args)
+        Path(args.out).write_text(json.dumps(result, indent=1, default=str))
+        return 0
+    if not args.only_report:
+        started = time.perf_counter()
+        base = baseline_source(args.baseline_ref)
+        results = {
+            "quick": args.quick, "baseline_ref": args.baseline_ref,
+            "baseline_commit": base.name,
+            "branch_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, text=True,
+                                            capture_output=True).stdout.strip(),
+            "peers": _run_child("peers", "peers", REPO, args),
+            "today": _run_child("qbeast", "today", base, args),
+            "branch": _run_child("qbeast", "branch", REPO, args),
+        }
+        results["elapsed_s"] = time.perf_counter() - started
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(results, indent=1, default=str))
+    results = json.loads(RESULTS.read_text())
+    out = REPORT if not results["quick"] else DATA_ROOT / "layout-quick.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(results))
+    print(f"report: {out}")
+    return 0
+
+
+# -- report -------------------------------------------------------------------------------------------
+
+
+def _ok(good: bool | None) -> str:
+    return "" if good is None else (" ✓" if good else " ✗")
+
+
+def _set_rows(results: dict) -> list[tuple[str, dict, dict, dict]]:
+    """(name, today's figures, branch's figures, peers' figures) per data set."""
+    rows = []
+    for i, today in enumerate(results["today"]["sets"]):
+        branch = results["branch"]["sets"][i]
+        rows.append((today["name"], today, branch, results["peers"]["sets"][today["name"]]))
+    inc_t, inc_b = results["today"]["incremental"], results["branch"]["incremental"]
+    name = f"incremental ({inc_t['days']} appends)"
+    rows.append((name, inc_t, inc_b, results["peers"]["sets"]["incremental"]))
+    return rows
+
+
+def render(results: dict) -> str:
+    lines = [
+        "# Index effectiveness (issue 20): samples, boxes, size and appends",
+        "",
+        f"`benchmarks/bench_layout.py`{' --quick' if results['quick'] else ''}: *today* = "
+        f"`{results['baseline_ref']}` ({results['baseline_commit'][:8]}), *branch* = "
+        f"{results['branch_commit'][:8]}; both measured in this run on the same data, "
+        f"{results.get('elapsed_s', 0) / 60:.0f} minutes on 2 cores (shared machine).",
+        "",
+        "## Sampling: bytes read / (f × table bytes)",
+        "",
+        f"Goal ≤ {GOAL_RATIO} where f × table bytes is at least one target file (the plain parquet "
+        "bytes of cube-size rows); cells below that size are in parentheses. Every sample returned "
+        "exactly the rows with `hash < Weight(f)` (checked).",
+        "",
+        "| data set | version | " + " | ".join(f"f={f}" for f in FRACTIONS) + " | max count error |",
+        "|---|---|" + "---|" * len(FRACTIONS) + "---|",
+    ]
+    for name, today, branch, peers in _set_rows(results):
+        for label, fig in (("today", today), ("branch", branch)):
+            cells = []
+            for s in fig["samples"]:
+                big = s["fraction"] * fig["table"]["bytes"] >= peers["target_file_bytes"]
+                text = f"{s['ratio']:.2f}"
+                cells.append(f"{text}{_ok(s['ratio'] <= GOAL_RATIO)}" if big else f"({text})")
+            err = max(s["count_error"] for s in fig["samples"])
+            lines.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {err:.2%} |")
+    lines += ["", "Files (and blocks, where the planner reports them) read by the samples:", "",
+              "| data set | version | files | " + " | ".join(f"f={f}" for f in FRACTIONS) + " |",
+              "|---|---|---|" + "---|" * len(FRACTIONS)]
+    for name, today, branch, _ in _set_rows(results):
+        for label, fig in (("today", today), ("branch", branch)):
+            cells = [f"{s['files']}" + (f" ({s['blocks']} blocks)" if s.get("blocks") is not None else "")
+                     for s in fig["samples"]]
+            lines.append(f"| {name} | {label} | {fig['table']['files']} | " + " | ".join(cells) + " |")
+    lines += ["", "## Boxes: files read (mean of 3 boxes) vs the Z-ordered Delta copy", "",
+              "Goal: branch ≤ today and branch < Z-order.", "",
+              "| data set | box | today | branch | Z-order (files in table) |", "|---|---|---|---|---|"]
+    for name, today, branch, peers in _set_rows(results):
+        keys = []
+        for b in today["boxes"]:
+            key = (b["dims"], b["selectivity"])
+            if key not in keys:
+                keys.append(key)
+        for key in keys:
+            def mean(rows, key=key):
+                vals = [b["files"] for b in rows if (b["dims"], b["selectivity"]) == key]
+                return sum(vals) / len(vals)
+            t, b, z = mean(today["boxes"]), mean(branch["boxes"]), mean(peers["zorder_boxes"])
+            what = "one day" if key[0] == 1 else f"{key[0]}-D {key[1]:.1%}"
+            lines.append(f"| {name} | {what} | {t:.1f} | {b:.1f}{_ok(b <= t and b < z)} | "
+                         f"{z:.1f} ({peers['zorder_files']}) |")
+    lines += ["", "## Size and write time", "",
+              "Goal: table bytes / plain parquet bytes ≤ 1.0; branch write time ≤ 1.1 × today's.", "",
+              "| data set | rows | parquet MB | today MB (ratio) | branch MB (ratio) | Z-order MB | "
+              "today files | branch files | today write s | branch write s (ratio) |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, today, branch, peers in _set_rows(results):
+        p = peers["parquet_bytes"]
+        tb, bb = today["table"]["bytes"], branch["table"]["bytes"]
+        tw = today["write_s"] + today.get("maintenance_s", 0.0)
+        bw = branch["write_s"] + branch.get("maintenance_s", 0.0)
+        lines.append(
+            f"| {name} | {today['rows']:,} | {p / 1e6:.1f} | {tb / 1e6:.1f} ({tb / p:.2f}) | "
+            f"{bb / 1e6:.1f} ({bb / p:.2f}){_ok(bb / p <= 1.0)} | {peers['zorder_bytes'] / 1e6:.1f} | "
+            f"{today['table']['files']} | {branch['table']['files']} | {tw:.1f} | "
+            f"{bw:.1f} ({bw / tw:.2f}){_ok(bw <= 1.1 * tw)} |")
+    inc_t, inc_b = results["today"]["incremental"], results["branch"]["incremental"]
+    goal_revisions = math.log2(inc_t["days"])
+    lines += ["", "## Incremental scenario", "",
+              f"{inc_t['days']} appends of {inc_t['rows'] // inc_t['days']:,} rows on "
+              f"`{', '.join(inc_t['columns'])}`, cube size {inc_t['cube_size']:,}, each followed by the "
+              "model's default maintenance. Goals: revisions live ≤ log2(days) = "
+              f"{goal_revisions:.1f}; bytes rewritten by maintenance per byte appended ≤ 2.", "",
+              "| version | default maintenance | revisions live | blocks | bytes appended MB | "
+              "rewritten MB | rewritten / appended | appends s | maintenance s |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for label, fig in (("today", inc_t), ("branch", inc_b)):
+        ratio = fig["bytes_rewritten"] / fig["bytes_appended"] if fig["bytes_appended"] else 0.0
+        revs = fig["table"]["revisions_live"]
+        lines.append(
+            f"| {label} | {'optimize' if fig['maintenance'] else 'none'} | {revs}"
+            f"{_ok(revs <= goal_revisions)} | {fig['table']['blocks']} | {fig['bytes_appended'] / 1e6:.1f} | "
+            f"{fig['bytes_rewritten'] / 1e6:.1f} | {ratio:.2f}{_ok(ratio <= 2)} | {fig['write_s']:.1f} | "
+            f"{fig['maintenance_s']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
