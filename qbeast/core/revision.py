@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from qbeast.core.defaults import DEFAULT_CUBE_SIZE
+from qbeast.core.defaults import DEFAULT_CUBE_SIZE, REVISION_HEADROOM_PERCENT
 from qbeast.core.jvm_compat import jackson_json
 from qbeast.core.transformations import (
     EmptyTransformation,
     HashTransformation,
     IdentityTransformation,
+    LinearTransformation,
     Transformation,
     transformation_from_json_obj,
 )
@@ -370,6 +371,20 @@ def _fit(transformer: Transformer, stats: Mapping[str, Any], user_stats: Mapping
     return fitted.merge(from_user, rng)
 
 
+def _with_headroom(old: Transformation, merged: Transformation, percent: int,
+                   rng: _random.Random | None) -> Transformation:
+    """``merged`` widened where it grew past ``old`` (linear ranges only; see compute_revision_change)."""
+    if percent <= 0 or not isinstance(merged, LinearTransformation):
+        return merged
+    if isinstance(old, LinearTransformation):
+        bounds = (old.min_number, old.max_number)
+    elif isinstance(old, IdentityTransformation) and old.identity_value is not None:
+        bounds = (old.identity_value, old.identity_value)
+    else:
+        return merged
+    return merged.with_headroom(bounds[0], bounds[1], percent / 100.0, rng)
+
+
 def compute_revision_change(
     latest: Revision | None,
     specs: str | Sequence[str] | Sequence[ColumnSpec] | None,
@@ -381,6 +396,7 @@ def compute_revision_change(
     data_types: Mapping[str, QDataType] | None = None,
     table_id: str | None = None,
     rng: _random.Random | None = None,
+    headroom_percent: int = REVISION_HEADROOM_PERCENT,
 ) -> Revision | None:
     """Decide whether the data described by ``stats`` needs a new revision (FORMAT §3.8).
 
@@ -388,6 +404,12 @@ def compute_revision_change(
     ``data_types`` and ``specs``). ``stats`` is the row of the single stats pass (aliases without
     backticks). Returns the new revision (id = latest + 1, timestamp ``now``, unchanged parts
     copied), or None when the data fits ``latest`` as it is.
+
+    A linear range that grows past the latest revision's gets ``headroom_percent`` of its new span
+    added on the side(s) it grew (:meth:`LinearTransformation.with_headroom`), so that data
+    growing in one direction opens O(log growth) revisions rather than one per append. Readers
+    only see wider min/max numbers: the format is unchanged. Ranges from ``column_stats`` are
+    the user's statement of the space and get no headroom.
     """
     if latest is None:
         if table_id is None or specs is None or data_types is None:
@@ -410,6 +432,8 @@ def compute_revision_change(
             old = latest.transformations[i]
             if old.is_superseded_by(candidate):
                 chosen = old.merge(candidate, rng)
+                if not user_stats:  # a range the user states is taken as given
+                    chosen = _with_headroom(old, chosen, headroom_percent, rng)
                 any_transformation_changed = True
             else:
                 chosen = old

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import abc
 import decimal
+import math
 import random as _random
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -278,6 +280,41 @@ class LinearTransformation(Transformation):
             return self
         return other
 
+    def with_headroom(self, previous_min: Any, previous_max: Any, factor: float,
+                      rng: _random.Random | None = None) -> "LinearTransformation":
+        """This range widened by ``factor`` times its span on each side where it grew past
+        ``[previous_min, previous_max]`` (the range of the revision it supersedes).
+
+        Why: data that grows in one direction (dates, ids) would otherwise open a new revision
+        on every append, and every revision is a separate index a sample must read. With the span
+        multiplied by ``1 + factor`` at each growth, ``k`` revisions cover a growth by
+        ``(1 + factor)**k``: O(log growth) revisions. Bounds stay within the column type's range
+        and keep its JSON number typing (integers for integral types, FORMAT §4.1).
+        """
+        if factor <= 0:
+            return self
+        lo, hi = float(self.min_number), float(self.max_number)
+        pad = (hi - lo) * factor
+        grew_low = lo < float(previous_min)
+        grew_high = hi > float(previous_max)
+        if not (grew_low or grew_high):
+            return self
+        low_limit, high_limit = _type_limits(self.data_type)
+        new_lo = max(lo - pad, low_limit) if grew_low else lo
+        new_hi = min(hi + pad, high_limit) if grew_high else hi
+        if self.data_type.is_integral:
+            mn = self.min_number if not grew_low else int(math.floor(new_lo))
+            mx = self.max_number if not grew_high else int(math.ceil(new_hi))
+            mn, mx = max(mn, int(low_limit)), min(mx, int(high_limit))
+        else:
+            mn = self.min_number if not grew_low else float(new_lo)
+            mx = self.max_number if not grew_high else float(new_hi)
+            if self.data_type is QDataType.FLOAT:
+                mn, mx = to_float32(mn), to_float32(mx)
+        if (mn, mx) == (self.min_number, self.max_number):
+            return self
+        return LinearTransformation.create(mn, mx, self.data_type, rng)
+
     def to_json_obj(self) -> dict[str, Any]:
         return {
             "className": self.class_name,
@@ -308,6 +345,21 @@ class LinearTransformation(Transformation):
             return cls(mn, mx, null_value, data_type)
         except InvalidOptionError as exc:
             raise FormatError(f"{owner} JSON is invalid: {exc}") from exc
+
+
+#: Largest finite float32 (FloatDataType bounds stay representable).
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _type_limits(data_type: QDataType) -> tuple[float, float]:
+    """The values a bound of ``data_type`` may take (the type's range; finite for floats)."""
+    if data_type is QDataType.INTEGER:
+        return -2.0**31, 2.0**31 - 1
+    if data_type.is_integral:  # long, timestamp and date millis
+        return -2.0**63, 2.0**63 - 1024  # the largest double below 2**63
+    if data_type is QDataType.FLOAT:
+        return -_FLOAT32_MAX, _FLOAT32_MAX
+    return -sys.float_info.max, sys.float_info.max
 
 
 def _min_of(a: Any, b: Any) -> Any:

@@ -125,9 +125,12 @@ def choose_revision(
         if base is None:
             return initial_revision(table_id, spec.specs or [], spec.data_types, cube_size, now), True, 0
         return base, False, 0
+    from qbeast.spark import settings
+
     new = compute_revision_change(
         base, spec.specs, stats, cube_size, column_stats, now,
         data_types=spec.data_types, table_id=table_id,
+        headroom_percent=settings.REVISION_HEADROOM.read(data.sparkSession),
     )
     if new is None:
         assert base is not None

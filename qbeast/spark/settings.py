@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast.core.defaults import DEFAULT_CUBE_SIZE as FORMAT_DEFAULT_CUBE_SIZE
+from qbeast.core.defaults import REVISION_HEADROOM_PERCENT
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.write_options import check_non_negative_int, check_positive_int
 
@@ -91,6 +92,13 @@ ESTIMATION_SAMPLE_ROWS = Setting(
     "every row); the write option estimation_sample_rows overrides it.",
     minimum=0,
 )
+REVISION_HEADROOM = Setting(
+    "spark.qbeast.index.revisionHeadroomPercent", REVISION_HEADROOM_PERCENT,
+    "When a write's data grows past a linear column's range and opens a new revision, the new "
+    "range is widened by this percent of its span on the side(s) it grew, so that growing keys "
+    "(dates, ids) open O(log growth) revisions; 0 = exact ranges, as qbeast-spark.",
+    minimum=0,
+)
 SHIP_ENGINE = Setting(
     "spark.qbeast.shipEngine", "auto",
     "Whether sessions built by the engine send its Python code to the executors: auto (when "
@@ -109,4 +117,4 @@ SQL_BRIDGE = Setting(
 
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
-                                 SHIP_ENGINE, SQL_BRIDGE)
+                                 REVISION_HEADROOM, SHIP_ENGINE, SQL_BRIDGE)

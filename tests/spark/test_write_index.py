@@ -85,6 +85,30 @@ def test_appends_that_grow_the_space_open_new_revisions(spark, tmp_path):
     assert check_index(spark, path) == {1: 8_000, 2: 12_000}
 
 
+def test_daily_appends_of_a_growing_timestamp_open_few_revisions(spark, tmp_path):
+    """The incremental model of issue 20: each append's times after the previous one's.
+
+    The space quadruples at each growth (revision headroom), so 8 daily appends open revisions on
+    days 1, 2 and 8 only (day 2's range reaches just short of day 8's last second); with the
+    headroom turned off every append opens one, as qbeast-spark.
+    """
+    def day(d):
+        return spark.range(d * 1_000, (d + 1) * 1_000).selectExpr(
+            "id", f"timestamp_seconds({d} * 86400 + cast(rand({d}) * 86399 as int)) as t",
+            f"cast(rand({d + 100}) * 1000 as int) as u")
+
+    path, exact = str(tmp_path / "roomy"), str(tmp_path / "exact")
+    opened = [qbeast.write(day(d), path, "t,u", cube_size=300).revision_id for d in range(8)]
+    assert opened == [1, 2, 2, 2, 2, 2, 2, 3]
+    assert check_index(spark, path) == {1: 1_000, 2: 6_000, 3: 1_000}
+    spark.conf.set("spark.qbeast.index.revisionHeadroomPercent", "0")
+    try:
+        assert [qbeast.write(day(d), exact, "t,u", cube_size=300).revision_id
+                for d in range(3)] == [1, 2, 3]
+    finally:
+        spark.conf.unset("spark.qbeast.index.revisionHeadroomPercent")
+
+
 def test_sampled_estimation_keeps_the_invariants_and_the_cube_sizes(spark, tmp_path):
     """A large input is estimated from a sample; the layout stays valid and close to the exact one."""
     n, cube_size = 200_000, 5_000

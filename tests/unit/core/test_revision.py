@@ -191,14 +191,63 @@ def test_transform_points():
 
 
 def test_append_outside_range_creates_next_revision():
-    # docs example: prices [1000, 2000] appended to a [0, 1000] linear revision
+    # docs example: prices [1000, 2000] appended to a [0, 1000] linear revision; without
+    # headroom the new range is exactly qbeast-spark's
     latest = _price_revision(4)
     new = compute_revision_change(latest, None, {"price_min": 1000.0, "price_max": 2000.0}, None, None, 777,
-                                  rng=random.Random(0))
+                                  rng=random.Random(0), headroom_percent=0)
     assert new is not None and new.revision_id == 5 and new.timestamp == 777
     assert (new.table_id, new.desired_cube_size, new.column_transformers) == ("/t", 100, latest.column_transformers)
     t = new.transformations[0]
     assert (t.min_number, t.max_number) == (0.0, 2000.0) and 0.0 <= t.null_value <= 2000.0
+
+
+def test_growth_gets_headroom_on_the_side_it_grew():
+    latest = _price_revision(4)
+    new = compute_revision_change(latest, None, {"price_min": 1000.0, "price_max": 2000.0}, None, None, 777,
+                                  rng=random.Random(0))  # default: 300% of the new span
+    t = new.transformations[0]
+    assert (t.min_number, t.max_number) == (0.0, 8000.0) and 0.0 <= t.null_value <= 8000.0
+    assert isinstance(t.min_number, float) and isinstance(t.max_number, float)  # Double JSON typing
+    # the next appends up to the headroom stay in that revision
+    assert compute_revision_change(new, None, {"price_min": 2000.0, "price_max": 8000.0}, None, None, 778) is None
+    down = compute_revision_change(latest, None, {"price_min": -500.0, "price_max": 10.0}, None, None, 779,
+                                   headroom_percent=100)
+    assert (down.transformations[0].min_number, down.transformations[0].max_number) == (-2000.0, 1000.0)
+
+
+def test_growth_by_one_step_per_append_opens_logarithmically_many_revisions():
+    # a date-like key growing by one unit per append (the daily incremental model): 30 appends
+    # open revisions at appends 1, 2 and 8 only (the span quadruples at each growth), fewer than
+    # log2(30)
+    revision = compute_revision_change(None, ["day:linear"], {"day_min": 0, "day_max": 99}, 10, None, 1,
+                                       data_types={"day": QDataType.LONG}, table_id="/t")
+    opened = [1]
+    for day in range(1, 30):
+        stats = {"day_min": day * 100, "day_max": day * 100 + 99}
+        new = compute_revision_change(revision, None, stats, None, None, day + 1)
+        if new is not None:
+            revision = new
+            opened.append(day + 1)
+            t = new.transformations[0]
+            assert isinstance(t.min_number, int) and isinstance(t.max_number, int)
+    assert opened == [1, 2, 8]
+
+
+@pytest.mark.parametrize("data_type, low, high, grown_low, grown_high", [
+    (QDataType.INTEGER, 0, 2**31 - 10, -(2**31), 2**31 - 1),
+    (QDataType.LONG, 0, 2**63 - 10, -(2**63), 2**63 - 1024),
+    (QDataType.FLOAT, 0.0, 3.0e38, -3.4028234663852886e38, 3.4028234663852886e38),
+])
+def test_headroom_stays_within_the_column_type(data_type, low, high, grown_low, grown_high):
+    from qbeast.core.transformations import LinearTransformation
+
+    t = LinearTransformation.create(low, high, data_type, random.Random(1))
+    widened = t.with_headroom(1, 2, 5.0)  # grew on both sides past [1, 2]
+    assert widened.min_number >= grown_low and widened.max_number <= grown_high
+    assert (widened.min_number, widened.max_number) in {(grown_low, grown_high), (grown_low, high)} or \
+        widened.max_number == grown_high
+    assert widened.with_headroom(widened.min_number, widened.max_number, 5.0) is widened  # no growth
 
 
 def test_append_inside_range_keeps_the_revision():
@@ -240,9 +289,13 @@ def test_identity_then_linear_sequence():
                                     data_types={"a": I}, table_id="t")
     assert first.revision_id == 1 and first.transformations == (IdentityTransformation(3, I),)
     assert compute_revision_change(first, None, {"a_min": 3, "a_max": 3}, None, None, 2) is None
-    second = compute_revision_change(first, None, {"a_min": 1, "a_max": 3}, None, None, 2, rng=random.Random(1))
+    second = compute_revision_change(first, None, {"a_min": 1, "a_max": 3}, None, None, 2, rng=random.Random(1),
+                                     headroom_percent=0)
     assert isinstance(second.transformations[0], LinearTransformation)
     assert (second.transformations[0].min_number, second.transformations[0].max_number) == (1, 3)
+    # with the default headroom the range grows downwards only (where the data went): 300% of 2
+    roomy = compute_revision_change(first, None, {"a_min": 1, "a_max": 3}, None, None, 2)
+    assert (roomy.transformations[0].min_number, roomy.transformations[0].max_number) == (-5, 3)
 
 
 def test_new_table_and_staging_get_all_new_transformations():
