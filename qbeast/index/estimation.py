@@ -245,6 +245,7 @@ def estimate_cube_weights(
     domains: Mapping[CubeId, float],
     desired_cube_size: int,
     existing: Mapping[CubeId, int] | None = None,
+    input_domains: Mapping[CubeId, float] | None = None,
 ) -> dict[CubeId, int]:
     """Cube thresholds from the summed domains, top-down (FORMAT §6.2 c).
 
@@ -253,6 +254,12 @@ def estimate_cube_weights(
     thresholds of the revision an append writes into: an existing cube's threshold is never raised
     (it is clamped to its current value), so the rows already stored keep satisfying the reader's
     invariant "every row is heavier than the thresholds of its ancestors".
+
+    With ``input_domains`` (the domains of this write's rows alone), an existing cube this write
+    does not reach keeps its threshold: lowering it only because its parent's was lowered would
+    leave it a marker block and its files to rewrite by the next optimize although none of its
+    rows changed. Keeping it is safe: the rows already stored weigh more than the parent's old
+    threshold, hence more than its new, lower one.
     """
     existing = existing or {}
     nws: dict[CubeId, float] = {}
@@ -266,9 +273,13 @@ def estimate_cube_weights(
                 continue
             parent_nw = nws[parent]
         domain = domains[cube]
+        current = existing.get(cube)
+        if current is not None and input_domains is not None and input_domains.get(cube, 0.0) <= 0.0:
+            nws[cube] = fraction(current) if current < MAX_WEIGHT else 1.0
+            out[cube] = current
+            continue
         nw = 1.0 if domain <= desired_cube_size else parent_nw + desired_cube_size / math.floor(domain)
         weight = normalized_to_weight(nw)
-        current = existing.get(cube)
         if current is not None and current < MAX_WEIGHT and weight > current:
             weight = current
             nw = min(nw, fraction(current))

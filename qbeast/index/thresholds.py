@@ -83,3 +83,30 @@ def threshold_markers(per_file: Mapping[int, list[Block]], plan: WritePlan,
             if node is not None and cube.string not in covered and plan.max_weights[node] < current[cube]:
                 mark(cube, first)
     return markers
+
+
+
+def files_to_lay_out(status: IndexStatus, paths: set[str] | None = None) -> set[str]:
+    """The files (among ``paths``; all when ``None``) optimize must rewrite to lay the revision out.
+
+    Optimize re-assigns rows with the effective thresholds and writes each cube's rows as one
+    block. A cube is already in that state when it has at most one block holding rows and that
+    block was written with the cube's effective threshold (its ``maxWeight`` is the minimum over
+    the cube's blocks; zero-element marker blocks state thresholds and hold nothing). A freshly
+    written revision is laid out; an append that reached a cube again, or lowered its threshold,
+    leaves that cube to lay out. Every file holding a block of such a cube - markers included, so
+    that no lowered threshold is dropped while rows placed by it stay - is rewritten; the rest of
+    the revision is not touched, which bounds what maintenance after an append rewrites by what
+    the append reached. Computed from the blocks alone: no data is read.
+    """
+    out: set[str] = set()
+    for cube_status in status:
+        holding = [fb.block for fb in cube_status.blocks if fb.block.element_count > 0]
+        if len(holding) > 1 or any(b.max_weight != cube_status.max_weight for b in holding):
+            out.update(fb.path for fb in cube_status.blocks)
+    return out if paths is None else out & paths
+
+
+def is_laid_out(status: IndexStatus, paths: set[str] | None = None) -> bool:
+    """Whether optimize has nothing to rewrite among ``paths`` (see :func:`files_to_lay_out`)."""
+    return not files_to_lay_out(status, paths)

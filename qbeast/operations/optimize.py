@@ -40,7 +40,7 @@ from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
 from qbeast.index.assignment import build_write_plan
-from qbeast.index.thresholds import pass_through_thresholds
+from qbeast.index.thresholds import files_to_lay_out, pass_through_thresholds
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
@@ -76,6 +76,8 @@ class OptimizeResult(OperationResult):
 
     path: str
     commits: tuple[RevisionOptimization, ...]
+    #: why revisions were left alone (e.g. already laid out: nothing to rewrite)
+    notes: tuple[str, ...] = ()
 
     @property
     def versions(self) -> tuple[int, ...]:
@@ -83,8 +85,9 @@ class OptimizeResult(OperationResult):
 
     def summary_lines(self) -> list[str]:
         if not self.commits:
-            return [f"optimize of {self.path}: nothing to rewrite"]
+            return [f"optimize of {self.path}: nothing to rewrite"] + [f"  {n}" for n in self.notes]
         lines = [f"optimize of {self.path}: {len(self.commits)} commit(s)"]
+        lines += [f"  {n}" for n in self.notes]
         for c in self.commits:
             into = (f" into revision {c.target_revision_id}"
                     if c.target_revision_id != c.revision_id else "")
@@ -139,8 +142,9 @@ def optimize_table(
             "qbeast.upgrade_format on it before optimizing"
         )
     started = time.perf_counter()
+    notes: list[str] = []
     if files is not None:
-        commits = _optimize_listed_files(spark, snapshot, list(files))
+        commits = _optimize_listed_files(spark, snapshot, list(files), notes)
     else:
         rid = snapshot.latest_revision_id if revision_id is None else revision_id
         if rid == 0:
@@ -148,10 +152,12 @@ def optimize_table(
             commit = _index_staging(spark, snapshot, chosen) if chosen else None
         else:
             revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
-            chosen = _indexed_selection(snapshot, rid, fraction)
+            chosen = _still_to_lay_out(snapshot, rid, _indexed_selection(snapshot, rid, fraction), notes)
             commit = _rewrite_revision(spark, snapshot, revision, chosen) if chosen else None
         commits = [commit] if commit is not None else []
-    result = OptimizeResult(snapshot.table_path, tuple(commits))
+    for note in notes:
+        logger.info("optimize %s: %s", snapshot.table_path, note)
+    result = OptimizeResult(snapshot.table_path, tuple(commits), tuple(notes))
     logger.info("optimize %s: finished commits=%d elapsed=%.2fs", snapshot.table_path,
                 len(commits), time.perf_counter() - started)
     return result
@@ -183,8 +189,25 @@ def _staging_selection(staging: list[AddFile], fraction: float) -> list[AddFile]
     return chosen
 
 
+def _still_to_lay_out(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddFile],
+                      notes: list[str]) -> list[AddFile]:
+    """The files of ``chosen`` that hold a cube still to lay out (:func:`files_to_lay_out`):
+    rewriting the others would change nothing but their names. ``notes`` says what was left."""
+    if not chosen:
+        return chosen
+    needed = files_to_lay_out(snapshot.index_status(revision_id), {f.path for f in chosen})
+    if not needed:
+        notes.append(f"revision {revision_id}: already laid out (every cube of the {len(chosen)} "
+                     "file(s) is one block at its threshold), nothing to rewrite")
+        return []
+    if len(needed) < len(chosen):
+        notes.append(f"revision {revision_id}: {len(chosen) - len(needed)} of {len(chosen)} file(s) "
+                     "already laid out, left as they are")
+    return [f for f in chosen if f.path in needed]
+
+
 def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
-                           paths: list[str]) -> list[RevisionOptimization]:
+                           paths: list[str], notes: list[str]) -> list[RevisionOptimization]:
     active = snapshot.delta.files
     unknown = [p for p in paths if p not in active]
     if unknown:
@@ -196,6 +219,8 @@ def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
     commits: list[RevisionOptimization] = []
     for rid, files in sorted(snapshot.files_by_revision().items()):
         chosen = [f for f in files if f.path in wanted]
+        if rid != 0:
+            chosen = _still_to_lay_out(snapshot, rid, chosen, notes)
         if rid == 0:
             if chosen:
                 logger.info("optimize %s: ignoring %d staging file(s) of the list (use "

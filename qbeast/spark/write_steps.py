@@ -135,7 +135,7 @@ def analyze(
     if existing is not None and len(existing):
         for cube, domain in existing.cube_domains().items():
             domains[cube] = domains.get(cube, 0.0) + domain
-    weights = estimate_cube_weights(domains, desired, thresholds)
+    weights = estimate_cube_weights(domains, desired, thresholds, input_domains=input_domains)
     sizes = estimated_block_sizes(weights, input_domains)
     plan = build_write_plan(dims, weights, sizes, desired)
     phase.done(rows=count, sampled_fraction=round(sampled, 6), partitions=partitions,

@@ -18,6 +18,7 @@ import qbeast
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError
+from qbeast.index.thresholds import files_to_lay_out
 from qbeast.operations.convert import convert_to_qbeast
 from qbeast.operations.optimize import OPTIMIZE_OPERATION, optimize_table
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
@@ -131,6 +132,8 @@ def test_optimize_given_files_and_revision(spark, tmp_path):
     # a wider range opens revision 2; its files must survive an optimize of revision 1
     wide = batch(spark, 3, offset=90_000).selectExpr("id", "x * 3 as x", "y")
     assert qbeast.write(wide, path).revision_id == 2
+    # an append into revision 2 (inside its headroom) leaves cubes of it to lay out
+    assert qbeast.write(batch(spark, 4, offset=95_000).selectExpr("id", "x * 2 as x", "y"), path).revision_id == 2
     snapshot = QbeastSnapshot.load(path)
     rev1 = [f.path for f in snapshot.revision_files(1)]
     rev2 = [f.path for f in snapshot.revision_files(2)]
@@ -143,13 +146,15 @@ def test_optimize_given_files_and_revision(spark, tmp_path):
     assert set(blocks_per_cube(path, 1).values()) == {1}
     assert samples(spark, path) == before
 
-    chosen = rev2[:2]
+    chosen = rev2[:-1]
+    needed = files_to_lay_out(QbeastSnapshot.load(path).index_status(2), set(chosen))
+    assert needed  # the append reached cubes of these files
     (commit,) = optimize_table(spark, path, files=chosen).commits
-    assert commit.revision_id == 2 and sorted(commit.files_removed) == sorted(chosen)
+    assert commit.revision_id == 2 and set(commit.files_removed) == needed
     remaining = {f.path for f in QbeastSnapshot.load(path).revision_files(2)}
-    assert set(rev2[2:]) <= remaining and not set(chosen) & remaining
+    assert set(rev2) - needed <= remaining and not needed & remaining
     assert samples(spark, path) == before
-    assert check_index(spark, path) == {1: 6000, 2: 3000}
+    assert check_index(spark, path) == {1: 6000, 2: 6000}
 
     with pytest.raises(InvalidOptionError, match="not active files"):
         optimize_table(spark, path, files=["nope.parquet"])
@@ -241,8 +246,9 @@ def test_optimize_argument_errors(spark, tmp_path, appended_table):
 
 
 def test_optimize_a_table_written_by_qbeast_spark(spark, qbeast_fixtures, tmp_path):
-    """The v0.7 fixture (linear + string histogram columns): same sample sizes as FORMAT §7.5 before
-    and after, the same sampled rows, and one block per cube."""
+    """The v0.7 fixture (linear + string histogram columns), written in one go by qbeast-spark, is
+    already laid out (one block per cube at its threshold): optimize rewrites nothing and says
+    so; sample sizes stay FORMAT §7.5's."""
     import shutil
     import stat
 
@@ -258,10 +264,19 @@ def test_optimize_a_table_written_by_qbeast_spark(spark, qbeast_fixtures, tmp_pa
 
     before = {f: fingerprint(f) for f in (0.01, 0.1, 0.5)}
     assert {f: n for f, (n, _) in before.items()} == {0.01: 3_096, 0.1: 30_303, 0.5: 150_924}
-    (commit,) = optimize_table(spark, str(path)).commits
-    assert commit.rows == 300_000 and len(commit.files_removed) == 16
     assert set(blocks_per_cube(str(path), 1).values()) == {1}
+    result = optimize_table(spark, str(path))
+    assert result.commits == () and "already laid out" in str(result)
     assert {f: fingerprint(f) for f in (0.01, 0.1, 0.5)} == before
+    # an append gives cubes a second block: optimize rewrites qbeast-spark's files of those cubes
+    # (and only those), keeping every sampled row
+    extra = table.to_df().where("user_id % 50 = 0").localCheckpoint()
+    assert qbeast.write(extra, str(path)).revision_id == 1
+    appended = {f: fingerprint(f) for f in (0.01, 0.1, 0.5)}
+    (commit,) = optimize_table(spark, str(path)).commits
+    assert commit.files_removed and not set(commit.files_removed) & set(QbeastSnapshot.load(str(path)).delta.files)
+    assert set(blocks_per_cube(str(path), 1).values()) == {1}
+    assert {f: fingerprint(f) for f in (0.01, 0.1, 0.5)} == appended
 
 
 def test_concurrent_removal_fails_the_optimize_and_drops_its_new_files(spark, table_copy, monkeypatch):
@@ -306,3 +321,26 @@ def test_column_names_with_backticks_and_dots_are_quoted_everywhere(spark, tmp_p
     expected = [r.id for r in table.to_df().collect() if r["x`1"] < 30 and r["y.2"] >= 500]
     assert sorted(r.id for r in picked.collect()) == sorted(expected) and expected
     assert "`x``1`" in table.sample_predicate(0.5)
+
+
+def test_optimize_rewrites_only_what_is_not_laid_out(spark, tmp_path):
+    """A fresh write is laid out: optimize rewrites nothing and says so (issue 20). After an
+    append it rewrites only the files holding cubes the append reached again, then nothing."""
+    path = str(tmp_path / "t")
+    qbeast.write(batch(spark, 1, n=6000), path, "x,y", cube_size=500)
+    version = DeltaLog.for_path(path).snapshot().version
+    fresh = optimize_table(spark, path)
+    assert fresh.commits == () and DeltaLog.for_path(path).snapshot().version == version
+    assert "already laid out" in str(fresh) and "nothing to rewrite" in str(fresh)
+
+    # an append of rows in one corner reaches the root and that corner's cubes only
+    corner = batch(spark, 2, n=800, offset=10_000).selectExpr("id", "x / 4 as x", "cast(y / 4 as int) as y")
+    qbeast.write(corner, path)
+    before = samples(spark, path)
+    files = {f.path for f in QbeastSnapshot.load(path).revision_files(1)}
+    (commit,) = optimize_table(spark, path).commits
+    assert set(commit.files_removed) < files  # not the whole revision
+    assert set(blocks_per_cube(path, 1).values()) == {1}
+    assert samples(spark, path) == before
+    assert check_index(spark, path) == {1: 6800}
+    assert optimize_table(spark, path).commits == ()

@@ -151,6 +151,21 @@ def test_cube_weights_skip_children_of_leaves_and_clamp_existing():
     assert clamped[b] < MAX_WEIGHT  # an existing leaf may become inner
 
 
+def test_cubes_an_append_does_not_reach_keep_their_thresholds():
+    root = CubeId.root(1)
+    a, b = root.child(0), root.child(1)
+    stored = {root: normalized_to_weight(0.1), a: normalized_to_weight(0.4), b: normalized_to_weight(0.3)}
+    # the append's rows all fall in a: the root's threshold drops with the summed domain, a's too
+    merged = {root: 20_000.0, a: 15_000.0, b: 5_000.0, b.child(0): 2_000.0}
+    appended = {root: 10_000.0, a: 10_000.0}
+    everywhere = estimate_cube_weights(merged, 1000, stored)
+    assert everywhere[b] < stored[b]  # without input domains b is lowered with its parent
+    kept = estimate_cube_weights(merged, 1000, stored, input_domains=appended)
+    assert kept[root] == everywhere[root] < stored[root] and kept[a] < stored[a]
+    assert kept[b] == stored[b]  # not reached: kept (stored rows weigh more than the new root's)
+    assert kept[b.child(0)] > kept[b]  # below it, estimates start from its kept threshold
+
+
 def test_block_sizes_follow_threshold_fractions():
     root = CubeId.root(1)
     child = root.child(1)

@@ -384,9 +384,9 @@ def qbeast_spelling(config: Mapping[str, Any]) -> Optional[str]:
     return None
 
 
-def _bool(model: str, option: str, value: Any) -> bool:
+def _bool(model: str, option: str, value: Any, default: bool = False) -> bool:
     if value is None:
-        return False
+        return default
     if not isinstance(value, bool):
         raise _error(model, option, value, "true, false")
     return value

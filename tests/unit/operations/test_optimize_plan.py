@@ -72,3 +72,26 @@ def test_staging_selection_is_oldest_first_until_the_fraction_of_bytes():
     assert names(_staging_selection(files, 0.35)) == ["a", "b"]  # 10 < 70 -> take b (crosses 70)
     assert names(_staging_selection(files, 0.05)) == ["a"]
     assert names(_staging_selection(files, 0.5)) == ["a", "b", "c"]  # 70 < 100 -> take c
+
+
+def test_laid_out_means_one_block_per_cube_at_its_threshold():
+    from qbeast.index.thresholds import files_to_lay_out, is_laid_out
+
+    revision = Revision.from_json(REVISION_1)
+    fresh = [  # as a write leaves it: one block per cube, plus a zero-element threshold marker
+        ("f1", [Block("", -2000, -1000, 5), Block("A", -900, MAX_WEIGHT, 4)]),
+        ("f2", [Block("g", -990, 100, 6), Block("gA", 200, MAX_WEIGHT, 2), Block("Q", -5, -5, 0)]),
+    ]
+    assert is_laid_out(IndexStatus.from_files(revision, fresh))
+    # an append that reached g again: two blocks holding rows
+    appended = fresh + [("f3", [Block("g", -950, 100, 3)])]
+    assert not is_laid_out(IndexStatus.from_files(revision, appended))
+    assert is_laid_out(IndexStatus.from_files(revision, appended), {"f1"})  # f1's cubes are fine
+    assert not is_laid_out(IndexStatus.from_files(revision, appended), {"f2"})
+    # only the files holding g's blocks are rewritten; f1 (root, A) stays
+    assert files_to_lay_out(IndexStatus.from_files(revision, appended)) == {"f2", "f3"}
+    # an append that lowered g's threshold with a marker: g's rows above 50 belong below it now
+    lowered = fresh + [("f3", [Block("g", 50, 50, 0)])]
+    assert not is_laid_out(IndexStatus.from_files(revision, lowered))
+    # the marker's file too: dropping it would raise g's threshold back over rows placed below
+    assert files_to_lay_out(IndexStatus.from_files(revision, lowered)) == {"f2", "f3"}
