@@ -108,10 +108,27 @@ def _values(files: list[str], columns: tuple[str, ...]) -> dict[str, np.ndarray]
 
 
 def boxes(values: dict[str, np.ndarray], selectivity: float, count: int, seed: int) -> list[dict]:
-    """``count`` boxes ``{column: (lo, hi)}`` (inclusive) of about ``selectivity`` of the rows."""
-    from bench_ranges import _boxes
+    """``count`` boxes ``{column: (lo, hi)}`` (inclusive) of about ``selectivity`` of the rows.
 
-    return _boxes(values, selectivity, count, seed)
+    As ``bench_ranges._boxes`` (a share ``selectivity**(1/d)`` of each column's values from a
+    seeded random quantile), over the non-null values (nulls are NaN here and match no box).
+    """
+    rng = np.random.default_rng(seed)
+    share = selectivity ** (1.0 / len(values))
+    ordered = {}
+    for c, v in values.items():
+        v = np.sort(v)
+        ordered[c] = v[~np.isnan(v)] if v.dtype.kind == "f" else v
+    out = []
+    for _ in range(count):
+        box = {}
+        for column, sorted_values in ordered.items():
+            n = len(sorted_values)
+            start = rng.uniform(0.0, 1.0 - share)
+            lo, hi = sorted_values[int(start * (n - 1))], sorted_values[int((start + share) * (n - 1))]
+            box[column] = (lo.item(), hi.item())
+        out.append(box)
+    return out
 
 
 def box_sql(box: dict[str, tuple[Any, Any]], timestamps: set[str]) -> str:

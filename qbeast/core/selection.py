@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Sequence
 
 from qbeast.core.cube_id import CubeId
-from qbeast.core.index_status import CubeStatus, IndexStatus
+from qbeast.core.index_status import CubeStatus, FileBlock, IndexStatus
 from qbeast.core.query_space import AllSpace, EmptySpace, QuerySpace
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, check_weight, weight_from_fraction
 from qbeast.errors import InvalidOptionError
@@ -77,26 +77,37 @@ def _existing_children(index_status: IndexStatus, cube: CubeId) -> list[CubeId]:
     return [cube.child(code) for code in codes]
 
 
-def select_files(
+def select_blocks(
     index_status: IndexStatus,
     spaces: Sequence[QuerySpace],
     weight_from: int = MIN_WEIGHT,
     weight_to: int = MAX_WEIGHT,
-) -> set[str]:
-    """Files of the revision holding a block a read of ``[weight_from, weight_to)`` may need.
+) -> list[FileBlock]:
+    """Blocks of the revision a read of ``[weight_from, weight_to)`` may need.
 
     Among the blocks of the selected cubes, a block is kept when its weight interval can meet the
     read's: ``weight_from <= block.maxWeight`` and ``weight_to > block.minWeight``. A read of the
     full weight range (no sampling) keeps every block of the selected cubes.
     """
     sampling = weight_from != MIN_WEIGHT or weight_to != MAX_WEIGHT
-    return {
-        fb.path
+    return [
+        fb
         for status in select_cubes(index_status, spaces, weight_from, weight_to)
         for fb in status.blocks
         if not sampling
         or (weight_from <= fb.block.max_weight and weight_to > fb.block.min_weight)
-    }
+    ]
+
+
+def select_files(
+    index_status: IndexStatus,
+    spaces: Sequence[QuerySpace],
+    weight_from: int = MIN_WEIGHT,
+    weight_to: int = MAX_WEIGHT,
+) -> set[str]:
+    """Files of the revision holding a block a read of ``[weight_from, weight_to)`` may need
+    (:func:`select_blocks`): a file is read whole when any of its blocks is needed."""
+    return {fb.path for fb in select_blocks(index_status, spaces, weight_from, weight_to)}
 
 
 def sample_weight_range(fraction_from: float, fraction_to: float) -> tuple[int, int]:

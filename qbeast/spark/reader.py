@@ -33,7 +33,7 @@ from qbeast.core.blocks import TagFormat
 from qbeast.core.columns import column_types
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
-from qbeast.core.selection import select_files
+from qbeast.core.selection import select_blocks
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
@@ -74,6 +74,9 @@ class ReadPlan:
     predicate: ex.Expression = field(default_factory=ex.AlwaysTrue)
     #: how files map onto columns (partition values, column mapping); None = plain files
     layout: ScanSchema | None = None
+    #: blocks the index walk needs in the planned files (a staging or unindexed file counts as
+    #: one); files are read whole, so files and bytes are what a read costs, blocks what it needs
+    blocks_read: int = 0
 
     @property
     def paths(self) -> list[str]:
@@ -140,8 +143,9 @@ def _select_revision(
     predicate: ex.Expression,
     weight_range: tuple[int, int] | None,
     hash_columns: tuple[str, ...],
-) -> list[Any]:
-    """The files of one indexed revision the OTree walk keeps.
+) -> tuple[list[Any], dict[str, int]]:
+    """The files of one indexed revision the OTree walk keeps, and the blocks needed per file
+    (files without an entry count as one block).
 
     The weight range only prunes a revision whose indexed columns are the ``hash_columns``: a
     row's weight is the hash of its revision's columns, so another revision's blocks say nothing
@@ -153,20 +157,22 @@ def _select_revision(
             "revision %d of %s has pre-0.6 or block-less tags: read as plain Delta (upgrade the "
             "table to prune it with the index)", revision_id, snapshot.table_path,
         )
-        return files
+        return files, {}
     revision = snapshot.revisions.get(revision_id)
     if revision is None:
         # Files of a revision the metadata does not describe: nothing to prune with.
         logger.warning("revision %d of %s is not in the table metadata: reading all its files",
                        revision_id, snapshot.table_path)
-        return files
+        return files, {}
     status = IndexStatus.from_files(revision, ((add.path, tags.blocks) for add, tags in decoded))
     if tuple(revision.columns) != hash_columns:
         weight_range = None
     lo, hi = weight_range or (MIN_WEIGHT, MAX_WEIGHT)
     spaces = query_spaces(revision, None if isinstance(predicate, ex.AlwaysTrue) else predicate)
-    keep = select_files(status, spaces, lo, hi)
-    return [add for add in files if add.path in keep]
+    needed: dict[str, int] = {}
+    for fb in select_blocks(status, spaces, lo, hi):
+        needed[fb.path] = needed.get(fb.path, 0) + 1
+    return [add for add in files if add.path in needed], needed
 
 
 def plan_read(
@@ -198,19 +204,24 @@ def plan_read(
     types = column_types(delta.schema)
 
     chosen: list[tuple[int, Any]] = []
+    needed: dict[str, int] = {}
     for revision_id, files in sorted(_revision_files(snapshot).items()):
         if revision_id == 0:
             selected = files
         else:
-            selected = _select_revision(snapshot, revision_id, files, predicate, weight_range, hash_columns)
+            selected, blocks = _select_revision(snapshot, revision_id, files, predicate, weight_range,
+                                                hash_columns)
+            needed.update(blocks)
         chosen.extend((revision_id, add) for add in selected)
     kept = []
+    blocks_read = 0
     for revision_id, add in chosen:
         if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types):
             scan = layout.scan_file(delta.table_path, add)
             kept.append(PlannedFile(scan.location, scan.size, revision_id,
                                     modification_time=int(add.modification_time or 0),
                                     partition_values=scan.partition_values))
+            blocks_read += needed.get(add.path, 1)
     plan = ReadPlan(
         table_path=snapshot.table_path,
         version=snapshot.version,
@@ -222,11 +233,12 @@ def plan_read(
         hash_columns=hash_columns,
         predicate=predicate,
         layout=None if layout.is_plain else layout,
+        blocks_read=blocks_read,
     )
     logger.info(
-        "planned read of %s v%d: %d of %d files (%d of %d bytes), sample=%s, %.3fs",
+        "planned read of %s v%d: %d of %d files (%d of %d bytes, %d blocks), sample=%s, %.3fs",
         plan.table_path, plan.version, len(plan.files), plan.total_files, plan.selected_bytes,
-        plan.total_bytes, fraction, time.monotonic() - started,
+        plan.total_bytes, plan.blocks_read, fraction, time.monotonic() - started,
     )
     return plan
 

@@ -166,3 +166,25 @@ def test_selection_matches_definition_on_random_trees(revisions):
             assert select_files(status, spaces, w_from, w_to) == _brute_force(
                 status, spaces, w_from, w_to
             )
+
+
+def test_weight_bands_of_one_cube_in_different_files(revisions):
+    """A cube whose rows are split into weight bands (blocks with disjoint weight ranges, every
+    one carrying the cube's threshold as maxWeight, FORMAT §13) in different files: a sample
+    reads only the files of the bands that can hold rows below Weight(f), and the planner
+    counts the blocks it needs separately from the files."""
+    from qbeast.core.selection import select_blocks
+
+    files = [
+        ("root", [Block("", MIN_WEIGHT, -1000, 10)]),
+        ("low", [Block(c1("0").string, -999, MAX_WEIGHT, 10), Block(c1("1").string, -990, MAX_WEIGHT, 9)]),
+        ("high", [Block(c1("0").string, 0, MAX_WEIGHT, 10), Block(c1("1").string, 5, MAX_WEIGHT, 12)]),
+    ]
+    status = IndexStatus.from_files(revisions.linear_revision(1), files)
+    assert status.get(c1("0")).max_weight == MAX_WEIGHT  # bands do not lower the threshold
+    assert select_files(status, [AllSpace()], MIN_WEIGHT, -1000) == {"root"}
+    assert select_files(status, [AllSpace()], MIN_WEIGHT, 0) == {"root", "low"}
+    assert len(select_blocks(status, [AllSpace()], MIN_WEIGHT, 0)) == 3
+    assert select_files(status, [AllSpace()], MIN_WEIGHT, 1) == {"root", "low", "high"}
+    assert len(select_blocks(status, [AllSpace()], MIN_WEIGHT, 1)) == 4  # c1's high band: min 5
+    assert len(select_blocks(status, [AllSpace()])) == 5  # a plain read needs every block
