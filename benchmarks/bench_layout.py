@@ -422,6 +422,14 @@ def baseline_source(ref: str) -> Path:
     return target
 
 
+def _head() -> str:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, text=True,
+                          capture_output=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
+                           text=True, capture_output=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
 def _run_child(role: str, label: str, source: Path, args) -> dict[str, Any]:
     out = DATA_ROOT / f"layout-{label}.json"
     env = dict(os.environ)
@@ -460,12 +468,12 @@ def main(argv: list[str] | None = None) -> int:
         results = {
             "quick": args.quick, "baseline_ref": args.baseline_ref,
             "baseline_commit": base.name,
-            "branch_commit": subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, text=True,
-                                            capture_output=True).stdout.strip(),
             "peers": _run_child("peers", "peers", REPO, args),
             "today": _run_child("qbeast", "today", base, args),
-            "branch": _run_child("qbeast", "branch", REPO, args),
         }
+        # the commit the branch's process runs (taken when it starts; "+dirty" if uncommitted)
+        results["branch_commit"] = _head()
+        results["branch"] = _run_child("qbeast", "branch", REPO, args)
         results["elapsed_s"] = time.perf_counter() - started
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(results, indent=1, default=str))
