@@ -291,7 +291,7 @@ def run_worker(args) -> dict[str, Any]:
     # warm-up: JVM, Python workers, code paths
     warm = generate("uniform", 20_000)
     _timed_write(spark, warm.spark_df(spark), str(work / "warm"), ("x", "y"), 5_000, "overwrite")
-    for spec in single_write_sets(args.quick):
+    for spec in ([] if args.incremental_only else single_write_sets(args.quick)):
         data: Dataset = spec["data"]
         columns, cube = spec["columns"], spec["cube"]
         times = []
@@ -454,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", default="branch", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--maintenance", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--incremental-only", action="store_true",
+                        help="with --role qbeast: only the incremental scenario (a re-measure of one version)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     for noisy in ("py4j", "qbeast.spark", "qbeast.operations", "qbeast.delta"):

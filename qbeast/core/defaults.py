@@ -7,7 +7,7 @@ DEFAULT_CUBE_SIZE = 5_000_000
 
 #: Headroom of a revision opened because the data grew past the previous one's range, in percent
 #: of the new span, added on each side that grew (LinearTransformation.with_headroom). 300% makes
-#: the range quadruple at each growth: 30 daily appends of a growing date open 3 revisions instead
-#: of 30 (200% left 5 in benchmarks/results/layout.md, where a second indexed column grows too;
-#: the goal is log2(30)). 0 = exact ranges, as qbeast-spark.
+#: the range quadruple at each growth: the 30 daily appends of benchmarks/results/layout.md (a
+#: growing timestamp and a growing user id) open 4 revisions instead of 30; 200% left 5, above
+#: the goal of log2(30). 0 = exact ranges, as qbeast-spark.
 REVISION_HEADROOM_PERCENT = 300

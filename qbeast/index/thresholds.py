@@ -95,14 +95,19 @@ def files_to_lay_out(status: IndexStatus, paths: set[str] | None = None) -> set[
     the cube's blocks; zero-element marker blocks state thresholds and hold nothing). A freshly
     written revision is laid out; an append that reached a cube again, or lowered its threshold,
     leaves that cube to lay out. Every file holding a block of such a cube - markers included, so
-    that no lowered threshold is dropped while rows placed by it stay - is rewritten; the rest of
+    that no lowered threshold is dropped while rows placed by it stay - is rewritten, and when its
+    threshold was lowered, every file of its subtree (where its heavier rows move); the rest of
     the revision is not touched, which bounds what maintenance after an append rewrites by what
     the append reached. Computed from the blocks alone: no data is read.
     """
     out: set[str] = set()
     for cube_status in status:
         holding = [fb.block for fb in cube_status.blocks if fb.block.element_count > 0]
-        if len(holding) > 1 or any(b.max_weight != cube_status.max_weight for b in holding):
+        if any(b.max_weight != cube_status.max_weight for b in holding):
+            # rows above the lowered threshold move down into the subtree: its files too, or
+            # a cube there would end with a second block
+            out.update(fb.path for below in status.subtree(cube_status.cube) for fb in below.blocks)
+        elif len(holding) > 1:
             out.update(fb.path for fb in cube_status.blocks)
     return out if paths is None else out & paths
 

@@ -95,3 +95,7 @@ def test_laid_out_means_one_block_per_cube_at_its_threshold():
     assert not is_laid_out(IndexStatus.from_files(revision, lowered))
     # the marker's file too: dropping it would raise g's threshold back over rows placed below
     assert files_to_lay_out(IndexStatus.from_files(revision, lowered)) == {"f2", "f3"}
+    # g's heavier rows move into its subtree: gA's file is rewritten with it, A's file is not
+    apart = [("f1", fresh[0][1]), ("f2", [Block("g", -990, 100, 6)]), ("f4", [Block("gA", 200, MAX_WEIGHT, 2)]),
+             ("f3", [Block("g", 50, 50, 0)])]
+    assert files_to_lay_out(IndexStatus.from_files(revision, apart)) == {"f2", "f3", "f4"}
