@@ -54,7 +54,8 @@ class TestRunOperations:
     def test_run_operations_and_relation_cache(self, project, spark, tmp_path):
         schema = project.test_schema
         run_dbt(["run"])
-        run_dbt(["run", "--select", "events"])  # appends the same rows: two blocks per cube
+        # appends the same rows: two blocks per cube (the model turns the default maintenance off)
+        run_dbt(["run", "--select", "events"])
 
         # the relation cache knows which relations are qbeast tables
         with get_connection(project.adapter):

@@ -353,7 +353,8 @@ class QbeastAdapter(SparkAdapter):
             with _engine_errors(name, "optimize_after_run"):
                 optimized = qbeast.QbeastTable.for_path(spark, folder).optimize()
             logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
-            message += ", optimized" if optimized.commits else ", already laid out"
+            if optimized.commits:  # nothing to say when the write left nothing to lay out
+                message += ", optimized"
         if replaces:
             assert old_relation is not None
             self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
