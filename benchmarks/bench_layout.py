@@ -543,7 +543,10 @@ def render(results: dict) -> str:
             lines.append(f"| {name} | {label} | {fig['table']['files']} | " + " | ".join(cells) + " |")
     lines += ["", "## Boxes: files read (mean of 3 boxes) vs the Z-ordered Delta copy", "",
               "Goal: branch ≤ today and branch < Z-order.", "",
-              "| data set | box | today | branch | Z-order (files in table) |", "|---|---|---|---|---|"]
+              "Bytes read by the same boxes: branch MB / today MB (a weight-band layout has more, "
+              "thinner layers of files: a box reads one file more per band it crosses).", "",
+              "| data set | box | today | branch | Z-order (files in table) | today MB | branch MB (ratio) |",
+              "|---|---|---|---|---|---|---|"]
     for name, today, branch, peers in _set_rows(results):
         keys = []
         for b in today["boxes"]:
@@ -551,13 +554,14 @@ def render(results: dict) -> str:
             if key not in keys:
                 keys.append(key)
         for key in keys:
-            def mean(rows, key=key):
-                vals = [b["files"] for b in rows if (b["dims"], b["selectivity"]) == key]
+            def mean(rows, key=key, what="files"):
+                vals = [b[what] for b in rows if (b["dims"], b["selectivity"]) == key]
                 return sum(vals) / len(vals)
             t, b, z = mean(today["boxes"]), mean(branch["boxes"]), mean(peers["zorder_boxes"])
+            tb, bb = mean(today["boxes"], what="bytes") / 1e6, mean(branch["boxes"], what="bytes") / 1e6
             what = "one day" if key[0] == 1 else f"{key[0]}-D {key[1]:.1%}"
             lines.append(f"| {name} | {what} | {t:.1f} | {b:.1f}{_ok(b <= t and b < z)} | "
-                         f"{z:.1f} ({peers['zorder_files']}) |")
+                         f"{z:.1f} ({peers['zorder_files']}) | {tb:.1f} | {bb:.1f} ({bb / tb if tb else 0:.2f}) |")
     lines += ["", "## Size and write time", "",
               "Goal: table bytes / plain parquet bytes ≤ 1.0; branch write time ≤ 1.1 × today's.", "",
               "| data set | rows | parquet MB | today MB (ratio) | branch MB (ratio) | Z-order MB | "

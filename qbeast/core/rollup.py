@@ -7,10 +7,26 @@ so each resulting group becomes one file holding one block per cube it absorbed.
 from __future__ import annotations
 
 import heapq
-from typing import Mapping
+import itertools
+from typing import Mapping, Sequence
+
+import numpy as np
 
 from qbeast.core.cube_id import CubeId
 from qbeast.errors import InvalidOptionError
+
+
+def _checked_dimensions(sizes: Mapping[CubeId, object], limit: int) -> int | None:
+    """The dimension count shared by the cubes of ``sizes`` (``None`` when empty), after checking
+    ``limit`` and that the cubes agree."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+        raise InvalidOptionError(f"rollup limit must be a positive int, got {limit!r}")
+    if not sizes:
+        return None
+    dims = {c.dimensions for c in sizes}
+    if len(dims) != 1:
+        raise InvalidOptionError(f"rollup cubes must share one dimension count, got {sorted(dims)}")
+    return dims.pop()
 
 
 def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
@@ -21,13 +37,8 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
     root is never merged. Parent groups are created on demand, so a cube whose ancestors are all
     absent can still travel up to the root.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
-        raise InvalidOptionError(f"rollup limit must be a positive int, got {limit!r}")
-    if not sizes:
+    if _checked_dimensions(sizes, limit) is None:
         return {}
-    dims = {c.dimensions for c in sizes}
-    if len(dims) != 1:
-        raise InvalidOptionError(f"rollup cubes must share one dimension count, got {sorted(dims)}")
     group_size: dict[CubeId, int] = {}
     members: dict[CubeId, list[CubeId]] = {}
     for cube, size in sizes.items():
@@ -51,3 +62,85 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
         group_size[parent] += group_size.pop(cube)
         members[parent].extend(members.pop(cube))
     return {member: group for group, cubes in members.items() for member in cubes}
+
+
+def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tuple[CubeId, int], tuple[CubeId, int]]:
+    """Map each ``(cube, band)`` with rows to the group (file) it ends up in, named ``(cube, band)``.
+
+    ``sizes[cube][band]`` holds a cube's estimated rows in each weight band
+    (:mod:`qbeast.core.weight_bands`). Groups never mix bands except at the root, so a sample
+    skips the files of the bands above ``Weight(f)``:
+
+    * within a band, deepest level first, the groups of a parent's children that are smaller
+      than ``limit`` are packed in cube order into groups of at least ``limit`` rows (the first
+      child names the pack), and what is left joins the parent's group in that band. Packing
+      (instead of :func:`rollup`'s all-into-the-parent) keeps a band's group from spanning a
+      parent's whole space when its children are thin slices: a box reads fewer rows;
+    * at the root, a band's group of fewer than half ``limit`` rows joins the group of the
+      bands below it (the lightest bands hold few rows and would otherwise be tiny files); a
+      bigger one stays apart, so a sample of its lower edge does not read it.
+
+    Every band gets a root group (possibly empty), so rows of a cube or band the estimate missed
+    find a file at their nearest ancestor (see :func:`qbeast.index.assignment.build_write_plan`).
+    """
+    dimensions = _checked_dimensions(sizes, limit)
+    if dimensions is None:
+        return {}
+    bands = {len(s) for s in sizes.values()}
+    if len(bands) != 1:
+        raise InvalidOptionError(f"rollup band counts must agree, got {sorted(bands)}")
+    band_count = bands.pop()
+    root = CubeId.root(dimensions)
+    result: dict[tuple[CubeId, int], tuple[CubeId, int]] = {}
+    root_sizes: list[int] = []
+    for band in range(band_count):
+        group_size: dict[CubeId, int] = {}
+        members: dict[CubeId, list[CubeId]] = {}
+        for cube, per_band in sizes.items():
+            size = per_band[band]
+            if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+                raise InvalidOptionError(
+                    f"rollup size of cube {cube!r} in band {band} must be an int >= 0, got {size!r}")
+            if size > 0 or cube == root:
+                group_size[cube] = int(size)
+                members[cube] = [cube]
+        group_size.setdefault(root, 0)
+        members.setdefault(root, [root])
+        depth = max(c.depth for c in group_size)
+        while depth > 0:
+            small = sorted(c for c in group_size if c.depth == depth and group_size[c] < limit)
+            for parent, kids in itertools.groupby(small, key=lambda c: c.parent):
+                pack: list[CubeId] = []
+                packed = 0
+                for kid in kids:
+                    pack.append(kid)
+                    packed += group_size[kid]
+                    if packed >= limit:  # a pack of siblings big enough to be a file of its own
+                        head = pack[0]
+                        for other in pack[1:]:
+                            group_size[head] += group_size.pop(other)
+                            members[head].extend(members.pop(other))
+                        pack, packed = [], 0
+                if pack:
+                    assert parent is not None
+                    if parent not in group_size:
+                        group_size[parent] = 0
+                        members[parent] = []
+                    for kid in pack:
+                        group_size[parent] += group_size.pop(kid)
+                        members[parent].extend(members.pop(kid))
+            depth -= 1
+        for group, cubes in members.items():
+            for cube in cubes:
+                result[(cube, band)] = (group, band)
+        root_sizes.append(group_size[root])
+    # at the root, a band's group smaller than half a file joins the run of the bands below it:
+    # a sample of the band's lower edge then reads at most that half file more
+    runs: list[list[int]] = []
+    for band, size in enumerate(root_sizes):
+        if runs and 2 * size < limit:
+            runs[-1].append(band)
+        else:
+            runs.append([band])
+    target = {band: (root, run[0]) for run in runs for band in run}
+    return {key: (target[group[1]] if group[0] == root else group) for key, group in result.items()}

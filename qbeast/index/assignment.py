@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from qbeast.core.cube_id import CubeId, descend_one_level
-from qbeast.core.rollup import rollup
-from qbeast.core.weight import MAX_WEIGHT
+from qbeast.core.rollup import banded_rollup, rollup
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
+from qbeast.core.weight_bands import BAND_COUNT, band_of, band_shares
 from qbeast.index.cube_tree import CubeTree
 
 
@@ -88,8 +89,11 @@ class WritePlan:
 
     tree: CubeTree
     max_weights: np.ndarray  # per node, int64; MAX_WEIGHT for cubes without a threshold
-    files: np.ndarray  # per node, the file (rollup group) index
+    files: np.ndarray  # per node, the file (rollup group) index (with bands: its threshold's band)
     file_count: int
+    #: with weight bands, per node and band (qbeast.core.weight_bands) the file of the node's rows
+    #: in that band; None: a cube's rows all go to ``files``
+    band_files: np.ndarray | None = None
     _grid: LookupGrid | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -126,6 +130,10 @@ class WritePlan:
             # coordinates relative to that cube (x * 2**depth minus its integer part, exact)
             self._walk(cubes, files, w, rest, grid.last_nodes[packed[rest]],
                        scaled[rest] - cells[rest])
+        if self.band_files is not None:
+            outside = len(self.tree)
+            nodes = np.where(cubes < outside, cubes, (cubes - outside) >> d)
+            files[:] = self.band_files[nodes, band_of(w)]
         return cubes, files
 
     def _walk(self, cubes: np.ndarray, files: np.ndarray, w: np.ndarray, rows: np.ndarray,
@@ -174,14 +182,21 @@ def build_write_plan(
     weights: Mapping[CubeId, int],
     block_sizes: Mapping[CubeId, int],
     desired_cube_size: int,
+    weight_bands: bool = False,
 ) -> WritePlan:
     """Plan the assignment: thresholds per cube and one file per rollup group (FORMAT §6.4).
 
     ``block_sizes`` (estimated rows per cube) drive the rollup with ``limit = desired_cube_size``;
     a cube without a rollup entry writes to the group of its nearest ancestor that has one.
+    With ``weight_bands`` each cube's rows are split by weight band into groups of
+    :func:`qbeast.core.rollup.banded_rollup` (rows per band estimated from the cube's weight
+    range, :func:`qbeast.core.weight_bands.band_shares`), so one cube may get a block in several
+    files, each with the cube's threshold as ``maxWeight``.
     """
     tree = CubeTree(dimensions, list(weights) + list(block_sizes))
     max_weights = tree.values(dict(weights), MAX_WEIGHT, np.int64)
+    if weight_bands:
+        return _banded_plan(tree, max_weights, block_sizes, desired_cube_size)
     groups = rollup({c: int(s) for c, s in block_sizes.items()}, desired_cube_size)
     root = CubeId.root(dimensions)
     group_ids: dict[CubeId, int] = {}
@@ -196,6 +211,32 @@ def build_write_plan(
         else:
             files[node] = group_ids[root]
     return WritePlan(tree, max_weights, files, len(group_ids))
+
+
+def _banded_plan(tree: CubeTree, max_weights: np.ndarray, block_sizes: Mapping[CubeId, int],
+                 desired_cube_size: int) -> WritePlan:
+    """:func:`build_write_plan` with weight bands: files per (node, band)."""
+    root = CubeId.root(tree.dimensions)
+    sizes: dict[CubeId, list[int]] = {}
+    for cube, size in block_sizes.items():
+        node = tree.index[cube]
+        low = int(max_weights[tree.parents[node]]) if node > 0 else MIN_WEIGHT - 1
+        sizes[cube] = [int(round(s)) for s in band_shares(low, int(max_weights[node])) * int(size)]
+    sizes.setdefault(root, [0] * BAND_COUNT)
+    groups = banded_rollup(sizes, desired_cube_size)
+    group_ids: dict[tuple[CubeId, int], int] = {}
+    for group in sorted(set(groups.values()), key=lambda g: (g[0], g[1])):
+        group_ids[group] = len(group_ids)
+    band_files = np.zeros((len(tree), BAND_COUNT), dtype=np.int32)
+    for node, cube in enumerate(tree.cubes):  # pre-order: a parent's files are known first
+        for band in range(BAND_COUNT):
+            group = groups.get((cube, band))
+            if group is not None:
+                band_files[node, band] = group_ids[group]
+            else:  # the root has a group in every band
+                band_files[node, band] = band_files[tree.parents[node], band]
+    files = band_files[np.arange(len(tree)), band_of(np.minimum(max_weights, MAX_WEIGHT))]
+    return WritePlan(tree, max_weights, files.astype(np.int32), len(group_ids), band_files)
 
 
 def assigned_cube_ids(plan: WritePlan, coords: np.ndarray, weights: np.ndarray) -> np.ndarray:

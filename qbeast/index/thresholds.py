@@ -14,6 +14,7 @@ from qbeast.core.blocks import Block
 from qbeast.core.cube_id import CubeId
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
+from qbeast.core.weight_bands import band_of
 from qbeast.index.assignment import WritePlan
 
 #: Threshold given to cubes that exist only as ancestors: below every weight, so no row stops.
@@ -90,7 +91,7 @@ def files_to_lay_out(status: IndexStatus, paths: set[str] | None = None) -> set[
     """The files (among ``paths``; all when ``None``) optimize must rewrite to lay the revision out.
 
     Optimize re-assigns rows with the effective thresholds and writes each cube's rows as one
-    block. A cube is already in that state when it has at most one block holding rows and that
+    block (or one per weight band: the write split the cube's rows by weight) and every such
     block was written with the cube's effective threshold (its ``maxWeight`` is the minimum over
     the cube's blocks; zero-element marker blocks state thresholds and hold nothing). A freshly
     written revision is laid out; an append that reached a cube again, or lowered its threshold,
@@ -107,9 +108,18 @@ def files_to_lay_out(status: IndexStatus, paths: set[str] | None = None) -> set[
             # rows above the lowered threshold move down into the subtree: its files too, or
             # a cube there would end with a second block
             out.update(fb.path for below in status.subtree(cube_status.cube) for fb in below.blocks)
-        elif len(holding) > 1:
+        elif len(holding) > 1 and not _weight_bands(holding):
             out.update(fb.path for fb in cube_status.blocks)
     return out if paths is None else out & paths
+
+
+def _weight_bands(blocks: list[Block]) -> bool:
+    """Whether several blocks of one cube are the weight bands a write laid it out in: each in a
+    band of its own (:mod:`qbeast.core.weight_bands`, judged by ``minWeight``, the one weight a
+    block states). An append that reaches a cube again adds a block starting in the cube's
+    lowest band, next to the one already there, so it is not taken for a band."""
+    bands = [band_of(b.min_weight) for b in blocks]
+    return len(set(bands)) == len(bands)
 
 
 def is_laid_out(status: IndexStatus, paths: set[str] | None = None) -> bool:

@@ -241,7 +241,7 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     from pyspark.sql import functions as F
 
     from qbeast.spark.assignment_udf import assignment_udf, weight_column
-    from qbeast.spark.write_steps import write_files
+    from qbeast.spark.write_steps import weight_bands, write_files
 
     table = snapshot.table_path
     rid = revision.revision_id
@@ -266,7 +266,8 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
     phase = _phase(table, f"revision {rid}: write")
-    plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size)
+    plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size,
+                            weight_bands=weight_bands(spark))
     written = write_files(data, revision, plan, table) if sizes else []
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))

@@ -99,6 +99,14 @@ REVISION_HEADROOM = Setting(
     "(dates, ids) open O(log growth) revisions; 0 = exact ranges, as qbeast-spark.",
     minimum=0,
 )
+WEIGHT_BANDS = Setting(
+    "spark.qbeast.index.weightBands", "true",
+    "Whether a write (and optimize) splits each cube's rows by weight band (edges at the sample "
+    "fractions 0.1%, 0.2%, 0.5%, 1%, 2%, 5%, 10%, 20%, 50%) into different files, so a sample "
+    "reads about the bytes it needs (true), or keeps one block per cube as qbeast-spark (false: "
+    "box queries read fewer files). Both layouts are read by any qbeast reader.",
+    choices=("true", "false"),
+)
 SHIP_ENGINE = Setting(
     "spark.qbeast.shipEngine", "auto",
     "Whether sessions built by the engine send its Python code to the executors: auto (when "
@@ -117,4 +125,5 @@ SQL_BRIDGE = Setting(
 
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
-                                 REVISION_HEADROOM, SHIP_ENGINE, SQL_BRIDGE)
+                                 REVISION_HEADROOM, WEIGHT_BANDS, SHIP_ENGINE,
+                                 SQL_BRIDGE)

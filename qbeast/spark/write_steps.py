@@ -62,6 +62,11 @@ def write_phase(path: str, name: str) -> Phase:
 # -- analysis -----------------------------------------------------------------------------------
 
 
+def weight_bands(spark: Any) -> bool:
+    """Whether writes of this session split cubes by weight band (``spark.qbeast.index.weightBands``)."""
+    return settings.WEIGHT_BANDS.read(spark) == "true"
+
+
 def analyze(
     spark: Any,
     data: Any,
@@ -137,7 +142,7 @@ def analyze(
             domains[cube] = domains.get(cube, 0.0) + domain
     weights = estimate_cube_weights(domains, desired, thresholds, input_domains=input_domains)
     sizes = estimated_block_sizes(weights, input_domains)
-    plan = build_write_plan(dims, weights, sizes, desired)
+    plan = build_write_plan(dims, weights, sizes, desired, weight_bands=weight_bands(spark))
     phase.done(rows=count, sampled_fraction=round(sampled, 6), partitions=partitions,
                group_cube_size=gcs, cubes=len(weights), files=plan.file_count)
     return plan

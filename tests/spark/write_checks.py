@@ -119,6 +119,45 @@ def check_index(spark, path: str, fractions=(0.1, 0.2, 0.5, 0.7, 0.99)) -> dict[
     return rows_per_revision
 
 
+def check_weight_bands(spark, path: str) -> int:
+    """Assert that the blocks of every cube hold disjoint weight ranges and cover its rows: the
+    rows of each (file, cube) block lie in ``[minWeight, maxWeight]`` and no two blocks of one
+    cube overlap (a single write's weight bands). Return how many cubes have several blocks."""
+    snapshot = QbeastSnapshot.load(path)
+    split = 0
+    for revision_id in sorted(snapshot.files_by_revision()):
+        if revision_id == 0:
+            continue
+        rows = read_revision_rows(spark, path, snapshot, revision_id)
+        status = snapshot.index_status(revision_id)
+        max_depth = max(s.cube.depth for s in status)
+        paths = [np.asarray(level, dtype=object)
+                 for level in row_cube_paths(snapshot.revision(revision_id), rows.table, max_depth)]
+        for cube_status in status:
+            cube = cube_status.cube
+            level = paths[cube.depth]
+            ranges = []
+            for fb in cube_status.blocks:
+                if not fb.block.element_count:
+                    continue
+                w = rows.weights[(rows.files == fb.path) & (level == cube.string)]
+                w = w[(w >= fb.block.min_weight) & (w <= fb.block.max_weight)]
+                # the block's rows are those of its file in its cube's weight range above its
+                # ancestors' thresholds: the lightest is minWeight, the count is elementCount
+                lower = max((s.max_weight for s in status
+                             if s.cube != cube and s.cube.is_ancestor_of(cube)), default=None)
+                if lower is not None:
+                    w = w[w > lower]
+                assert len(w) == fb.block.element_count, (fb.path, str(cube))
+                assert int(w.min()) == fb.block.min_weight, (fb.path, str(cube))
+                ranges.append((int(w.min()), int(w.max())))
+            ranges.sort()
+            for (_, hi), (lo, _) in zip(ranges, ranges[1:]):
+                assert hi < lo, f"blocks of cube {cube!r} overlap in weight: {ranges}"
+            split += len(ranges) > 1
+    return split
+
+
 def sample_count(spark, path: str, f: float) -> int:
     """Rows with weight < Weight(f) in the files a sample of ``f`` selects, over all revisions."""
     from pyspark.sql import functions as F

@@ -1,0 +1,57 @@
+"""Weight bands: the slices of the weight space a writer may put in different files (issue 20).
+
+Why: a cube holds rows of every weight between its parent's threshold and its own; a shallow
+leaf holds everything from its parent's threshold up to the maximum weight. A sample of fraction
+``f`` needs only the rows below ``Weight(f)``, but a file is read whole as soon as one of its
+blocks can hold such a row (FORMAT §7.2: ``to > block.minWeight``). When the rows of one cube are
+split by weight into several files, each holding one block of the cube whose ``minWeight`` is the
+true minimum of its rows and whose ``maxWeight`` is the cube's threshold (FORMAT §4-§6: a cube
+may have several blocks; its effective threshold is the minimum over them, which stays the
+cube's threshold), a sample skips the files of the bands it does not reach.
+
+The band edges are ``Weight(b)`` for the fractions ``b`` of :data:`BAND_FRACTIONS`, a 1-2-5
+series: the fractions people sample (1%, 5%, 10%, 20%, 50%) are edges, so such a sample reads no
+row of a band it does not need. Between edges a sample reads up to the next edge (at most 2.5x
+the needed rows of the straddled band, e.g. ``f = 0.21`` reads the band up to 0.5). Finer bands
+would bound that better but make every box query read one more layer of files per band.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+
+#: Fractions whose ``Weight`` separates two bands (a 1-2-5 series from 0.1% to 50%).
+BAND_FRACTIONS: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+
+#: ``Weight(b)`` of each band fraction, increasing: band ``k`` holds weights in
+#: ``[EDGES[k-1], EDGES[k])`` (``MIN_WEIGHT`` and ``MAX_WEIGHT`` inclusive close the first and last).
+EDGES: np.ndarray = np.array([weight_from_fraction(b) for b in BAND_FRACTIONS], dtype=np.int64)
+
+#: How many bands the edges make.
+BAND_COUNT: int = len(BAND_FRACTIONS) + 1
+
+
+def band_of(weights: np.ndarray | int) -> np.ndarray | int:
+    """The band of each weight: the number of edges at or below it (0 .. ``BAND_COUNT - 1``)."""
+    found = np.searchsorted(EDGES, np.asarray(weights, dtype=np.int64), side="right")
+    return int(found) if np.ndim(found) == 0 else found
+
+
+def band_shares(low: int, high: int) -> np.ndarray:
+    """The share of the weights in ``(low, high]`` that falls in each band (sums to 1).
+
+    Row weights are hashes, so the rows a cube keeps are spread evenly over its weight range
+    ``(parent threshold, own threshold]``; this turns a cube's estimated row count into estimated
+    row counts per band without reading data. An empty range puts everything in ``high``'s band.
+    """
+    low = max(int(low), MIN_WEIGHT - 1)
+    high = min(int(high), MAX_WEIGHT)
+    shares = np.zeros(BAND_COUNT, dtype=np.float64)
+    if high <= low:
+        shares[band_of(max(high, MIN_WEIGHT))] = 1.0
+        return shares
+    starts = np.concatenate(([MIN_WEIGHT - 1], EDGES - 1))  # band k covers (starts[k], ends[k]]
+    ends = np.concatenate((EDGES - 1, [MAX_WEIGHT]))
+    overlap = np.clip(np.minimum(ends, high) - np.maximum(starts, low), 0, None)
+    return overlap / float(high - low)
