@@ -17,8 +17,8 @@ range columns, TPC-DS ``store_sales`` SF1 (DuckDB's ``tpcds`` extension) on ``ss
 ss_hdemo_sk`` with cube size 300,000, and the incremental scenario: 30 appends of 100k rows
 indexed on ``event_time, user_id`` with cube size 50,000, each day's times after the previous
 day's, each append followed by the dbt model's default maintenance (what the materialization runs
-by default after a write: ``QbeastTable.optimize()`` when ``optimize_after_run`` defaults to on,
-nothing otherwise).
+by default after a write: ``QbeastTable.optimize(max_rewrite_ratio=...)``, the tiered layout,
+when ``optimize_after_run`` defaults to on, nothing otherwise).
 
 Figures, per version and data set:
 
@@ -268,6 +268,15 @@ def default_maintenance(source: Path) -> bool:
     return found.group(1) == "True"
 
 
+def maintenance_options() -> dict[str, Any]:
+    """The optimize options of the dbt materialization's default maintenance in this process's
+    engine: the tiering budget where the engine has one (``MAINTENANCE_REWRITE_RATIO``)."""
+    from qbeast.core import defaults
+
+    ratio = getattr(defaults, "MAINTENANCE_REWRITE_RATIO", None)
+    return {} if ratio is None else {"max_rewrite_ratio": ratio}
+
+
 def _maintenance_bytes(result: Any) -> int:
     """Bytes the optimize commits of ``result`` added (what maintenance rewrote)."""
     from qbeast.delta.log import DeltaLog
@@ -322,7 +331,7 @@ def run_worker(args) -> dict[str, Any]:
         appended += sum(active.get(p, 0) for p in result.files)
         if maintain:
             started = time.perf_counter()
-            optimized = qbeast.QbeastTable.for_path(spark, path).optimize()
+            optimized = qbeast.QbeastTable.for_path(spark, path).optimize(**maintenance_options())
             maintain_s += time.perf_counter() - started
             rewritten += _maintenance_bytes(optimized)
     files = [f for d in days for f in d.files]

@@ -18,6 +18,8 @@ _LAZY = {
     "QbeastTable": ("qbeast.table", "QbeastTable"),
     "convert_to_qbeast": ("qbeast.operations.convert", "convert_to_qbeast"),
     "upgrade_format": ("qbeast.operations.upgrade", "upgrade_format"),
+    # optimize(max_rewrite_ratio=...) of the default maintenance (dbt's optimize_after_run)
+    "MAINTENANCE_REWRITE_RATIO": ("qbeast.core.defaults", "MAINTENANCE_REWRITE_RATIO"),
     # sessions and catalog tables
     "get_or_create_session": ("qbeast.spark.session", "get_or_create_session"),
     "is_connect_session": ("qbeast.spark.session", "is_connect_session"),

@@ -244,16 +244,20 @@ class QbeastTable:
         revision_id: int | None = None,
         fraction: float = 1.0,
         files: list[str] | None = None,
+        max_rewrite_ratio: float | None = None,
     ):
         """Rewrite files so every cube of the revision has one block (latest revision by default).
 
         ``revision_id=0`` indexes the staging files into the latest revision; ``fraction`` limits
         the rewrite to the files a sample of that fraction starts in; ``files`` names files as they
-        appear in the Delta log. Returns a :class:`qbeast.operations.OptimizeResult`.
+        appear in the Delta log; ``max_rewrite_ratio`` defers the layout until it rewrites at most
+        that many bytes per byte appended since the last one (tiered maintenance, as dbt's
+        ``optimize_after_run`` runs it). Returns a :class:`qbeast.operations.OptimizeResult`.
         """
         from qbeast.operations.optimize import optimize_table
 
-        return optimize_table(self.spark, self.path, revision_id=revision_id, fraction=fraction, files=files)
+        return optimize_table(self.spark, self.path, revision_id=revision_id, fraction=fraction, files=files,
+                              max_rewrite_ratio=max_rewrite_ratio)
 
     def vacuum(
         self,

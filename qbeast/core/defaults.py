@@ -11,3 +11,9 @@ DEFAULT_CUBE_SIZE = 5_000_000
 #: growing timestamp and a growing user id) open 4 revisions instead of 30; 200% left 5, above
 #: the goal of log2(30). 0 = exact ranges, as qbeast-spark.
 REVISION_HEADROOM_PERCENT = 300
+
+#: Bytes the default maintenance (dbt's ``optimize_after_run``) may rewrite per byte appended to a
+#: revision since it was last laid out: ``optimize(max_rewrite_ratio=...)`` defers the layout
+#: until the appends reach that share (tiering), so maintenance rewrites at most this many bytes
+#: per byte appended (the goal of issue 20). Laying out after every append rewrote 3-7.
+MAINTENANCE_REWRITE_RATIO = 2.0

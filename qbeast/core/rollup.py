@@ -76,9 +76,10 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
       child names the pack), and what is left joins the parent's group in that band. Packing
       (instead of :func:`rollup`'s all-into-the-parent) keeps a band's group from spanning a
       parent's whole space when its children are thin slices: a box reads fewer rows;
-    * at the root, a band's group of fewer than half ``limit`` rows joins the group of the
-      bands below it (the lightest bands hold few rows and would otherwise be tiny files); a
-      bigger one stays apart, so a sample of its lower edge does not read it.
+    * at the root, the lightest bands are joined into one group until it holds half of
+      ``limit`` rows (they hold few rows and would otherwise be tiny files), as long as each
+      joined band has all its rows in its root group: every cube then keeps blocks with disjoint
+      weight ranges, one per group. Other bands keep their own root group, small or not.
 
     Every band gets a root group (possibly empty), so rows of a cube or band the estimate missed
     find a file at their nearest ancestor (see :func:`qbeast.index.assignment.build_write_plan`).
@@ -93,6 +94,7 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
     root = CubeId.root(dimensions)
     result: dict[tuple[CubeId, int], tuple[CubeId, int]] = {}
     root_sizes: list[int] = []
+    whole: list[bool] = []
     for band in range(band_count):
         group_size: dict[CubeId, int] = {}
         members: dict[CubeId, list[CubeId]] = {}
@@ -134,13 +136,18 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
             for cube in cubes:
                 result[(cube, band)] = (group, band)
         root_sizes.append(group_size[root])
-    # at the root, a band's group smaller than half a file joins the run of the bands below it:
-    # a sample of the band's lower edge then reads at most that half file more
+        whole.append(len(members) == 1)  # every row of the band is in the root's group
+    # at the root, the lightest bands join into runs of at least half a file, as long as all of a
+    # band's rows are in its root group: a cube then has one block per run and one per group of
+    # the other bands, whose weight ranges stay disjoint
     runs: list[list[int]] = []
+    held = 0
     for band, size in enumerate(root_sizes):
-        if runs and 2 * size < limit:
+        if runs and whole[band] and all(whole[b] for b in runs[-1]) and 2 * held < limit:
             runs[-1].append(band)
+            held += size
         else:
             runs.append([band])
+            held = size
     target = {band: (root, run[0]) for run in runs for band in run}
     return {key: (target[group[1]] if group[0] == root else group) for key, group in result.items()}

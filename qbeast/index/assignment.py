@@ -230,9 +230,9 @@ def _banded_plan(tree: CubeTree, max_weights: np.ndarray, block_sizes: Mapping[C
     band_files = np.zeros((len(tree), BAND_COUNT), dtype=np.int32)
     for node, cube in enumerate(tree.cubes):  # pre-order: a parent's files are known first
         for band in range(BAND_COUNT):
-            group = groups.get((cube, band))
-            if group is not None:
-                band_files[node, band] = group_ids[group]
+            target = groups.get((cube, band))
+            if target is not None:
+                band_files[node, band] = group_ids[target]
             else:  # the root has a group in every band
                 band_files[node, band] = band_files[tree.parents[node], band]
     files = band_files[np.arange(len(tree)), band_of(np.minimum(max_weights, MAX_WEIGHT))]

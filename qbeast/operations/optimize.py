@@ -105,6 +105,7 @@ def optimize_table(
     revision_id: int | None = None,
     fraction: float = 1.0,
     files: Sequence[str] | None = None,
+    max_rewrite_ratio: float | None = None,
 ) -> OptimizeResult:
     """Optimize the Qbeast table at ``path`` (see the module docstring).
 
@@ -115,9 +116,19 @@ def optimize_table(
       fraction reads); for staging, the oldest files up to that share of the staging bytes;
     * ``files``: these files (paths as in the Delta log), one commit per indexed revision they
       belong to; staging files in the list are ignored. Cannot be combined with the other two.
+    * ``max_rewrite_ratio`` (e.g. 2.0; indexed revisions only): tiered maintenance. The revision
+      is laid out only when the bytes it would rewrite are at most this many times the bytes
+      appended to it since it was last laid out (:func:`appended_since_layout`); otherwise
+      nothing is rewritten and the result says it was deferred. Every byte appended is counted
+      by one layout only, so maintenance rewrites at most ``max_rewrite_ratio`` bytes per byte
+      appended, whatever the appends reach (an LSM tree's tiering, applied to one revision).
     """
     check_path(path)
     check_optional_int(revision_id, "revision_id", 0)
+    if max_rewrite_ratio is not None and (
+            isinstance(max_rewrite_ratio, bool) or not isinstance(max_rewrite_ratio, (int, float))
+            or not max_rewrite_ratio > 0):
+        raise InvalidOptionError(f"max_rewrite_ratio must be a number > 0 or None, got {max_rewrite_ratio!r}")
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise InvalidOptionError(f"fraction must be a number in (0, 1], got {fraction!r}")
     if files is not None:
@@ -153,6 +164,8 @@ def optimize_table(
         else:
             revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
             chosen = _still_to_lay_out(snapshot, rid, _indexed_selection(snapshot, rid, fraction), notes)
+            if chosen and max_rewrite_ratio is not None:
+                chosen = _within_budget(snapshot, rid, chosen, float(max_rewrite_ratio), notes)
             commit = _rewrite_revision(spark, snapshot, revision, chosen) if chosen else None
         commits = [commit] if commit is not None else []
     for note in notes:
@@ -204,6 +217,49 @@ def _still_to_lay_out(snapshot: QbeastSnapshot, revision_id: int, chosen: list[A
         notes.append(f"revision {revision_id}: {len(chosen) - len(needed)} of {len(chosen)} file(s) "
                      "already laid out, left as they are")
     return [f for f in chosen if f.path in needed]
+
+
+def appended_since_layout(snapshot: QbeastSnapshot, revision_id: int) -> int:
+    """Bytes of the revision's files written after it was last laid out.
+
+    The revision was last laid out by its latest OPTIMIZE commit, or else by the write that
+    created it (a fresh revision is laid out). A data file is written before the commit that
+    adds it, so the files committed later are those modified after that commit's timestamp.
+    Read from the log's commit infos; no data is read.
+    """
+    from qbeast.delta.log import DeltaLog
+
+    files = snapshot.revision_files(revision_id)
+    if not files:
+        return 0
+    history = DeltaLog.for_path(snapshot.table_path).history()  # newest first
+    point = None
+    for info in history:
+        if info.operation == "OPTIMIZE" and str(info.operation_parameters.get("revisionId")) == str(revision_id):
+            point = info.timestamp
+            break
+    oldest = min(f.modification_time for f in files)
+    created = next((info.timestamp for info in reversed(history)
+                    if info.timestamp is not None and info.timestamp >= oldest), None)
+    candidates = [t for t in (point, created) if t is not None]
+    layout_point = max(candidates) if candidates else oldest
+    return sum(int(f.size or 0) for f in files if f.modification_time > layout_point)
+
+
+def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddFile],
+                   ratio: float, notes: list[str]) -> list[AddFile]:
+    """``chosen`` when rewriting it costs at most ``ratio`` times the bytes appended since the
+    last layout, else nothing (``notes`` says how far the revision is from its next layout)."""
+    rewrite = sum(int(f.size or 0) for f in chosen)
+    appended = appended_since_layout(snapshot, revision_id)
+    if rewrite <= ratio * appended:
+        notes.append(f"revision {revision_id}: laying out {rewrite} bytes for {appended} bytes "
+                     f"appended since the last layout (budget {ratio:g}x)")
+        return chosen
+    notes.append(f"revision {revision_id}: layout deferred: it would rewrite {rewrite} bytes for "
+                 f"{appended} bytes appended since the last layout (budget {ratio:g}x); it runs "
+                 "once the appends reach the budget")
+    return []
 
 
 def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,

@@ -16,6 +16,7 @@ import pytest
 
 import qbeast
 from qbeast.core.weight import fraction as weight_fraction
+from qbeast.core.weight_bands import band_of
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError
 from qbeast.index.thresholds import files_to_lay_out
@@ -24,7 +25,7 @@ from qbeast.operations.optimize import OPTIMIZE_OPERATION, optimize_table
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from write_checks import check_index  # noqa: E402
+from write_checks import check_index, check_weight_bands  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -46,9 +47,16 @@ def samples(spark, path: str) -> dict[float, list[int]]:
     return {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in FRACTIONS}
 
 
-def blocks_per_cube(path: str, revision_id: int) -> dict[str, int]:
+def blocks_per_cube(path: str, revision_id: int) -> dict[tuple[str, int], int]:
+    """Blocks per cube and weight band of their ``minWeight``: a laid-out cube has one block per
+    band it spans (one in all with ``spark.qbeast.index.weightBands=false``)."""
     status = QbeastSnapshot.load(path).index_status(revision_id)
-    return {c.cube.string: len(c.blocks) for c in status}
+    out: dict[tuple[str, int], int] = {}
+    for c in status:
+        for fb in c.blocks:
+            key = (c.cube.string, band_of(fb.block.min_weight))
+            out[key] = out.get(key, 0) + 1
+    return out
 
 
 def commit_actions(path: str, version: int) -> list[dict]:
@@ -73,7 +81,7 @@ def table_copy(appended_table, tmp_path):
     return str(target)
 
 
-def test_optimize_leaves_one_block_per_cube_and_the_same_samples(spark, table_copy):
+def test_optimize_leaves_one_block_per_cube_and_band_and_the_same_samples(spark, table_copy):
     before_blocks = blocks_per_cube(table_copy, 1)
     assert max(before_blocks.values()) > 1  # the appends did spread cubes over several blocks
     before_samples = samples(spark, table_copy)
@@ -86,6 +94,7 @@ def test_optimize_leaves_one_block_per_cube_and_the_same_samples(spark, table_co
     assert set(commit.files_removed) == before_files
     after_blocks = blocks_per_cube(table_copy, 1)
     assert set(after_blocks.values()) == {1}
+    check_weight_bands(spark, table_copy)  # the bands of a cube hold disjoint weight ranges
     assert sum(c.element_count for c in QbeastSnapshot.load(table_copy).index_status(1)) == 9000
     assert samples(spark, table_copy) == before_samples
     assert check_index(spark, table_copy) == {1: 9000}

@@ -91,3 +91,38 @@ def test_optimize_after_an_append_lays_out_in_bands(spark, tmp_path):
     assert after == before == list(range(25_000))
     table = qbeast.QbeastTable.for_path(spark, path)
     assert {f: table.sample(f).count() for f in (0.1, 0.3)} == expected
+
+
+def test_tiered_maintenance_rewrites_at_most_twice_what_was_appended(spark, tmp_path):
+    """optimize(max_rewrite_ratio=2) defers the layout until the appends since the last one
+    reach half of what it would rewrite; over many appends, bytes rewritten <= 2 x appended."""
+    from qbeast.delta.log import DeltaLog
+    from qbeast.operations.optimize import appended_since_layout
+
+    path = str(tmp_path / "t")
+    space = {"a_min": 0.0, "a_max": 100.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_data(spark, 8_000), path, "a,b", cube_size=CUBE, column_stats=space)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    assert appended_since_layout(QbeastSnapshot.load(path), 1) == 0  # a fresh revision
+    appended = rewritten = 0
+    deferred = laid_out = 0
+    offset = 8_000
+    for _ in range(6):
+        result = qbeast.write(_data(spark, 2_000, offset=offset), path, "a,b")
+        offset += 2_000
+        files = DeltaLog.for_path(path).snapshot().files
+        appended += sum(files[p].size for p in result.files)
+        optimized = table.optimize(max_rewrite_ratio=2.0)
+        if optimized.commits:
+            laid_out += 1
+            after = DeltaLog.for_path(path).snapshot().files
+            rewritten += sum(after[p].size for c in optimized.commits for p in c.files_added)
+            assert is_laid_out(QbeastSnapshot.load(path).index_status(1))
+            assert appended_since_layout(QbeastSnapshot.load(path), 1) == 0
+        else:
+            deferred += 1
+            assert any("deferred" in n for n in optimized.notes)
+    assert deferred and laid_out  # small appends wait, accumulated ones are laid out
+    assert rewritten <= 2 * appended
+    assert check_index(spark, path) == {1: offset}
+    assert sorted(r.id for r in table.to_df().select("id").collect()) == list(range(offset))

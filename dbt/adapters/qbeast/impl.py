@@ -351,7 +351,8 @@ class QbeastAdapter(SparkAdapter):
             )
         if model_config.optimize_after_run:
             with _engine_errors(name, "optimize_after_run"):
-                optimized = qbeast.QbeastTable.for_path(spark, folder).optimize()
+                optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
+                    max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
             logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
             if optimized.commits:  # nothing to say when the write left nothing to lay out
                 message += ", optimized"

@@ -129,7 +129,9 @@ class QbeastModelConfig:
     tblproperties: Dict[str, str] = field(default_factory=dict)
     table_comment: Optional[str] = None
     column_comments: Dict[str, str] = field(default_factory=dict)
-    optimize_after_run: bool = False
+    #: on by default: the engine's tiered maintenance (at most MAINTENANCE_REWRITE_RATIO bytes
+    #: rewritten per byte appended; nothing after a full write), docs/dbt.md
+    optimize_after_run: bool = True
     unique_key: Tuple[str, ...] = ()
     incremental_predicates: Tuple[str, ...] = ()
     merge_update_columns: Optional[Tuple[str, ...]] = None
@@ -614,7 +616,7 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         tblproperties=_tblproperties(model, config.get("tblproperties")),
         table_comment=description if persist_relation else None,
         column_comments=column_comments if persist_columns else {},
-        optimize_after_run=_bool(model, "optimize_after_run", config.get("optimize_after_run")),
+                optimize_after_run=_bool(model, "optimize_after_run", config.get("optimize_after_run"), default=True),
         unique_key=keyed.unique_key,
         incremental_predicates=keyed.incremental_predicates,
         merge_update_columns=keyed.merge_update_columns,

@@ -54,7 +54,8 @@ def test_banded_rollup_never_mixes_bands_below_the_root_and_packs_siblings():
     # band 0's group (runs are named by their first band), the top one (70 rows) stays apart
     assert groups[(a, top)] == groups[(b, top)] == groups[(c, top)] == (a, top)
     assert groups[(d, top)] == groups[(root, top)] == (root, top)
-    assert groups[(root, 1)] == groups[(root, 0)] == (root, 0)
+    # band 0 (100 rows) fills a run; the empty bands 1..8 make one more
+    assert groups[(root, 0)] == (root, 0) and groups[(root, 1)] == groups[(root, 8)] == (root, 1)
     # no group below the root holds two bands
     for (cube, band), (group, group_band) in groups.items():
         assert group == root or group_band == band
@@ -63,11 +64,15 @@ def test_banded_rollup_never_mixes_bands_below_the_root_and_packs_siblings():
 
 def test_banded_rollup_joins_the_lightest_root_bands():
     root = c2()
-    sizes = {root: [10, 10, 10, 40, 10, 0, 50, 10, 10, 10]}
+    child = c2(1)
+    sizes = {root: [10, 10, 10, 40, 10, 0, 10, 10, 10, 10],
+             child: [0, 0, 0, 0, 0, 0, 0, 0, 70, 0]}
     groups = banded_rollup(sizes, 60)
-    # a band's root group under half the limit joins the bands below it; a bigger one starts a run
+    # light bands join until a run holds half the limit (30 rows); band 8 has a group below the
+    # root (the child's 70 rows) so it joins nothing, and the bands after it start again
     targets = [groups[(root, band)] for band in range(BAND_COUNT)]
-    assert targets == [(root, 0)] * 3 + [(root, 3)] * 3 + [(root, 6)] * 4
+    assert targets == [(root, 0)] * 3 + [(root, 3)] + [(root, 4)] * 4 + [(root, 8), (root, 9)]
+    assert groups[(child, 8)] == (child, 8)
 
 
 def test_banded_rollup_bad_input():
