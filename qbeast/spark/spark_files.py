@@ -142,8 +142,13 @@ def write_plan_files(
                     time.perf_counter() - started)
         results = []
         for file_id, part in sorted(parts.items()):
+            entry = described.get(file_id)
+            if entry is None or entry[0] == 0:
+                # Spark writes a file for its first task even when no row went there (a plan
+                # group can stay empty: a weight band no row reached); it is left in staging
+                continue
+            num_records, stats, blocks = entry
             name, info = out.publish(part)
-            num_records, stats, blocks = described[file_id]
             results.append(WrittenFile(file_id, name, info.st_size, int(info.st_mtime * 1000),
                                        num_records, stats, blocks))
         return results

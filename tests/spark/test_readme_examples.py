@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from qbeast.core.weight_bands import band_of
+from qbeast.index.thresholds import is_laid_out
 from qbeast.snapshot import QbeastSnapshot
 
 README = Path(__file__).resolve().parents[2] / "README.md"
@@ -41,9 +43,10 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     pruned = namespace["pruned"].collect()
     assert pruned and all(r.user_id < 1000 and 10 <= r.price <= 20 for r in pruned)
 
-    # after optimize every cube of the latest revision has exactly one block
+    # after optimize the latest revision is laid out: one block per cube and weight band
     status = QbeastSnapshot.load(str(tmp_path / "events")).index_status()
-    assert all(len(cube.blocks) == 1 for cube in status)
+    assert is_laid_out(status)
+    assert all(len(cube.blocks) == len({band_of(fb.block.min_weight) for fb in cube.blocks}) for cube in status)
     assert "OTree index metrics" in printed
     assert "\njvm\n" in printed, "the README's session reads SQL through the JVM read bridge"
 
