@@ -3,6 +3,12 @@
 Kept free of imports so that the format core, the transaction log, the Spark engine and the dbt
 adapter can all raise and catch the same types without depending on each other.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 class QbeastError(Exception):
@@ -29,6 +35,16 @@ class WriteCancelled(QbeastError):
 
     Nothing was committed and the files it had written are deleted.
     """
+
+
+def check_cancelled(cancelled: Callable[[], bool] | None, what: str, before: str) -> None:
+    """Raise :class:`WriteCancelled` when the caller's ``cancelled`` callback says to stop.
+
+    Every committing operation (writes, row-level changes) checks it between its phases and
+    right before its commit, so a Ctrl-C leaves nothing committed.
+    """
+    if cancelled is not None and cancelled():
+        raise WriteCancelled(f"{what} cancelled before {before}; nothing was committed")
 
 
 class WriteFailedError(QbeastError):

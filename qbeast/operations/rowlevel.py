@@ -43,7 +43,7 @@ from qbeast.core.revision import updated_configuration
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile
 from qbeast.delta.storage import local_path
-from qbeast.errors import InvalidOptionError
+from qbeast.errors import InvalidOptionError, check_cancelled
 from qbeast.index.file_blocks import settle_empty_blocks
 from qbeast.operations.common import OperationResult, check_path
 from qbeast.progress import Phase
@@ -168,11 +168,8 @@ def merge_rows(
     if isinstance(on, str):
         condition = F.expr(on)
     elif isinstance(on, Sequence) and on and all(isinstance(k, str) for k in on):
-        keys = [op.column_name(k, "on") for k in on]
-        missing = [k for k in keys if k not in source_columns]
-        if missing:
-            raise InvalidOptionError(f"merge key(s) {missing} are not columns of the source "
-                                     f"(source columns: {source_columns})")
+        keys = _key_columns(op, on)
+        _require_keys_in_source(keys, source_columns, "merge key(s)")
         condition = None
         for k in keys:
             term = F.col(f"target.{quote_identifier(k)}") == F.col(f"source.{quote_identifier(k)}")
@@ -182,8 +179,7 @@ def merge_rows(
             "on must be a list of key columns (e.g. ['id']) or a SQL condition over the aliases "
             f"target and source (e.g. 'target.id = source.id'), got {on!r}")
     updated = _update_columns(op, source_columns, update_columns, exclude_columns)
-    source = source.select(*[F.col(quote_identifier(c)).cast(op.types[op.column_name(c, "")])
-                             .alias(op.column_name(c, "")) for c in source.columns])
+    source = _cast_to_table(op, source, source_columns)
     predicate: ex.Expression = ex.AlwaysTrue()
     if target_predicate is not None:
         predicate = op.condition(target_predicate)[0]
@@ -262,7 +258,9 @@ def delete_insert_rows(
     op = _Operation.start(spark, path, "DELETE_INSERT", user_metadata=user_metadata,
                           cancelled=cancelled)
     keys = _key_columns(op, on)
-    source = _source_as_table(op, source, keys)
+    source_columns = [op.column_name(c, "the source") for c in source.columns]
+    _require_keys_in_source(keys, source_columns, "key column(s)")
+    source = _cast_to_table(op, source, source_columns)
     predicate: ex.Expression = ex.AlwaysTrue()
     if target_predicate is not None:
         predicate = op.condition(target_predicate)[0]
@@ -308,15 +306,18 @@ def _key_columns(op: _Operation, on: str | Sequence[str]) -> list[str]:
     return keys
 
 
-def _source_as_table(op: _Operation, source: Any, keys: Sequence[str]) -> Any:
-    """``source`` with the table's column spelling and types (every column must be the table's)."""
+def _require_keys_in_source(keys: Sequence[str], source_columns: Sequence[str], label: str) -> None:
+    """Fail, naming ``label`` (e.g. ``merge key(s)``), when a key is not a column of the source."""
+    missing = [k for k in keys if k not in source_columns]
+    if missing:
+        raise InvalidOptionError(f"{label} {missing} are not columns of the source "
+                                 f"(source columns: {list(source_columns)})")
+
+
+def _cast_to_table(op: _Operation, source: Any, names: Sequence[str]) -> Any:
+    """``source`` with the table's column spelling (``names``, one per source column) and types."""
     from pyspark.sql import functions as F
 
-    names = [op.column_name(c, "the source") for c in source.columns]
-    missing = [k for k in keys if k not in names]
-    if missing:
-        raise InvalidOptionError(f"key column(s) {missing} are not columns of the source "
-                                 f"(source columns: {names})")
     return source.select(*[F.col(quote_identifier(c)).cast(op.types[n]).alias(n)
                            for c, n in zip(source.columns, names)])
 
@@ -608,19 +609,12 @@ class _Operation:
         version = commit_files(
             transaction, adds, operation=self.name, parameters=parameters, metrics=metrics,
             info={"userMetadata": self.user_metadata} if self.user_metadata is not None else None,
-            before_commit=self._check_cancelled)
+            before_commit=lambda: check_cancelled(
+                self.cancelled, f"{self.name.lower()} of {self.path}", "the commit"))
         phase.done(version=version, removed=len(removed), added=len(adds))
         logger.info("%s %s: finished version=%d elapsed=%.2fs", self.name.lower(), self.path,
                     version, time.perf_counter() - self.started)
         return dataclasses.replace(result, version=version)
-
-
-    def _check_cancelled(self) -> None:
-        from qbeast.errors import WriteCancelled
-
-        if self.cancelled is not None and self.cancelled():
-            raise WriteCancelled(f"{self.name.lower()} of {self.path} cancelled before the commit; "
-                                 "nothing was committed")
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from qbeast.errors import InvalidOptionError, UnsupportedTypeError, WriteCancelled
+from qbeast.errors import InvalidOptionError, UnsupportedTypeError, check_cancelled
 
 MODES = ("append", "overwrite")
 #: What a write does with NaN and infinities in indexed float/double columns (option
@@ -77,8 +77,7 @@ class WriteOptions:
 
     def check_cancelled(self, path: str, phase: str) -> None:
         """Raise ``WriteCancelled`` when the caller's ``cancelled`` callback says so."""
-        if self.cancelled is not None and self.cancelled():
-            raise WriteCancelled(f"write to {path} cancelled before {phase}; nothing was committed")
+        check_cancelled(self.cancelled, f"write to {path}", phase)
 
 
 def check_positive_int(name: str, value: Any) -> int:
