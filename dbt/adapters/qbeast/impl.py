@@ -205,8 +205,6 @@ class QbeastAdapter(SparkAdapter):
         """
         import dataclasses
 
-        import qbeast
-
         if staging is None:
             return self.qbeast_write(model, relation, None, str(build_sql), snapshot_config, False)
         spark = self._spark()
@@ -214,7 +212,7 @@ class QbeastAdapter(SparkAdapter):
         staged = spark.table(staging.render())
         internal = ("dbt_change_type", "dbt_unique_key")
         kept = [c for c in staged.columns if not c.lower().startswith(internal)]
-        table_columns = {c.lower() for c in qbeast.QbeastTable.for_path(spark, location).to_df().columns}
+        table_columns = {c.lower() for c in self._table_schema(location).fieldNames()}
         merge_schema = any(c.lower() not in table_columns for c in kept)
         valid_to = columns["dbt_valid_to"]
         current = f"{valid_to} is null"
@@ -226,9 +224,7 @@ class QbeastAdapter(SparkAdapter):
             incremental_predicates=(current,), merge_update_columns=(valid_to,))
         message, rows = self._change_rows(spark, staged.select(*kept), location, "merge",
                                           merge_schema, merge_config, relation)
-        if not catalog_entry_current(relation, location, snapshot_config, self._table_schema(location)):
-            self._register_qbeast_table(spark, relation, location, snapshot_config)
-        self._names(record=(relation, location))
+        self._refresh_catalog_entry(spark, relation, relation, location, snapshot_config)
         message = message.replace("QBEAST MERGE", "QBEAST SNAPSHOT", 1)
         logger.info(f"{message} into {relation}")
         return AdapterResponse(_message=message, code="QBEAST SNAPSHOT", rows_affected=rows)
@@ -359,9 +355,9 @@ class QbeastAdapter(SparkAdapter):
         if replaces:
             assert old_relation is not None
             self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
-        elif not catalog_entry_current(old_relation, location, model_config, self._table_schema(location)):
-            self._register_qbeast_table(spark, relation, location, model_config)
-        self._names(record=(relation, location))
+            self._names(record=(relation, location))
+        else:
+            self._refresh_catalog_entry(spark, old_relation, relation, location, model_config)
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         code = f"QBEAST {'DELETE+INSERT' if mode == 'delete_insert' else mode.upper()}"
         return AdapterResponse(_message=message, code=code, rows_affected=rows)
@@ -427,6 +423,15 @@ class QbeastAdapter(SparkAdapter):
         return (f"QBEAST {strategy.upper()} {result.rows_updated} updated, {result.rows_inserted} "
                 f"inserted, {result.rows_deleted} deleted, {result.files_removed} files rewritten, "
                 f"{result.files_added} added, version {result.version}", changed)
+
+    def _refresh_catalog_entry(self, spark: Any, existing: Optional[QbeastRelation],
+                               relation: QbeastRelation, location: str,
+                               model_config: QbeastModelConfig) -> None:
+        """Re-create ``relation``'s catalog entry unless ``existing`` still describes the table at
+        ``location`` (schema, comments, properties), and record the name for ``qbeast describe``."""
+        if not catalog_entry_current(existing, location, model_config, self._table_schema(location)):
+            self._register_qbeast_table(spark, relation, location, model_config)
+        self._names(record=(relation, location))
 
     @staticmethod
     def _table_schema(location: str) -> Any:
