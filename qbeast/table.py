@@ -245,6 +245,7 @@ class QbeastTable:
         fraction: float = 1.0,
         files: list[str] | None = None,
         max_rewrite_ratio: float | None = None,
+        merge_revisions: bool = False,
     ):
         """Rewrite files so every cube of the revision has one block (latest revision by default).
 
@@ -252,12 +253,15 @@ class QbeastTable:
         the rewrite to the files a sample of that fraction starts in; ``files`` names files as they
         appear in the Delta log; ``max_rewrite_ratio`` defers the layout until it rewrites at most
         that many bytes per byte appended since the last one (tiered maintenance, as dbt's
-        ``optimize_after_run`` runs it). Returns a :class:`qbeast.operations.OptimizeResult`.
+        ``optimize_after_run`` runs it; it also merges older revisions into the latest one
+        within that budget); ``merge_revisions=True`` re-indexes every older revision inside the
+        latest one's space into it, then lays it out. Returns a
+        :class:`qbeast.operations.OptimizeResult`.
         """
         from qbeast.operations.optimize import optimize_table
 
         return optimize_table(self.spark, self.path, revision_id=revision_id, fraction=fraction, files=files,
-                              max_rewrite_ratio=max_rewrite_ratio)
+                              max_rewrite_ratio=max_rewrite_ratio, merge_revisions=merge_revisions)
 
     def vacuum(
         self,

@@ -62,6 +62,7 @@ __all__ = [
     "initial_revision",
     "plan_transformers",
     "compute_revision_change",
+    "fits_within",
 ]
 
 
@@ -456,3 +457,23 @@ def compute_revision_change(
         column_transformers=tuple(transformers),
         transformations=tuple(transformations),
     )
+
+
+def fits_within(revision: Revision, target: Revision) -> bool:
+    """Whether every row indexed by ``revision`` lies inside ``target``'s space.
+
+    Then its rows can be re-indexed into ``target`` (a revision merge) without opening a new
+    revision: both index the same columns with the same transformers, and no transformation of
+    ``target`` would be superseded by ``revision``'s (the test an append's stats pass applies to
+    decide whether the data grew the space, FORMAT §3.8). Staging (revision 0) fits nowhere: its
+    rows are indexed by optimize's staging step instead.
+    """
+    if revision.is_staging or target.is_staging or revision.revision_id == STAGING_REVISION_ID:
+        return False
+    if [t.to_json_obj() for t in revision.column_transformers] != [
+            t.to_json_obj() for t in target.column_transformers]:
+        return False
+    if len(revision.transformations) != len(target.transformations):
+        return False
+    return not any(theirs.is_superseded_by(ours)
+                   for ours, theirs in zip(revision.transformations, target.transformations))

@@ -25,7 +25,9 @@ estimation), so optimized files are written exactly like appended ones.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +35,7 @@ from typing import Any
 
 from qbeast.commit import add_file
 from qbeast.core.cube_id import CubeId
-from qbeast.core.revision import Revision
+from qbeast.core.revision import Revision, fits_within
 from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
@@ -41,15 +43,22 @@ from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
 from qbeast.index.assignment import build_write_plan
 from qbeast.index.thresholds import files_to_lay_out, pass_through_thresholds
-from qbeast.operations.common import OperationResult, check_optional_int, check_path
+from qbeast.operations.common import OperationResult, check_bool, check_optional_int, check_path
+from qbeast.operations.tiering import (
+    OPTIMIZE_OPERATION,
+    appended_since_layout,
+    plan_old_revisions,
+    received_since_layout,
+)
 from qbeast.progress import Phase
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN, WriteOptions
+from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
 
 logger = logging.getLogger("qbeast.operations.optimize")
 
-OPTIMIZE_OPERATION = "OPTIMIZE"
+__all__ = ["OPTIMIZE_OPERATION", "OptimizeResult", "RevisionOptimization", "appended_since_layout",
+           "optimize_table"]
 
 
 def _phase(path: str, name: str) -> Phase:
@@ -68,6 +77,8 @@ class RevisionOptimization:
     rows: int
     blocks_removed: int
     blocks_added: int
+    #: for a revision merge: the old revisions whose rows were re-indexed into the target
+    merged_revisions: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -91,8 +102,12 @@ class OptimizeResult(OperationResult):
         for c in self.commits:
             into = (f" into revision {c.target_revision_id}"
                     if c.target_revision_id != c.revision_id else "")
+            what = f"revision {c.revision_id}{into}"
+            if c.merged_revisions:
+                what = (f"revision(s) {', '.join(map(str, c.merged_revisions))} merged into "
+                        f"revision {c.target_revision_id}")
             lines.append(
-                f"  revision {c.revision_id}{into}: version {c.version}, "
+                f"  {what}: version {c.version}, "
                 f"{len(c.files_removed)} file(s) / {c.blocks_removed} block(s) replaced by "
                 f"{len(c.files_added)} file(s) / {c.blocks_added} block(s), {c.rows} rows"
             )
@@ -106,6 +121,7 @@ def optimize_table(
     fraction: float = 1.0,
     files: Sequence[str] | None = None,
     max_rewrite_ratio: float | None = None,
+    merge_revisions: bool = False,
 ) -> OptimizeResult:
     """Optimize the Qbeast table at ``path`` (see the module docstring).
 
@@ -122,6 +138,14 @@ def optimize_table(
       nothing is rewritten and the result says it was deferred. Every byte appended is counted
       by one layout only, so maintenance rewrites at most ``max_rewrite_ratio`` bytes per byte
       appended, whatever the appends reach (an LSM tree's tiering, applied to one revision).
+      This is the default maintenance (dbt's ``optimize_after_run``), and it looks after the
+      older revisions too (:mod:`qbeast.operations.tiering`): those inside the latest
+      revision's space are merged into it (their rows re-indexed into it, one commit) once
+      their bytes are at most ``max_rewrite_ratio`` times the latest revision's; the others
+      receive no more appends and are laid out once, in place, where not laid out yet.
+    * ``merge_revisions=True``: first re-index the rows of every older revision that lies
+      inside the latest revision's space into it, whatever their size (one commit; samples and
+      rows unchanged), then lay the latest revision out.
     """
     check_path(path)
     check_optional_int(revision_id, "revision_id", 0)
@@ -131,6 +155,13 @@ def optimize_table(
         raise InvalidOptionError(f"max_rewrite_ratio must be a number > 0 or None, got {max_rewrite_ratio!r}")
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise InvalidOptionError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    check_bool(merge_revisions, "merge_revisions")
+    maintenance = max_rewrite_ratio is not None or merge_revisions
+    if maintenance and (files is not None or revision_id is not None or fraction != 1.0):
+        raise InvalidOptionError(
+            "max_rewrite_ratio and merge_revisions work on the whole table (the latest revision "
+            "and the older ones); they cannot be combined with files, revision_id or fraction"
+        )
     if files is not None:
         if revision_id is not None or fraction != 1.0:
             raise InvalidOptionError(
@@ -156,6 +187,9 @@ def optimize_table(
     notes: list[str] = []
     if files is not None:
         commits = _optimize_listed_files(spark, snapshot, list(files), notes)
+    elif maintenance:
+        ratio = None if max_rewrite_ratio is None else float(max_rewrite_ratio)
+        commits = _maintain(spark, snapshot, ratio, merge_revisions, notes)
     else:
         rid = snapshot.latest_revision_id if revision_id is None else revision_id
         if rid == 0:
@@ -164,8 +198,6 @@ def optimize_table(
         else:
             revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
             chosen = _still_to_lay_out(snapshot, rid, _indexed_selection(snapshot, rid, fraction), notes)
-            if chosen and max_rewrite_ratio is not None:
-                chosen = _within_budget(snapshot, rid, chosen, float(max_rewrite_ratio), notes)
             commit = _rewrite_revision(spark, snapshot, revision, chosen) if chosen else None
         commits = [commit] if commit is not None else []
     for note in notes:
@@ -219,39 +251,12 @@ def _still_to_lay_out(snapshot: QbeastSnapshot, revision_id: int, chosen: list[A
     return [f for f in chosen if f.path in needed]
 
 
-def appended_since_layout(snapshot: QbeastSnapshot, revision_id: int) -> int:
-    """Bytes of the revision's files written after it was last laid out.
-
-    The revision was last laid out by its latest OPTIMIZE commit, or else by the write that
-    created it (a fresh revision is laid out). A data file is written before the commit that
-    adds it, so the files committed later are those modified after that commit's timestamp.
-    Read from the log's commit infos; no data is read.
-    """
-    from qbeast.delta.log import DeltaLog
-
-    files = snapshot.revision_files(revision_id)
-    if not files:
-        return 0
-    history = DeltaLog.for_path(snapshot.table_path).history()  # newest first
-    point = None
-    for info in history:
-        if info.operation == "OPTIMIZE" and str(info.operation_parameters.get("revisionId")) == str(revision_id):
-            point = info.timestamp
-            break
-    oldest = min(f.modification_time for f in files)
-    created = next((info.timestamp for info in reversed(history)
-                    if info.timestamp is not None and info.timestamp >= oldest), None)
-    candidates = [t for t in (point, created) if t is not None]
-    layout_point = max(candidates) if candidates else oldest
-    return sum(int(f.size or 0) for f in files if f.modification_time > layout_point)
-
-
 def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddFile],
                    ratio: float, notes: list[str]) -> list[AddFile]:
     """``chosen`` when rewriting it costs at most ``ratio`` times the bytes appended since the
     last layout, else nothing (``notes`` says how far the revision is from its next layout)."""
     rewrite = sum(int(f.size or 0) for f in chosen)
-    appended = appended_since_layout(snapshot, revision_id)
+    appended = appended_since_layout(snapshot, revision_id, enough=math.ceil(rewrite / ratio))
     if rewrite <= ratio * appended:
         notes.append(f"revision {revision_id}: laying out {rewrite} bytes for {appended} bytes "
                      f"appended since the last layout (budget {ratio:g}x)")
@@ -260,6 +265,124 @@ def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddF
                  f"{appended} bytes appended since the last layout (budget {ratio:g}x); it runs "
                  "once the appends reach the budget")
     return []
+
+
+# -- the default maintenance ----------------------------------------------------------------------
+
+
+def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_all: bool,
+              notes: list[str]) -> list[RevisionOptimization]:
+    """Old revisions first (merged into the latest, or laid out in place once closed), then the
+    latest revision's layout, within the budget ``ratio`` when one is given."""
+    commits: list[RevisionOptimization] = []
+    latest_id = snapshot.latest_revision_id
+    if latest_id == 0:
+        notes.append("the table has no indexed revision yet (optimize revision_id=0 indexes "
+                     "its staging files)")
+        return commits
+    live = {rid: sum(int(f.size or 0) for f in files)
+            for rid, files in snapshot.files_by_revision().items()}
+    plan = plan_old_revisions(snapshot.revisions, live, latest_id, None if merge_all else ratio)
+    notes.extend(plan.notes)
+    if plan.merge:
+        merged = _merge_revisions(spark, snapshot, plan.merge, notes)
+        if merged is not None:
+            commits.append(merged)
+            snapshot = QbeastSnapshot.load(snapshot.table_path)
+    if ratio is not None:
+        for rid in plan.close:
+            commit = _close_revision(spark, snapshot, rid, notes)
+            if commit is not None:
+                commits.append(commit)
+                snapshot = QbeastSnapshot.load(snapshot.table_path)
+    chosen = _still_to_lay_out(snapshot, latest_id, snapshot.revision_files(latest_id), notes)
+    if chosen and ratio is not None:
+        chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes)
+    if chosen:
+        commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen))
+    return commits
+
+
+def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
+                    notes: list[str]) -> RevisionOptimization | None:
+    """Lay out an old revision that no append reaches any more, once.
+
+    When it fits the latest revision and received only appends since its last layout, the
+    files it received move into the latest revision (their rows re-indexed there, where its
+    own layout budget counts them): what stays is the laid-out tree, and only the received
+    bytes are rewritten. Otherwise its files still to lay out are laid out in place.
+    """
+    paths = {f.path for f in snapshot.revision_files(revision_id)}
+    if not files_to_lay_out(snapshot.index_status(revision_id), paths):
+        return None  # laid out: nothing to do, and no log walk
+    revision = snapshot.revision(revision_id)
+    if fits_within(revision, snapshot.latest_revision):
+        received = received_since_layout(snapshot, revision_id)
+        if received.paths and received.only_appends:
+            notes.append(f"revision {revision_id}: closed (a newer revision receives the appends); "
+                         f"the {len(received.paths)} file(s) it received since its last layout "
+                         f"move into revision {snapshot.latest_revision_id}")
+            wanted = set(received.paths)
+            files = [f for f in snapshot.revision_files(revision_id) if f.path in wanted]
+            return _merge_revisions(spark, snapshot, [revision_id], notes, files=files,
+                                    moved_appends=True)
+    chosen = _still_to_lay_out(snapshot, revision_id, snapshot.revision_files(revision_id), notes)
+    if not chosen:
+        return None
+    notes.append(f"revision {revision_id}: closed (a newer revision receives the appends), "
+                 f"laying out its {len(chosen)} file(s) still to lay out in place")
+    return _rewrite_revision(spark, snapshot, revision, chosen)
+
+
+def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int],
+                     notes: list[str], files: list[AddFile] | None = None,
+                     moved_appends: bool = False) -> RevisionOptimization | None:
+    """Re-index the rows of the ``sources`` revisions (all their files, or ``files``) into the
+    latest revision, in one commit.
+
+    ``moved_appends``: ``files`` are the rows a closed revision received since its last layout
+    (the commit records ``movedRevisionIds``; a whole merge records ``mergedRevisionIds``).
+    Either way the latest revision's layout budget counts the rows as received.
+
+    The rows are appended to the latest revision's tree as an indexed append would append them
+    (its existing thresholds kept, new cubes estimated), so a concurrent append into that
+    revision still commutes with this commit, and every row keeps its weight: a sample returns
+    the same rows before and after. The sources' files are removed with ``dataChange=false``.
+    """
+    from qbeast.spark.write_steps import index_rows
+
+    table = snapshot.table_path
+    latest = snapshot.latest_revision
+    chosen = files if files is not None else [f for rid in sources
+                                              for f in snapshot.revision_files(rid)]
+    phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}")
+    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table)
+    adds = [add_file(w, indexed.revision.revision_id, data_change=False) for w in indexed.written]
+    if indexed.new_revision or indexed.revision.revision_id != latest.revision_id:
+        _discard(snapshot, adds)  # cannot happen after fits_within; nothing was committed
+        notes.append(f"revision(s) {list(sources)} did not fit revision {latest.revision_id}: "
+                     "not merged")
+        return None
+    phase.done(files=len(chosen), rows=indexed.rows, added=len(adds))
+    result = _commit(snapshot, revision_id=min(sources), revision=latest, opens_revision=False,
+                     removed=chosen, adds=adds,
+                     parameters={("movedRevisionIds" if moved_appends else "mergedRevisionIds"):
+                                 list(sources),
+                                 "targetRevisionId": latest.revision_id,
+                                 "numFilesRewritten": len(chosen)},
+                     blocks_added=sum(len(w.blocks) for w in indexed.written))
+    return dataclasses.replace(result, target_revision_id=latest.revision_id,
+                               merged_revisions=tuple(sources))
+
+
+def _discard(snapshot: QbeastSnapshot, adds: list[AddFile]) -> None:
+    """Delete files written for a commit that will not be made."""
+    for add in adds:
+        try:
+            snapshot.delta.log.storage.delete(snapshot.delta.file_path(add))
+        except OSError as exc:  # best effort: vacuum removes whatever is left
+            logger.warning("could not delete unused file %s of %s: %s", add.path,
+                           snapshot.table_path, exc)
 
 
 def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
@@ -348,35 +471,23 @@ def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> A
 
 def _index_staging(spark: Any, snapshot: QbeastSnapshot,
                    chosen: list[AddFile]) -> RevisionOptimization:
-    from qbeast.spark.revision_change import choose_revision, index_spec
-    from qbeast.spark.write_steps import analyze, with_threshold_markers, write_files
+    """Index the rows of staging files into the latest revision (opening one when they grow
+    its space, or revision 1 on a converted table), as an indexed append would."""
+    from qbeast.spark.write_steps import index_rows
 
     table = snapshot.table_path
-    latest = snapshot.latest_revision
-    data = _read_files(spark, snapshot, chosen)
-    phase = _phase(table, "staging: stats")
-    spec = index_spec(data.schema, None, latest)
-    revision, is_new, count = choose_revision(
-        data, spec, base=latest, cube_size=latest.desired_cube_size, column_stats=None,
-        table_id=latest.table_id,
-    )
-    phase.done(files=len(chosen), rows=count, revision=revision.revision_id, new_revision=is_new)
-    adds: list[AddFile] = []
-    blocks_added = 0
-    if count > 0:
-        existing = None if is_new else snapshot.index_status(revision.revision_id)
-        plan = analyze(spark, data, revision, desired_cube_size=revision.desired_cube_size,
-                       count=count, existing=existing, options=WriteOptions(), path=table)
-        phase = _phase(table, "staging: write")
-        written = with_threshold_markers(write_files(data, revision, plan, table), plan, existing)
-        adds = [add_file(w, revision.revision_id, data_change=False) for w in written]
-        blocks_added = sum(len(w.blocks) for w in written)
-        phase.done(files=len(adds), rows=count)
-    return _commit(snapshot, revision_id=0, revision=revision, opens_revision=is_new and count > 0,
+    phase = _phase(table, "staging")
+    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table)
+    revision = indexed.revision
+    adds = [add_file(w, revision.revision_id, data_change=False) for w in indexed.written]
+    phase.done(files=len(chosen), rows=indexed.rows, revision=revision.revision_id,
+               new_revision=indexed.new_revision)
+    return _commit(snapshot, revision_id=0, revision=revision,
+                   opens_revision=indexed.new_revision and indexed.rows > 0,
                    removed=chosen, adds=adds,
                    parameters={"revisionId": 0, "targetRevisionId": revision.revision_id,
                                "numFilesRewritten": len(chosen)},
-                   blocks_added=blocks_added)
+                   blocks_added=sum(len(w.blocks) for w in indexed.written))
 
 
 # -- commit ---------------------------------------------------------------------------------------

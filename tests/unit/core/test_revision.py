@@ -1,6 +1,7 @@
 """Revision JSON, configuration keys, staging and the new-revision decision (FORMAT §3.8, §4)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 
@@ -377,3 +378,33 @@ def test_fixture_rows_fall_in_their_files_cubes(qbeast_fixtures):
             assert inside >= block["elementCount"], (add["path"], block)
         rows += data.num_rows
     assert rows == 300_000
+
+
+# ----------------------------------------------------------------------------- revision merge
+
+
+def test_a_revision_fits_within_one_whose_ranges_contain_its_own():
+    from qbeast.core.revision import fits_within
+
+    old = _price_revision(1, 0.0, 1000.0)
+    wider = _price_revision(3, -10.0, 4000.0)
+    assert fits_within(old, wider)
+    assert fits_within(old, _price_revision(2, 0.0, 1000.0))  # the same range
+    assert not fits_within(wider, old)  # rows of the wider one may lie outside
+    assert not fits_within(_price_revision(1, -20.0, 100.0), wider)  # one side beyond
+
+
+def test_a_revision_fits_only_with_the_same_columns_and_transformers():
+    from qbeast.core.revision import fits_within
+
+    old = _price_revision(1)
+    other_column = Revision(3, 1000, "/t", 100, (LinearTransformer("cost", D),),
+                            (LinearTransformation(0.0, 5000.0, 1.0, D),))
+    hashed = Revision(3, 1000, "/t", 100, (HashTransformer("price", D),),
+                      (HashTransformation.create(random.Random(3)),))
+    assert not fits_within(old, other_column)
+    assert not fits_within(old, hashed)
+    # hashed columns cover every value
+    assert fits_within(dataclasses.replace(hashed, revision_id=1), hashed)
+    # staging holds no index: its rows are indexed by optimize's staging step, not merged
+    assert not fits_within(staging_revision("/t", ["price"], 100, 5), old)

@@ -1,0 +1,187 @@
+"""Tiered maintenance: what the default maintenance rewrites, decided from the log alone.
+
+Two LSM-style rules keep a table's index effective as appends arrive, each with a bounded
+write amplification:
+
+* **layout budget** (one revision): a revision is laid out again only when the bytes the layout
+  rewrites are at most ``ratio`` times the bytes it received since it was last laid out
+  (:func:`appended_since_layout`: appends, and rows a merge moved in, whose blocks overlap the
+  laid-out ones); every byte received is counted by one layout only;
+* **revision merge** (old revisions): the rows of older revisions whose space lies inside the
+  latest one's (:func:`qbeast.core.revision.fits_within`) are re-indexed into the latest
+  revision once their bytes are at most ``ratio`` times the latest revision's, so small old
+  trees (whose shallow cubes hold rows of every weight) join the large one and the number of
+  live revisions falls back to one. An old revision too large for that is *closed*: nothing is
+  appended to it any more, so it is laid out once: the files it received since its last layout
+  move into the latest revision (or, when more than appends changed it, it is laid out in place).
+
+Nothing here reads data or knows Spark: :func:`plan_old_revisions` is pure, and
+:func:`appended_since_layout` reads commit files of the Delta log back to the last layout only.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from qbeast.core.blocks import REVISION_TAG
+from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within, revision_key
+from qbeast.delta.log import commit_file_name
+from qbeast.delta.snapshot import parse_commit
+from qbeast.snapshot import QbeastSnapshot
+
+#: The commitInfo operation of optimize (a layout, a revision merge or the staging step).
+OPTIMIZE_OPERATION = "OPTIMIZE"
+
+
+def is_layout_of(operation: str | None, parameters: Mapping[str, object] | None,
+                 revision_id: int) -> bool:
+    """Whether a commit with this operation and these parameters laid out ``revision_id``
+    in place (an OPTIMIZE of that revision; merges and the staging step record
+    ``targetRevisionId`` and are appends into their target as far as the layout is concerned)."""
+    if operation != OPTIMIZE_OPERATION or not parameters:
+        return False
+    if "targetRevisionId" in parameters:
+        return False
+    return str(parameters.get("revisionId")) == str(revision_id)
+
+
+@dataclass(frozen=True)
+class Received:
+    """What a revision received since it was last laid out (its active files only)."""
+
+    #: the files, as named in the Delta log
+    paths: tuple[str, ...]
+    bytes: int
+    #: True when every commit since the layout only added files to the revision (no file of it
+    #: was removed or replaced): its other files are then exactly the laid-out tree
+    only_appends: bool
+
+
+def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
+                          enough: int | None = None) -> Received:
+    """The revision's active files committed after it was last laid out.
+
+    A revision was last laid out by its latest OPTIMIZE commit (:func:`is_layout_of`), or else
+    by the commit that created it (a fresh revision is laid out). Files a revision merge or the
+    staging step added to it count as received: their blocks overlap the laid-out ones.
+
+    The commit files are read newest first and the walk stops at the layout point, so the cost
+    grows with the commits since the last layout, not with the table's age. With ``enough``,
+    it also stops once that many bytes are counted (the caller only needs to know whether a
+    budget is reached). Commits older than the revision (by its creation timestamp) end the walk
+    too; the oldest visited commit whose metadata holds the revision created it, and its files
+    are not counted.
+    """
+    sizes = {f.path: int(f.size or 0) for f in snapshot.revision_files(revision_id)}
+    if not sizes:
+        return Received((), 0, True)
+    log = snapshot.delta.log
+    key = revision_key(revision_id)
+    tag = str(revision_id)
+    born = snapshot.revision(revision_id).timestamp
+    counted: list[str] = []
+    only_appends = True
+    candidate: list[str] | None = None  # files of the commit that may have created the revision
+
+    candidate_removes = False
+
+    def result(with_candidate: bool) -> Received:
+        paths = counted + ((candidate or []) if with_candidate else [])
+        clean = only_appends and not (with_candidate and candidate_removes)
+        return Received(tuple(paths), sum(sizes[p] for p in paths), clean)
+
+    for version in range(snapshot.version, -1, -1):
+        try:
+            data = log.read_commit(version)
+        except FileNotFoundError:
+            return result(True)  # older commits were cleaned up: everything visited counts
+        added: list[str] = []
+        info: dict = {}
+        holds_revision = False
+        removes_own = False
+        for action, body in parse_commit(data, f"{log.log_path}/{commit_file_name(version)}"):
+            if action == "add":
+                if body.get("path") in sizes:
+                    added.append(body["path"])
+            elif action == "remove":
+                tags = body.get("tags") or {}
+                removes_own = removes_own or tags.get(REVISION_TAG, tag) == tag
+            elif action == "commitInfo":
+                info = body
+            elif action == "metaData":
+                holds_revision = key in (body.get("configuration") or {})
+        parameters = info.get("operationParameters") or {}
+        if is_layout_of(info.get("operation"), parameters, revision_id):
+            return result(True)  # the candidate came after the layout: it did not create it
+        timestamp = info.get("timestamp")
+        if isinstance(timestamp, int) and timestamp < born:
+            return result(False)  # older than the revision: the candidate created it
+        if holds_revision:
+            # maybe the creating commit: settled when an older one also holds the revision
+            counted.extend(candidate or [])
+            only_appends = only_appends and not candidate_removes
+            candidate, candidate_removes = added, removes_own
+            if version == 0:
+                return result(False)  # the table's first commit created it
+            continue
+        counted.extend(added)
+        # a removed file of this revision (or one without tags): the rest is not the old tree
+        only_appends = only_appends and not removes_own
+        if enough is not None and sum(sizes[p] for p in counted) >= enough:
+            return result(False)
+    return result(True)
+
+
+def appended_since_layout(snapshot: QbeastSnapshot, revision_id: int,
+                          enough: int | None = None) -> int:
+    """Bytes of the revision's active files committed after it was last laid out
+    (:func:`received_since_layout`), rows a revision merge moved in included."""
+    return received_since_layout(snapshot, revision_id, enough).bytes
+
+
+@dataclass(frozen=True)
+class OldRevisionsPlan:
+    """What the default maintenance does with the revisions older than the latest."""
+
+    #: revisions whose rows are re-indexed into the latest one (one commit)
+    merge: tuple[int, ...]
+    #: closed revisions too large to merge: laid out in place where still needed
+    close: tuple[int, ...]
+    notes: tuple[str, ...]
+
+
+def plan_old_revisions(revisions: Mapping[int, Revision], live_bytes: Mapping[int, int],
+                       latest_id: int, ratio: float | None) -> OldRevisionsPlan:
+    """Which old revisions to merge into ``latest_id`` and which to lay out in place.
+
+    ``live_bytes`` holds the bytes of every revision with active files. The revisions that fit
+    the latest one's space are merged together when their bytes are at most ``ratio`` times the
+    latest revision's (``ratio=None``: whenever they fit; the latest revision has received no
+    merge since it opened, so each byte appended to it pays for at most ``ratio`` bytes merged).
+    The others are closed.
+    """
+    latest = revisions[latest_id]
+    old = sorted(rid for rid, size in live_bytes.items()
+                 if size > 0 and rid not in (latest_id, STAGING_REVISION_ID))
+    fitting = [rid for rid in old if fits_within(revisions[rid], latest)]
+    notes: list[str] = []
+    merge: list[int] = []
+    if fitting:
+        old_bytes = sum(live_bytes[rid] for rid in fitting)
+        latest_bytes = live_bytes.get(latest_id, 0)
+        if ratio is None or old_bytes <= ratio * latest_bytes:
+            merge = fitting
+        else:
+            notes.append(f"revision(s) {_ids(fitting)} fit revision {latest_id}; merge deferred: "
+                         f"{old_bytes} bytes to merge, more than {ratio:g}x the {latest_bytes} "
+                         f"bytes of revision {latest_id}")
+    unfit = [rid for rid in old if rid not in fitting]
+    if unfit:
+        notes.append(f"revision(s) {_ids(unfit)} do not fit revision {latest_id}'s space "
+                     "(other columns, transformers or a wider range): kept as they are")
+    close = tuple(rid for rid in old if rid not in merge)
+    return OldRevisionsPlan(tuple(merge), close, tuple(notes))
+
+
+def _ids(ids: list[int]) -> str:
+    return ", ".join(str(i) for i in ids)

@@ -1,0 +1,163 @@
+"""Revision merge (issue 20): optimize re-indexes the rows of older revisions into the latest one.
+
+A key that grows with every append (dates, ids) opens revisions as it outgrows the indexed range.
+Each revision is a separate tree, and a small one's shallow cubes hold rows of every weight, so
+samples read more than they need. ``optimize(merge_revisions=True)``, and the default maintenance
+``optimize(max_rewrite_ratio=r)`` within its budget, move those rows into the latest revision:
+every row stays, every sample returns exactly the same rows, and the OTree invariants hold.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import qbeast
+from qbeast.errors import InvalidOptionError
+from qbeast.index.thresholds import is_laid_out
+from qbeast.operations.tiering import appended_since_layout, received_since_layout
+from qbeast.snapshot import QbeastSnapshot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_checks import check_index, check_weight_bands  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+CUBE = 1_000
+FRACTIONS = (0.05, 0.1, 0.3, 0.7)
+
+
+def _day(spark, day: int, rows: int, first_id: int | None = None):
+    """``rows`` rows whose key ``t`` lies in [100 * day, 100 * day + 100): a growing key."""
+    start = day * 100_000 if first_id is None else first_id
+    return spark.range(start, start + rows).selectExpr(
+        "id", f"{100 * day} + rand({day}) * 100 as t", f"cast(rand({day + 50}) * 1000 as int) as b")
+
+
+def _grown_table(spark, path: str, days: list[tuple[int, int]]) -> None:
+    for i, (day, rows) in enumerate(days):
+        qbeast.write(_day(spark, day, rows), path, "t,b", cube_size=CUBE,
+                     mode="overwrite" if i == 0 else "append")
+
+
+def _rows_and_samples(spark, path: str) -> tuple[list[int], dict[float, list[int]]]:
+    table = qbeast.QbeastTable.for_path(spark, path)
+    rows = sorted(r.id for r in table.to_df().select("id").collect())
+    samples = {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in FRACTIONS}
+    return rows, samples
+
+
+def _live(path: str) -> list[int]:
+    return sorted(rid for rid, files in QbeastSnapshot.load(path).files_by_revision().items() if files)
+
+
+def test_merging_revisions_keeps_every_row_and_every_sample(spark, tmp_path):
+    path = str(tmp_path / "t")
+    # days 0, 1 and 8: the key outgrows the range (with headroom) twice -> three revisions
+    _grown_table(spark, path, [(0, 6_000), (1, 6_000), (8, 6_000)])
+    assert _live(path) == [1, 2, 3]
+    before = _rows_and_samples(spark, path)
+
+    result = qbeast.QbeastTable.for_path(spark, path).optimize(merge_revisions=True)
+
+    merge = result.commits[0]
+    assert merge.merged_revisions == (1, 2) and merge.target_revision_id == 3
+    assert "merged into revision 3" in str(result)
+    assert _live(path) == [3]
+    assert _rows_and_samples(spark, path) == before
+    assert check_index(spark, path) == {3: 18_000}
+    snapshot = QbeastSnapshot.load(path)
+    assert is_laid_out(snapshot.index_status(3))  # merged, then laid out
+    assert check_weight_bands(spark, path) > 0  # disjoint weight ranges per cube
+    # the merge and the layout are metadata-only changes for Delta readers
+    history = qbeast.QbeastTable.for_path(spark, path).history(limit=2)
+    assert [e.operation for e in history] == ["OPTIMIZE", "OPTIMIZE"]
+
+
+def test_default_maintenance_merges_small_old_revisions_within_its_budget(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _grown_table(spark, path, [(0, 3_000), (1, 3_000)])  # revision 2 as large as revision 1
+    assert _live(path) == [1, 2]
+    before = _rows_and_samples(spark, path)
+    result = qbeast.QbeastTable.for_path(spark, path).optimize(max_rewrite_ratio=2.0)
+    assert result.commits[0].merged_revisions == (1,)
+    assert _live(path) == [2]
+    assert _rows_and_samples(spark, path) == before
+    assert check_index(spark, path) == {2: 6_000}
+
+
+def test_a_large_closed_revision_hands_over_only_what_it_received(spark, tmp_path):
+    path = str(tmp_path / "t")
+    table = qbeast.QbeastTable.for_path(spark, path)
+    _grown_table(spark, path, [(0, 12_000)])
+    # rows inside revision 1's range: appended to it, not laid out
+    qbeast.write(_day(spark, 0, 2_000, first_id=50_000).where("t > 1 and t < 99"), path, "t,b")
+    qbeast.write(_day(spark, 2, 2_000), path, "t,b")  # opens revision 2, far smaller
+    assert _live(path) == [1, 2]
+    received = received_since_layout(QbeastSnapshot.load(path), 1)
+    assert received.paths and received.only_appends
+    before = _rows_and_samples(spark, path)
+
+    result = table.optimize(max_rewrite_ratio=2.0)
+
+    assert any("merge deferred" in n for n in result.notes)  # 12k+ rows > 2 x 2k rows
+    moved = result.commits[0]
+    assert moved.merged_revisions == (1,) and set(moved.files_removed) == set(received.paths)
+    snapshot = QbeastSnapshot.load(path)
+    assert is_laid_out(snapshot.index_status(1))  # what stays is the laid-out tree
+    assert appended_since_layout(snapshot, 1) == 0
+    assert _rows_and_samples(spark, path) == before
+    rows = check_index(spark, path)
+    assert sum(rows.values()) == len(before[0]) and set(rows) == {1, 2}
+    # a laid-out closed revision costs nothing more
+    again = table.optimize(max_rewrite_ratio=2.0)
+    assert all(c.revision_id != 1 for c in again.commits)
+
+
+def test_the_layout_budget_reads_the_log_back_to_the_last_layout_only(spark, tmp_path, monkeypatch):
+    from qbeast.delta.log import DeltaLog
+
+    path = str(tmp_path / "t")
+    space = {"t_min": 0.0, "t_max": 1000.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_day(spark, 0, 4_000), path, "t,b", cube_size=CUBE, column_stats=space)
+    for day in range(1, 4):
+        qbeast.write(_day(spark, day, 1_000), path, "t,b")
+    table = qbeast.QbeastTable.for_path(spark, path)
+    laid = table.optimize()
+    layout_version = laid.versions[0]
+    appended = 0
+    for day in range(4, 7):
+        result = qbeast.write(_day(spark, day, 500), path, "t,b")
+        files = DeltaLog.for_path(path).snapshot().files
+        appended += sum(files[p].size for p in result.files)
+    snapshot = QbeastSnapshot.load(path)
+    read: list[int] = []
+    original = DeltaLog.read_commit
+
+    def recording(self, version):
+        read.append(version)
+        return original(self, version)
+
+    monkeypatch.setattr(DeltaLog, "read_commit", recording)
+    assert appended_since_layout(snapshot, 1) == appended
+    assert sorted(read) == list(range(layout_version, snapshot.version + 1))
+    read.clear()
+    # with a budget to reach, the walk stops as soon as it is reached
+    assert appended_since_layout(snapshot, 1, enough=1) > 0
+    assert read == [snapshot.version]
+
+
+def test_merge_options_are_checked(spark, tmp_path):
+    path = str(tmp_path / "t")
+    _grown_table(spark, path, [(0, 500)])
+    table = qbeast.QbeastTable.for_path(spark, path)
+    with pytest.raises(InvalidOptionError, match="merge_revisions"):
+        table.optimize(merge_revisions="yes")
+    with pytest.raises(InvalidOptionError, match="cannot be combined with files, revision_id"):
+        table.optimize(revision_id=1, merge_revisions=True)
+    with pytest.raises(InvalidOptionError, match="cannot be combined"):
+        table.optimize(fraction=0.5, max_rewrite_ratio=2.0)
+    # a table with one revision: nothing to merge, and it says why nothing was rewritten
+    result = table.optimize(merge_revisions=True)
+    assert not result.commits and "already laid out" in str(result)
