@@ -15,11 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qbeast.core.blocks import Block, encode_tags
 from qbeast.delta.actions import AddFile, encode_relative_path, resolve_file_path
 from qbeast.delta.transaction import Transaction
+
+if TYPE_CHECKING:
+    from qbeast.delta.log import DeltaLog
 
 logger = logging.getLogger("qbeast.commit")
 
@@ -88,13 +91,12 @@ def commit_files(
         return transaction.commit(operation, parameters, metrics=metrics, info=info)
     except BaseException:
         if delete_on_failure and transaction.committed_version is None:
-            delete_new_files(transaction, new_files)
+            delete_new_files(transaction.log, new_files)
         raise
 
 
-def delete_new_files(transaction: Transaction, new_files: Iterable[AddFile]) -> None:
-    """Delete files an uncommitted transaction would have added (missing ones are skipped)."""
-    log = transaction.log
+def delete_new_files(log: DeltaLog, new_files: Iterable[AddFile]) -> None:
+    """Delete files written for a commit that was not made (missing ones are skipped)."""
     for add in new_files:
         try:
             log.storage.delete(resolve_file_path(log.table_path, add.path))

@@ -237,7 +237,7 @@ def commit_with_retries(
                 )
     except BaseException:
         if transaction is not None and transaction.committed_version is None:
-            delete_new_files(transaction, planned.adds)
+            delete_new_files(transaction.log, planned.adds)
         raise
 
 

@@ -468,7 +468,7 @@ def fits_within(revision: Revision, target: Revision) -> bool:
     decide whether the data grew the space, FORMAT §3.8). Staging (revision 0) fits nowhere: its
     rows are indexed by optimize's staging step instead.
     """
-    if revision.is_staging or target.is_staging or revision.revision_id == STAGING_REVISION_ID:
+    if STAGING_REVISION_ID in (revision.revision_id, target.revision_id):
         return False
     if [t.to_json_obj() for t in revision.column_transformers] != [
             t.to_json_obj() for t in target.column_transformers]:

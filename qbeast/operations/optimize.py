@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import add_file
+from qbeast.commit import add_file, delete_new_files
 from qbeast.core.cube_id import CubeId
 from qbeast.core.revision import Revision, fits_within
 from qbeast.core.sql import quote_identifier
@@ -142,7 +142,9 @@ def optimize_table(
       older revisions too (:mod:`qbeast.operations.tiering`): those inside the latest
       revision's space are merged into it (their rows re-indexed into it, one commit) once
       their bytes are at most ``max_rewrite_ratio`` times the latest revision's; the others
-      receive no more appends and are laid out once, in place, where not laid out yet.
+      receive no more appends and are closed once: what they received since their last layout
+      moves into the latest revision (or, when more than appends changed them, they are laid
+      out in place).
     * ``merge_revisions=True``: first re-index the rows of every older revision that lies
       inside the latest revision's space into it, whatever their size (one commit; samples and
       rows unchanged), then lay the latest revision out.
@@ -312,8 +314,9 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
     own layout budget counts them): what stays is the laid-out tree, and only the received
     bytes are rewritten. Otherwise its files still to lay out are laid out in place.
     """
-    paths = {f.path for f in snapshot.revision_files(revision_id)}
-    if not files_to_lay_out(snapshot.index_status(revision_id), paths):
+    files = snapshot.revision_files(revision_id)
+    needed = files_to_lay_out(snapshot.index_status(revision_id), {f.path for f in files})
+    if not needed:
         return None  # laid out: nothing to do, and no log walk
     revision = snapshot.revision(revision_id)
     if fits_within(revision, snapshot.latest_revision):
@@ -323,12 +326,10 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
                          f"the {len(received.paths)} file(s) it received since its last layout "
                          f"move into revision {snapshot.latest_revision_id}")
             wanted = set(received.paths)
-            files = [f for f in snapshot.revision_files(revision_id) if f.path in wanted]
-            return _merge_revisions(spark, snapshot, [revision_id], notes, files=files,
+            return _merge_revisions(spark, snapshot, [revision_id], notes,
+                                    files=[f for f in files if f.path in wanted],
                                     moved_appends=True)
-    chosen = _still_to_lay_out(snapshot, revision_id, snapshot.revision_files(revision_id), notes)
-    if not chosen:
-        return None
+    chosen = [f for f in files if f.path in needed]
     notes.append(f"revision {revision_id}: closed (a newer revision receives the appends), "
                  f"laying out its {len(chosen)} file(s) still to lay out in place")
     return _rewrite_revision(spark, snapshot, revision, chosen)
@@ -359,7 +360,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table)
     adds = [add_file(w, indexed.revision.revision_id, data_change=False) for w in indexed.written]
     if indexed.new_revision or indexed.revision.revision_id != latest.revision_id:
-        _discard(snapshot, adds)  # cannot happen after fits_within; nothing was committed
+        delete_new_files(snapshot.delta.log, adds)  # cannot happen after fits_within
         notes.append(f"revision(s) {list(sources)} did not fit revision {latest.revision_id}: "
                      "not merged")
         return None
@@ -371,18 +372,8 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
                                  "targetRevisionId": latest.revision_id,
                                  "numFilesRewritten": len(chosen)},
                      blocks_added=sum(len(w.blocks) for w in indexed.written))
-    return dataclasses.replace(result, target_revision_id=latest.revision_id,
-                               merged_revisions=tuple(sources))
+    return dataclasses.replace(result, merged_revisions=tuple(sources))
 
-
-def _discard(snapshot: QbeastSnapshot, adds: list[AddFile]) -> None:
-    """Delete files written for a commit that will not be made."""
-    for add in adds:
-        try:
-            snapshot.delta.log.storage.delete(snapshot.delta.file_path(add))
-        except OSError as exc:  # best effort: vacuum removes whatever is left
-            logger.warning("could not delete unused file %s of %s: %s", add.path,
-                           snapshot.table_path, exc)
 
 
 def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,

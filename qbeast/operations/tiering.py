@@ -80,9 +80,10 @@ def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
     tag = str(revision_id)
     born = snapshot.revision(revision_id).timestamp
     counted: list[str] = []
+    counted_bytes = 0
     only_appends = True
-    candidate: list[str] | None = None  # files of the commit that may have created the revision
-
+    # the files of the commit that may have created the revision, and whether it removed any
+    candidate: list[str] | None = None
     candidate_removes = False
 
     def result(with_candidate: bool) -> Received:
@@ -119,15 +120,17 @@ def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
         if holds_revision:
             # maybe the creating commit: settled when an older one also holds the revision
             counted.extend(candidate or [])
+            counted_bytes += sum(sizes[p] for p in candidate or [])
             only_appends = only_appends and not candidate_removes
             candidate, candidate_removes = added, removes_own
             if version == 0:
                 return result(False)  # the table's first commit created it
             continue
         counted.extend(added)
+        counted_bytes += sum(sizes[p] for p in added)
         # a removed file of this revision (or one without tags): the rest is not the old tree
         only_appends = only_appends and not removes_own
-        if enough is not None and sum(sizes[p] for p in counted) >= enough:
+        if enough is not None and counted_bytes >= enough:
             return result(False)
     return result(True)
 
@@ -145,14 +148,14 @@ class OldRevisionsPlan:
 
     #: revisions whose rows are re-indexed into the latest one (one commit)
     merge: tuple[int, ...]
-    #: closed revisions too large to merge: laid out in place where still needed
+    #: closed revisions (too large to merge, or outside the latest space): laid out once
     close: tuple[int, ...]
     notes: tuple[str, ...]
 
 
 def plan_old_revisions(revisions: Mapping[int, Revision], live_bytes: Mapping[int, int],
                        latest_id: int, ratio: float | None) -> OldRevisionsPlan:
-    """Which old revisions to merge into ``latest_id`` and which to lay out in place.
+    """Which old revisions to merge into ``latest_id`` and which to close.
 
     ``live_bytes`` holds the bytes of every revision with active files. The revisions that fit
     the latest one's space are merged together when their bytes are at most ``ratio`` times the
