@@ -64,7 +64,8 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
     return {member: group for group, cubes in members.items() for member in cubes}
 
 
-def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tuple[CubeId, int], tuple[CubeId, int]]:
+def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int,
+                  shared_bands: int | None = None) -> dict[tuple[CubeId, int], tuple[CubeId, int]]:
     """Map each ``(cube, band)`` with rows to the group (file) it ends up in, named ``(cube, band)``.
 
     ``sizes[cube][band]`` holds a cube's estimated rows in each weight band
@@ -80,6 +81,9 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
       ``limit`` rows (they hold few rows and would otherwise be tiny files), as long as each
       joined band has all its rows in its root group: every cube then keeps blocks with disjoint
       weight ranges, one per group. Other bands keep their own root group, small or not.
+      With ``shared_bands``, only the bands below that index may join
+      (:func:`qbeast.core.weight_bands.shared_band_count`: a small append into a large revision
+      keeps its light bands apart).
 
     Every band gets a root group (possibly empty), so rows of a cube or band the estimate missed
     find a file at their nearest ancestor (see :func:`qbeast.index.assignment.build_write_plan`).
@@ -91,6 +95,10 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
     if len(bands) != 1:
         raise InvalidOptionError(f"rollup band counts must agree, got {sorted(bands)}")
     band_count = bands.pop()
+    if shared_bands is not None and (isinstance(shared_bands, bool) or not isinstance(shared_bands, int)
+                                     or shared_bands < 1):
+        raise InvalidOptionError(f"rollup shared_bands must be an int >= 1, got {shared_bands!r}")
+    joinable = band_count if shared_bands is None else shared_bands
     root = CubeId.root(dimensions)
     result: dict[tuple[CubeId, int], tuple[CubeId, int]] = {}
     root_sizes: list[int] = []
@@ -143,7 +151,8 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int) -> dict[tup
     runs: list[list[int]] = []
     held = 0
     for band, size in enumerate(root_sizes):
-        if runs and whole[band] and all(whole[b] for b in runs[-1]) and 2 * held < limit:
+        if (runs and band < joinable and whole[band] and all(whole[b] for b in runs[-1])
+                and 2 * held < limit):
             runs[-1].append(band)
             held += size
         else:

@@ -32,6 +32,26 @@ EDGES: np.ndarray = np.array([weight_from_fraction(b) for b in BAND_FRACTIONS], 
 BAND_COUNT: int = len(BAND_FRACTIONS) + 1
 
 
+def shared_band_count(revision_rows: int, limit: int) -> int:
+    """How many of the lightest bands may share one file at the root (at least one).
+
+    A file holding the lightest bands up to edge ``b`` is read whole by every sample, so it may
+    only reach the fractions whose sample of the whole revision is at most one target file
+    (``b x revision_rows <= limit``): samples that small read a file anyway, while a larger one
+    then reads none of the file's rows it does not need. For a write that creates a revision
+    this is the root's whole weight range (its threshold is about ``limit / rows``); for a small
+    append into a large revision it keeps the append's light bands apart (a 100k-row append into
+    a 3M-row revision with 50k-row cubes shares only the bands below 1%, where the old rule put
+    everything below 50% in one file that every sample read whole).
+    """
+    rows = max(int(revision_rows), 1)
+    upper = (*BAND_FRACTIONS, 1.0)  # band k holds the fractions up to upper[k]
+    count = 0
+    while count < BAND_COUNT and upper[count] * rows <= limit * (1 + 1e-9):
+        count += 1
+    return max(count, 1)
+
+
 def band_of(weights: np.ndarray | int) -> np.ndarray | int:
     """The band of each weight: the number of edges at or below it (0 .. ``BAND_COUNT - 1``)."""
     found = np.searchsorted(EDGES, np.asarray(weights, dtype=np.int64), side="right")

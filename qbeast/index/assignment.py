@@ -20,7 +20,7 @@ import numpy as np
 from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.rollup import banded_rollup, rollup
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
-from qbeast.core.weight_bands import BAND_COUNT, band_of, band_shares
+from qbeast.core.weight_bands import BAND_COUNT, band_of, band_shares, shared_band_count
 from qbeast.index.cube_tree import CubeTree
 
 
@@ -183,6 +183,7 @@ def build_write_plan(
     block_sizes: Mapping[CubeId, int],
     desired_cube_size: int,
     weight_bands: bool = False,
+    table_rows: int | None = None,
 ) -> WritePlan:
     """Plan the assignment: thresholds per cube and one file per rollup group (FORMAT §6.4).
 
@@ -191,12 +192,16 @@ def build_write_plan(
     With ``weight_bands`` each cube's rows are split by weight band into groups of
     :func:`qbeast.core.rollup.banded_rollup` (rows per band estimated from the cube's weight
     range, :func:`qbeast.core.weight_bands.band_shares`), so one cube may get a block in several
-    files, each with the cube's threshold as ``maxWeight``.
+    files, each with the cube's threshold as ``maxWeight``. ``table_rows`` (the table's rows
+    once the write commits; default: the rows of ``block_sizes``) bounds which of the lightest
+    bands share a file (:func:`qbeast.core.weight_bands.shared_band_count`).
     """
     tree = CubeTree(dimensions, list(weights) + list(block_sizes))
     max_weights = tree.values(dict(weights), MAX_WEIGHT, np.int64)
     if weight_bands:
-        return _banded_plan(tree, max_weights, block_sizes, desired_cube_size)
+        rows = sum(int(round(s)) for s in block_sizes.values()) if table_rows is None else table_rows
+        return _banded_plan(tree, max_weights, block_sizes, desired_cube_size,
+                            shared_band_count(rows, desired_cube_size))
     groups = rollup({c: int(s) for c, s in block_sizes.items()}, desired_cube_size)
     root = CubeId.root(dimensions)
     group_ids: dict[CubeId, int] = {}
@@ -214,7 +219,7 @@ def build_write_plan(
 
 
 def _banded_plan(tree: CubeTree, max_weights: np.ndarray, block_sizes: Mapping[CubeId, int],
-                 desired_cube_size: int) -> WritePlan:
+                 desired_cube_size: int, shared_bands: int) -> WritePlan:
     """:func:`build_write_plan` with weight bands: files per (node, band)."""
     root = CubeId.root(tree.dimensions)
     sizes: dict[CubeId, list[int]] = {}
@@ -223,7 +228,7 @@ def _banded_plan(tree: CubeTree, max_weights: np.ndarray, block_sizes: Mapping[C
         low = int(max_weights[tree.parents[node]]) if node > 0 else MIN_WEIGHT - 1
         sizes[cube] = [int(round(s)) for s in band_shares(low, int(max_weights[node])) * int(size)]
     sizes.setdefault(root, [0] * BAND_COUNT)
-    groups = banded_rollup(sizes, desired_cube_size)
+    groups = banded_rollup(sizes, desired_cube_size, shared_bands)
     group_ids: dict[tuple[CubeId, int], int] = {}
     for group in sorted(set(groups.values()), key=lambda g: (g[0], g[1])):
         group_ids[group] = len(group_ids)

@@ -310,8 +310,8 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
     """Lay out an old revision that no append reaches any more, once.
 
     When it fits the latest revision and received only appends since its last layout, the
-    files it received move into the latest revision (their rows re-indexed there, where its
-    own layout budget counts them): what stays is the laid-out tree, and only the received
+    files it received move into the latest revision (their rows re-indexed there with its
+    thresholds and weight bands): what stays is the laid-out tree, and only the received
     bytes are rewritten. Otherwise its files still to lay out are laid out in place.
     """
     files = snapshot.revision_files(revision_id)
@@ -343,7 +343,8 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
 
     ``moved_appends``: ``files`` are the rows a closed revision received since its last layout
     (the commit records ``movedRevisionIds``; a whole merge records ``mergedRevisionIds``).
-    Either way the latest revision's layout budget counts the rows as received.
+    Neither counts for the latest revision's layout budget (only appends pay for a layout:
+    :func:`qbeast.operations.tiering.appended_since_layout`).
 
     The rows are appended to the latest revision's tree as an indexed append would append them
     (its existing thresholds kept, new cubes estimated), so a concurrent append into that
@@ -357,7 +358,8 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     chosen = files if files is not None else [f for rid in sources
                                               for f in snapshot.revision_files(rid)]
     phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}")
-    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table)
+    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
+                         rows_already_in_table=True)
     adds = [add_file(w, indexed.revision.revision_id, data_change=False) for w in indexed.written]
     if indexed.new_revision or indexed.revision.revision_id != latest.revision_id:
         delete_new_files(snapshot.delta.log, adds)  # cannot happen after fits_within
@@ -436,8 +438,10 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
     phase = _phase(table, f"revision {rid}: write")
+    # the light bands' sharing is judged on the whole table's rows, not only the rewritten ones
     plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size,
-                            weight_bands=weight_bands(spark))
+                            weight_bands=weight_bands(spark),
+                            table_rows=max(snapshot.delta.num_records or 0, sum(sizes.values())))
     written = write_files(data, revision, plan, table) if sizes else []
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
@@ -468,7 +472,8 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
 
     table = snapshot.table_path
     phase = _phase(table, "staging")
-    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table)
+    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
+                         rows_already_in_table=True)
     revision = indexed.revision
     adds = [add_file(w, revision.revision_id, data_change=False) for w in indexed.written]
     phase.done(files=len(chosen), rows=indexed.rows, revision=revision.revision_id,

@@ -77,12 +77,16 @@ def analyze(
     existing: IndexStatus | None,
     options: WriteOptions,
     path: str,
+    table_rows: int | None = None,
 ) -> WritePlan:
     """Estimation pass: local trees in tasks, summed domains, thresholds and rollup on the driver.
 
     ``count`` is the input's row count (from the stats pass), ``existing`` the index of the
     revision an append writes into (``None`` for a new revision), ``path`` names the table in
-    the progress log.
+    the progress log. ``table_rows`` is the table's row count once the write commits, other
+    revisions included (default: the revision's): the lightest weight bands share a file only
+    up to the fractions whose sample of the whole table is one target file
+    (:func:`qbeast.core.weight_bands.shared_band_count`).
     """
     from pyspark.sql import functions as F
 
@@ -142,7 +146,8 @@ def analyze(
             domains[cube] = domains.get(cube, 0.0) + domain
     weights = estimate_cube_weights(domains, desired, thresholds, input_domains=input_domains)
     sizes = estimated_block_sizes(weights, input_domains)
-    plan = build_write_plan(dims, weights, sizes, desired, weight_bands=weight_bands(spark))
+    plan = build_write_plan(dims, weights, sizes, desired, weight_bands=weight_bands(spark),
+                            table_rows=max(round(domains.get(root, float(count))), table_rows or 0))
     phase.done(rows=count, sampled_fraction=round(sampled, 6), partitions=partitions,
                group_cube_size=gcs, cubes=len(weights), files=plan.file_count)
     return plan
@@ -207,13 +212,14 @@ class IndexedRows:
 
 
 def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
-               options: WriteOptions | None = None) -> IndexedRows:
+               options: WriteOptions | None = None, rows_already_in_table: bool = False) -> IndexedRows:
     """Stats, estimation, assignment, file writing and threshold markers of rows appended to the
     latest revision of ``snapshot`` (a :class:`qbeast.snapshot.QbeastSnapshot`), opening a new
     revision when the rows grow the indexed space (FORMAT §3.8); nothing is committed.
 
     Row-level operations append their inserted (and re-indexed) rows with it, in the same
-    commit as their rewrites.
+    commit as their rewrites. ``rows_already_in_table``: the rows move within the table (a
+    revision merge, the staging step), so the table's row count stays as it is.
     """
     from qbeast.spark.revision_change import choose_revision, index_spec
 
@@ -232,7 +238,8 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
     with larger_arrow_batches(spark):
         plan = analyze(spark, data, revision, desired_cube_size=revision.desired_cube_size,
                        count=count, existing=existing, options=options or WriteOptions(),
-                       path=path)
+                       path=path,
+                       table_rows=(snapshot.delta.num_records or 0) + (0 if rows_already_in_table else count))
         phase = write_phase(path, "write")
         written = write_files(data, revision, plan, table_dir, rows=count)
     written = with_threshold_markers(written, plan, existing)

@@ -174,8 +174,9 @@ def write(
         if not is_new_revision:
             existing = state.index_status(revision)
         with larger_arrow_batches(spark):
+            kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
             plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
-                           existing=existing, options=opts, path=path)
+                           existing=existing, options=opts, path=path, table_rows=kept_rows + count)
             phase = write_phase(path, "write")
             try:
                 written = write_files(data, revision, plan, table_dir, rows=count)

@@ -107,6 +107,14 @@ def test_a_large_closed_revision_hands_over_only_what_it_received(spark, tmp_pat
     snapshot = QbeastSnapshot.load(path)
     assert is_laid_out(snapshot.index_status(1))  # what stays is the laid-out tree
     assert appended_since_layout(snapshot, 1) == 0
+    # revision 2 received the moved files, but only appends pay for its layout: moved rows are
+    # indexed with its thresholds and bands already, and counting them made every move pay for
+    # a second rewrite of the whole revision
+    into = received_since_layout(snapshot, 2)
+    moved_in = set(moved.files_added)
+    assert moved_in and moved_in <= set(into.paths) and into.bytes > 0
+    assert into.appended_bytes == appended_since_layout(snapshot, 2) == 0
+    assert len(result.commits) == 1 and any("revision 2: layout deferred" in n for n in result.notes)
     assert _rows_and_samples(spark, path) == before
     rows = check_index(spark, path)
     assert sum(rows.values()) == len(before[0]) and set(rows) == {1, 2}

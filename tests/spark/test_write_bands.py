@@ -93,6 +93,23 @@ def test_optimize_after_an_append_lays_out_in_bands(spark, tmp_path):
     assert {f: table.sample(f).count() for f in (0.1, 0.3)} == expected
 
 
+def test_a_small_append_keeps_its_light_bands_apart(spark, tmp_path):
+    """An append of a few cubes' rows into a large table: its lightest bands share a file only
+    up to the fractions whose sample of the whole table is one file, so a 5% sample does not
+    read the append's rows up to 50% (one file every sample read whole, before)."""
+    path = str(tmp_path / "t")
+    space = {"a_min": 0.0, "a_max": 100.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_data(spark), path, "a,b", cube_size=CUBE, column_stats=space)
+    before = set(QbeastSnapshot.load(path).delta.files)
+    qbeast.write(_data(spark, 2_000, offset=ROWS), path, "a,b")
+    snapshot = QbeastSnapshot.load(path)
+    appended = [add for add in snapshot.revision_files(1) if add.path not in before]
+    assert len(appended) > 2
+    for f in (0.05, 0.1):
+        assert _sample_rows(path, f) <= 1.2 * f * (ROWS + 2_000), f
+    assert check_index(spark, path) == {1: ROWS + 2_000}
+
+
 def test_tiered_maintenance_rewrites_at_most_twice_what_was_appended(spark, tmp_path):
     """optimize(max_rewrite_ratio=2) defers the layout until the appends since the last one
     reach half of what it would rewrite; over many appends, bytes rewritten <= 2 x appended."""

@@ -7,7 +7,14 @@ import pytest
 from qbeast.core.cube_id import CubeId
 from qbeast.core.rollup import banded_rollup
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
-from qbeast.core.weight_bands import BAND_COUNT, BAND_FRACTIONS, EDGES, band_of, band_shares
+from qbeast.core.weight_bands import (
+    BAND_COUNT,
+    BAND_FRACTIONS,
+    EDGES,
+    band_of,
+    band_shares,
+    shared_band_count,
+)
 from qbeast.errors import InvalidOptionError
 from qbeast.index.assignment import build_write_plan
 
@@ -75,7 +82,28 @@ def test_banded_rollup_joins_the_lightest_root_bands():
     assert groups[(child, 8)] == (child, 8)
 
 
+def test_shared_bands_reach_the_fractions_whose_sample_is_one_target_file():
+    # band k may share the lightest file while BAND_FRACTIONS[k] x table rows <= one cube
+    assert shared_band_count(2_000_000, 100_000) == 6  # up to 5%: the root of a single write
+    assert shared_band_count(3_000_000, 50_000) == 4  # a small append into a large table: < 1%
+    assert shared_band_count(600_000, 50_000) == 6  # 5% of 600k = 30k rows; 10% is 60k
+    assert shared_band_count(100_000, 50_000) == BAND_COUNT - 1  # 50% of it is one cube
+    assert shared_band_count(40_000, 50_000) == BAND_COUNT  # a table smaller than one cube
+    assert shared_band_count(10**12, 1) == 1  # the lightest band always has a file
+
+
+def test_banded_rollup_shares_only_the_allowed_light_bands():
+    root = c2()
+    sizes = {root: [10] * BAND_COUNT}  # every band whole at the root, all small
+    assert {banded_rollup(sizes, 1_000)[(root, b)] for b in range(BAND_COUNT)} == {(root, 0)}
+    capped = banded_rollup(sizes, 1_000, shared_bands=3)
+    targets = [capped[(root, b)] for b in range(BAND_COUNT)]
+    assert targets == [(root, 0)] * 3 + [(root, b) for b in range(3, BAND_COUNT)]
+
+
 def test_banded_rollup_bad_input():
+    with pytest.raises(InvalidOptionError, match="shared_bands"):
+        banded_rollup({c2(): [1, 2]}, 10, shared_bands=0)
     with pytest.raises(InvalidOptionError, match="band counts"):
         banded_rollup({c2(): [1, 2], c2(0): [1]}, 10)
     with pytest.raises(InvalidOptionError, match="limit"):
