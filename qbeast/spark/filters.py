@@ -224,6 +224,9 @@ _INTEGRAL_RANK = {"tinyint": 0, "byte": 0, "smallint": 1, "short": 1, "int": 2, 
 _EXACT_IN_DOUBLE = {"byte", "short", "integer", "float"}
 #: Keywords that start a typed literal (``DATE '2024-01-31'``) or, alone, name a column.
 _LITERAL_PREFIXES = ("DATE", "TIMESTAMP", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ")
+#: Spark's functions from an epoch number to a timestamp, with the microseconds per unit
+_EPOCH_UNITS = {"timestamp_micros": 1, "timestamp_millis": 1_000, "timestamp_seconds": 1_000_000}
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 
 _COMPARISON = {
     "=": ex.EqualTo,
@@ -330,7 +333,7 @@ class _SqlPredicateParser:
     Grammar: ``or := and (OR and)*``, ``and := not (AND not)*``, ``not := NOT not | atom``,
     ``atom := '(' or ')' | startswith(column, 'p') | operand (cmp operand | [NOT] BETWEEN a AND b
     | [NOT] IN (...) | IS [NOT] NULL | [NOT] LIKE 'p%')``, ``operand := literal | column |
-    CAST(column AS <wider integral type or double>)``. Columns may carry table qualifiers
+    CAST(column AS <wider integral type or double>) | timestamp_micros/millis/seconds(number)``. Columns may carry table qualifiers
     (``t.x``, ```db`.`t`.`x```), as Spark's ``Expression.sql()`` prints them. Any other atom
     (function calls, arithmetic, column-to-column comparisons) is skipped as unknown.
     """
@@ -499,12 +502,34 @@ class _SqlPredicateParser:
         if kind == "kw" and value == "NULL":
             return ("lit", None)
         if kind == "ident" or (kind == "kw" and value in _LITERAL_PREFIXES):
+            if self.peek() == ("op", "(") and kind == "ident" and value.lower() in _EPOCH_UNITS:
+                return ("lit", self.parse_epoch(_EPOCH_UNITS[value.lower()]))
             if self.peek() == ("op", "("):
                 raise _Unknown("function calls are not used for pruning")
             return ("col", self.column_name(value))
         if kind == "op" and value in ("-", "+"):
             raise _Unknown("arithmetic")
         raise _Unknown(f"unexpected token {value!r}")
+
+    def parse_epoch(self, micros_per_unit: int) -> _dt.datetime:
+        """``timestamp_micros(n)`` / ``timestamp_millis(n)`` / ``timestamp_seconds(n)`` of a
+        number literal: the instant ``n`` units after the epoch (what a program that holds
+        times as epoch numbers writes; Spark folds them into the same timestamp literal)."""
+        self.expect(("op", "("))
+        negative = self.peek() == ("op", "-")
+        if negative:
+            self.take()
+        kind, number = self.take()
+        self.expect(("op", ")"))
+        if kind != "lit" or isinstance(number, bool) or not isinstance(number, (int, decimal.Decimal)):
+            raise _Unknown("epoch functions are used for pruning with a number literal only")
+        micros = decimal.Decimal(-number if negative else number) * micros_per_unit
+        if micros != micros.to_integral_value():
+            raise _Unknown("epoch value below a microsecond")
+        try:
+            return _EPOCH + _dt.timedelta(microseconds=int(micros))
+        except OverflowError:
+            raise _Unknown("epoch value out of range") from None
 
     def column_name(self, first: str) -> str:
         """A column reference, without the table qualifiers Spark may print before it.

@@ -66,6 +66,16 @@ def millis(moment: dt.datetime) -> int:
         ("brand LIKE 'ab%'", ex.And(ex.GreaterThanOrEqual("Brand", "ab"), ex.LessThan("Brand", "ac"))),
         ("user_id NOT IN (1, 2)", ex.Not(ex.In("user_id", (1, 2)))),
         ("big is not null and user_id <> 3", ex.And(ex.IsNotNull("big"), ex.NotEqualTo("user_id", 3))),
+        # Spark's epoch-number functions are timestamp literals
+        ("ts >= timestamp_micros(1704067200123000)",
+         ex.GreaterThanOrEqual("ts", millis(dt.datetime(2024, 1, 1)) + 123)),
+        ("ts BETWEEN timestamp_millis(1704067200000) AND TIMESTAMP_SECONDS(1704153600)",
+         ex.And(ex.GreaterThanOrEqual("ts", millis(dt.datetime(2024, 1, 1))),
+                ex.LessThanOrEqual("ts", millis(dt.datetime(2024, 1, 2))))),
+        ("ts < timestamp_seconds(-1.5)", ex.LessThan("ts", -1500)),
+        # with a column or a sub-microsecond value they stay unknown
+        ("ts < timestamp_seconds(user_id) AND user_id = 1", ex.EqualTo("user_id", 1)),
+        ("ts < timestamp_seconds(0.0000001) OR user_id = 1", ex.AlwaysTrue()),
     ],
 )
 def test_sql_predicates(sql, expected):
@@ -264,3 +274,13 @@ def test_random_sql_predicates_never_lose_rows():
                 row = {c: None for c in SCHEMA.fieldNames()}
                 row["user_id"] = value
                 assert ex.evaluate(pruning, row) is not False, (sql, value, pruning)
+
+
+def test_epoch_functions_mean_what_spark_computes(spark):
+    from qbeast.spark.filters import _SqlPredicateParser
+
+    for call in ("timestamp_micros(1704067200123456)", "timestamp_millis(-86400001)",
+                 "timestamp_seconds(1704153600.25)"):
+        parsed = _SqlPredicateParser(call, {}).parse_operand()[1]
+        micros = spark.sql(f"SELECT unix_micros({call}) AS m").first()["m"]
+        assert parsed == dt.datetime(1970, 1, 1, tzinfo=UTC) + dt.timedelta(microseconds=micros), call
