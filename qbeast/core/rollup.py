@@ -82,7 +82,7 @@ def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int,
       joined band has all its rows in its root group: every cube then keeps blocks with disjoint
       weight ranges, one per group. Other bands keep their own root group, small or not.
       With ``shared_bands``, only the bands below that index may join
-      (:func:`qbeast.core.weight_bands.shared_band_count`: a small append into a large revision
+      (:func:`qbeast.core.weight_bands.shared_band_count`: a small append into a large table
       keeps its light bands apart).
 
     Every band gets a root group (possibly empty), so rows of a cube or band the estimate missed

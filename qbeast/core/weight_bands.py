@@ -32,19 +32,19 @@ EDGES: np.ndarray = np.array([weight_from_fraction(b) for b in BAND_FRACTIONS], 
 BAND_COUNT: int = len(BAND_FRACTIONS) + 1
 
 
-def shared_band_count(revision_rows: int, limit: int) -> int:
+def shared_band_count(table_rows: int, limit: int) -> int:
     """How many of the lightest bands may share one file at the root (at least one).
 
     A file holding the lightest bands up to edge ``b`` is read whole by every sample, so it may
-    only reach the fractions whose sample of the whole revision is at most one target file
-    (``b x revision_rows <= limit``): samples that small read a file anyway, while a larger one
-    then reads none of the file's rows it does not need. For a write that creates a revision
+    only reach the fractions whose sample of the whole table is at most one target file
+    (``b x table_rows <= limit``): samples that small read a file anyway, while a larger one
+    then reads none of the file's rows it does not need. For the write that creates a table
     this is the root's whole weight range (its threshold is about ``limit / rows``); for a small
-    append into a large revision it keeps the append's light bands apart (a 100k-row append into
-    a 3M-row revision with 50k-row cubes shares only the bands below 1%, where the old rule put
+    append into a large table it keeps the append's light bands apart (a 100k-row append into a
+    3M-row table with 50k-row cubes shares only the bands below 1%, where the old rule put
     everything below 50% in one file that every sample read whole).
     """
-    rows = max(int(revision_rows), 1)
+    rows = max(int(table_rows), 1)
     upper = (*BAND_FRACTIONS, 1.0)  # band k holds the fractions up to upper[k]
     count = 0
     while count < BAND_COUNT and upper[count] * rows <= limit * (1 + 1e-9):

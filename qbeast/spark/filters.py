@@ -333,8 +333,9 @@ class _SqlPredicateParser:
     Grammar: ``or := and (OR and)*``, ``and := not (AND not)*``, ``not := NOT not | atom``,
     ``atom := '(' or ')' | startswith(column, 'p') | operand (cmp operand | [NOT] BETWEEN a AND b
     | [NOT] IN (...) | IS [NOT] NULL | [NOT] LIKE 'p%')``, ``operand := literal | column |
-    CAST(column AS <wider integral type or double>) | timestamp_micros/millis/seconds(number)``. Columns may carry table qualifiers
-    (``t.x``, ```db`.`t`.`x```), as Spark's ``Expression.sql()`` prints them. Any other atom
+    CAST(column AS <wider integral type or double>) | timestamp_micros/millis/seconds(number)``.
+    Columns may carry table qualifiers (``t.x``, ```db`.`t`.`x```), as Spark's
+    ``Expression.sql()`` prints them. Any other atom
     (function calls, arithmetic, column-to-column comparisons) is skipped as unknown.
     """
 
