@@ -176,7 +176,13 @@ def _duckdb_extension(module: str, name: str) -> Path:
 
     import duckdb
 
-    root = Path(str(importlib.resources.files(module))) / "extensions"
+    try:
+        package = importlib.resources.files(module)
+    except ModuleNotFoundError:
+        wheel = module.replace("_", "-")
+        raise RuntimeError(f"the {name} data needs the {wheel} package (the bench extra): run "
+                           "`make bench`, or `pip install -e '.[bench]'` in the venv") from None
+    root = Path(str(package)) / "extensions"
     exact = root / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
     if exact.is_file():
         return exact

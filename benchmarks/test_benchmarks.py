@@ -82,3 +82,8 @@ def test_zorder_file_selection_keeps_every_file_with_matching_rows(tmp_path):
     assert sorted(paths) == sorted(must) and len(paths) == 3
     assert size == sum(Path(p).stat().st_size for p in paths)
     assert files.deltalake_count(box) == len(paths)
+
+
+def test_a_missing_extension_wheel_is_named_with_its_fix():
+    with pytest.raises(RuntimeError, match=r"duckdb-extension-nothing package \(the bench extra\)"):
+        datasets._duckdb_extension("duckdb_extension_nothing", "nothing")
