@@ -167,14 +167,37 @@ class StandaloneCluster:
         self.master.stop()
 
 
+#: Attempts at starting the standalone cluster, each on fresh ports (see below).
+CLUSTER_START_ATTEMPTS = 3
+
+
 def start_standalone_cluster(base_dir: Path, python: str, cores: int = 2, memory: str = "2g") -> StandaloneCluster:
-    """Master + one worker with ``cores`` cores, ready to accept applications (or raise)."""
+    """Master + one worker with ``cores`` cores, ready to accept applications (or raise).
+
+    The ports are picked free a moment before the daemons bind them, so another process on the
+    machine (a Spark driver's UI or RPC port, say) can take one in between. The daemons are told
+    not to move to the next port then (Spark's default), which once left the test asking a
+    stranger's UI for the master's status: the master exits instead, and the cluster is started
+    again on fresh ports.
+    """
+    for attempt in range(1, CLUSTER_START_ATTEMPTS + 1):
+        try:
+            return _start_standalone_cluster(base_dir, python, cores, memory)
+        except ServerFailed:
+            if attempt == CLUSTER_START_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _start_standalone_cluster(base_dir: Path, python: str, cores: int, memory: str) -> StandaloneCluster:
     port, ui_port, worker_ui = free_loopback_port(), free_loopback_port(), free_loopback_port()
     work_dir = base_dir / "worker-work"
     work_dir.mkdir(parents=True, exist_ok=True)
     env = spark_environment(base_dir, python, {
         # The REST submission server would take another port; applications come from drivers.
-        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+        # A taken port fails the daemon instead of moving it to a port the test does not ask.
+        "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false -Dspark.port.maxRetries=0",
+        "SPARK_WORKER_OPTS": "-Dspark.port.maxRetries=0",
         "SPARK_WORKER_DIR": str(work_dir),
     })
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
