@@ -6,7 +6,12 @@ import re
 import pytest
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
-from dbt.adapters.qbeast.model_config import QBEAST_KEYS, model_config_from_node, parse_model_config
+from dbt.adapters.qbeast.model_config import (
+    QBEAST_KEYS,
+    model_config_from_node,
+    parse_model_config,
+    snapshot_config_from_node,
+)
 from qbeast.errors import InvalidOptionError
 
 
@@ -193,3 +198,14 @@ def test_persist_docs_picks_the_documented_texts():
     node["config"]["persist_docs"] = {"columns": True}
     config = model_config_from_node(node)
     assert config.table_comment is None and config.column_comments == {"a": "col a"}
+
+
+def test_snapshots_keep_the_default_maintenance_unless_switched_off():
+    def snapshot(**config):
+        return {"name": "s", "config": {"unique_key": "id", "file_format": "qbeast", **config}}
+
+    assert snapshot_config_from_node(snapshot()).optimize_after_run
+    assert not snapshot_config_from_node(snapshot(optimize_after_run=False)).optimize_after_run
+    assert snapshot_config_from_node(snapshot(cube_size=5)).cube_size == 5
+    with pytest.raises(QbeastModelConfigError, match=r"optimize_after_run='yes'; allowed values: true, false"):
+        snapshot_config_from_node(snapshot(optimize_after_run="yes"))

@@ -14,7 +14,9 @@ from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCo
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
 from dbt.tests.util import run_dbt
 
-from .conftest import catalog_provider
+import qbeast
+
+from .conftest import catalog_facts, catalog_provider
 
 QBEAST_SNAPSHOTS = {"snapshots": {"+file_format": "qbeast"}}
 
@@ -116,3 +118,42 @@ class TestQbeastSnapshotConfig:
         assert ("snapshot expr_key: a qbeast snapshot needs config columns_to_index when its "
                 "unique_key") in result.message
         assert not project.adapter.get_relation(project.database, project.test_schema, "expr_key")
+
+
+def _maintained_snapshot(name: str, optimize: str) -> str:
+    return f"""
+{{% snapshot {name} %}}
+    {{{{ config(strategy='timestamp', unique_key='id', updated_at='some_date', cube_size=4,
+              target_schema=schema, file_format='qbeast'{optimize}) }}}}
+    select * from {{{{ ref(var('seed_name', 'base')) }}}}
+{{% endsnapshot %}}
+"""
+
+
+class TestQbeastSnapshotMaintenance:
+    """A snapshot grows with every run, as an incremental model does: the default maintenance
+    (``optimize_after_run``) runs after its merges too, and ``optimize_after_run=false`` skips it."""
+
+    @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"base.csv": files.seeds_base_csv, "added.csv": files.seeds_added_csv}
+
+    @pytest.fixture(scope="class")
+    def snapshots(self):
+        return {"maintained.sql": _maintained_snapshot("maintained", ""),
+                "unmaintained.sql": _maintained_snapshot("unmaintained", ", optimize_after_run=false")}
+
+    def test_snapshot_merges_are_maintained_unless_switched_off(self, project):
+        run_dbt(["seed"])
+        run_dbt(["snapshot"])
+        results = {r.node.name: r for r in run_dbt(["snapshot", "--vars", "seed_name: added"])}
+        assert results["maintained"].message.endswith(", optimized")
+        assert not results["unmaintained"].message.endswith(", optimized")
+        operations = {}
+        for name in ("maintained", "unmaintained"):
+            location = catalog_facts(project, name)["Location"].removeprefix("file:")
+            table = qbeast.QbeastTable.for_path(None, location)
+            operations[name] = [e.operation for e in table.history()]
+            assert _count(project, name) == 20
+        assert operations["maintained"][:2] == ["OPTIMIZE", "MERGE"]
+        assert "OPTIMIZE" not in operations["unmaintained"]

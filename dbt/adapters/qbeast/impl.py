@@ -224,6 +224,8 @@ class QbeastAdapter(SparkAdapter):
             incremental_predicates=(current,), merge_update_columns=(valid_to,))
         message, rows = self._change_rows(spark, staged.select(*kept), location, "merge",
                                           merge_schema, merge_config, relation)
+        if self._maintain(spark, location, relation, snapshot_config):
+            message += ", optimized"
         self._refresh_catalog_entry(spark, relation, relation, location, snapshot_config)
         message = message.replace("QBEAST MERGE", "QBEAST SNAPSHOT", 1)
         logger.info(f"{message} into {relation}")
@@ -345,13 +347,8 @@ class QbeastAdapter(SparkAdapter):
                 f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
                 f"revision {result.revision_id}, version {result.version}"
             )
-        if model_config.optimize_after_run:
-            with _engine_errors(name, "optimize_after_run"):
-                optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
-                    max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
-            logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
-            if optimized.commits:  # nothing to say when the write left nothing to lay out
-                message += ", optimized"
+        if self._maintain(spark, folder, relation, model_config):
+            message += ", optimized"
         if replaces:
             assert old_relation is not None
             self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
@@ -361,6 +358,21 @@ class QbeastAdapter(SparkAdapter):
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         code = f"QBEAST {'DELETE+INSERT' if mode == 'delete_insert' else mode.upper()}"
         return AdapterResponse(_message=message, code=code, rows_affected=rows)
+
+    def _maintain(self, spark: Any, folder: str, relation: QbeastRelation,
+                  model_config: QbeastModelConfig) -> bool:
+        """The default maintenance after a successful write (``optimize_after_run``): the tiered
+        optimize, in commits of its own. True when it rewrote something (nothing to say when
+        the write left nothing to lay out or the budget is not reached yet)."""
+        import qbeast
+
+        if not model_config.optimize_after_run:
+            return False
+        with _engine_errors(model_config.model, "optimize_after_run"):
+            optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
+                max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
+        logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
+        return bool(optimized.commits)
 
     def _append_or_overwrite(self, df: Any, folder: str, mode: str, merge_schema: bool,
                              model_config: QbeastModelConfig, relation: QbeastRelation) -> Any:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index
@@ -634,8 +634,9 @@ def is_qbeast_snapshot(config: Mapping[str, Any]) -> bool:
 
 def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     """Validated qbeast settings of a snapshot: its index (``columns_to_index``, by default the
-    snapshot's ``unique_key`` columns, which the snapshot merges look up), ``cube_size`` and
-    ``location_root``. The strategy keys are dbt's own and dbt checks them."""
+    snapshot's ``unique_key`` columns, which the snapshot merges look up), ``cube_size``,
+    ``location_root`` and ``optimize_after_run`` (default true: a snapshot grows with every run,
+    as an incremental model does). The strategy keys are dbt's own and dbt checks them."""
     if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
         node = node.to_dict()
     name = str(node.get("name"))
@@ -653,4 +654,6 @@ def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
                 "list of the snapshot's column names, e.g. ['id']"
             )
         columns = [k.strip() for k in keys]
-    return parse_model_config(name, columns, config.get("cube_size"), config.get("location_root"))
+    parsed = parse_model_config(name, columns, config.get("cube_size"), config.get("location_root"))
+    return replace(parsed, optimize_after_run=_bool(name, "optimize_after_run",
+                                                    config.get("optimize_after_run"), default=True))
