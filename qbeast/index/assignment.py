@@ -193,13 +193,14 @@ def build_write_plan(
     :func:`qbeast.core.rollup.banded_rollup` (rows per band estimated from the cube's weight
     range, :func:`qbeast.core.weight_bands.band_shares`), so one cube may get a block in several
     files, each with the cube's threshold as ``maxWeight``. ``table_rows`` (the table's rows
-    once the write commits; default: the rows of ``block_sizes``) bounds which of the lightest
-    bands share a file (:func:`qbeast.core.weight_bands.shared_band_count`).
+    once the write commits, at least the rows of ``block_sizes``; ``None`` when the log does not
+    know them: files without statistics) bounds which of the lightest bands share a file
+    (:func:`qbeast.core.weight_bands.shared_band_count`).
     """
     tree = CubeTree(dimensions, list(weights) + list(block_sizes))
     max_weights = tree.values(dict(weights), MAX_WEIGHT, np.int64)
     if weight_bands:
-        rows = sum(int(round(s)) for s in block_sizes.values()) if table_rows is None else table_rows
+        rows = max(sum(int(round(s)) for s in block_sizes.values()), table_rows or 0)
         return _banded_plan(tree, max_weights, block_sizes, desired_cube_size,
                             shared_band_count(rows, desired_cube_size))
     groups = rollup({c: int(s) for c, s in block_sizes.items()}, desired_cube_size)

@@ -441,7 +441,7 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     # the light bands' sharing is judged on the whole table's rows, not only the rewritten ones
     plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size,
                             weight_bands=weight_bands(spark),
-                            table_rows=max(snapshot.delta.num_records or 0, sum(sizes.values())))
+                            table_rows=snapshot.delta.num_records)
     written = write_files(data, revision, plan, table) if sizes else []
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
