@@ -41,6 +41,7 @@ small data). Raw results go to ``.data/layout-results.json``, the report to
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import logging
 import math
@@ -131,11 +132,23 @@ def boxes(values: dict[str, np.ndarray], selectivity: float, count: int, seed: i
     return out
 
 
+def timestamp_literal(micros: int) -> str:
+    """A SQL ``TIMESTAMP`` literal of an instant in microseconds (the sessions run in UTC).
+
+    Literals, not ``timestamp_micros(n)``: every engine version prunes files on a literal, while
+    only versions from b66d51c on understand the epoch functions, so literals keep the comparison
+    with *today* about the layout and not about the filter parser.
+    """
+    instant = datetime.datetime.fromtimestamp(0, datetime.timezone.utc) + datetime.timedelta(
+        microseconds=int(micros))
+    return f"TIMESTAMP'{instant.strftime('%Y-%m-%d %H:%M:%S.%f')}'"
+
+
 def box_sql(box: dict[str, tuple[Any, Any]], timestamps: set[str]) -> str:
     parts = []
     for column, (lo, hi) in box.items():
         if column in timestamps:
-            parts.append(f"{column} BETWEEN timestamp_micros({int(lo)}) AND timestamp_micros({int(hi)})")
+            parts.append(f"{column} BETWEEN {timestamp_literal(lo)} AND {timestamp_literal(hi)}")
         else:
             parts.append(f"{column} BETWEEN {lo!r} AND {hi!r}")
     return " AND ".join(parts)

@@ -87,3 +87,16 @@ def test_zorder_file_selection_keeps_every_file_with_matching_rows(tmp_path):
 def test_a_missing_extension_wheel_is_named_with_its_fix():
     with pytest.raises(RuntimeError, match=r"duckdb-extension-nothing package \(the bench extra\)"):
         datasets._duckdb_extension("duckdb_extension_nothing", "nothing")
+
+
+def test_timestamp_literals_name_the_exact_instant():
+    import duckdb
+
+    import bench_layout
+
+    for micros in (0, 1_572_566_400_000_123, 1_575_158_399_999_999):
+        literal = bench_layout.timestamp_literal(micros)
+        assert duckdb.sql(f"SELECT epoch_us({literal})").fetchone()[0] == micros, literal
+    sql = bench_layout.box_sql({"event_time": (5, 7), "user_id": (1, 2)}, {"event_time"})
+    assert sql == ("event_time BETWEEN TIMESTAMP'1970-01-01 00:00:00.000005' AND "
+                   "TIMESTAMP'1970-01-01 00:00:00.000007' AND user_id BETWEEN 1 AND 2")
