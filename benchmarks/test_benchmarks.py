@@ -100,3 +100,33 @@ def test_timestamp_literals_name_the_exact_instant():
     sql = bench_layout.box_sql({"event_time": (5, 7), "user_id": (1, 2)}, {"event_time"})
     assert sql == ("event_time BETWEEN TIMESTAMP'1970-01-01 00:00:00.000005' AND "
                    "TIMESTAMP'1970-01-01 00:00:00.000007' AND user_id BETWEEN 1 AND 2")
+
+
+def test_write_time_is_the_best_of_the_full_run_and_the_write_rounds():
+    import bench_layout
+
+    results = {"today": {"sets": [{"name": "uniform", "write_s": 3.0, "write_times": [3.0, 3.4]}]},
+               "write_rounds": [{"branch": {"uniform": 2.9}, "today": {"uniform": 2.7}},
+                                {"today": {"uniform": 3.1}, "branch": {"uniform": 3.3}}]}
+    today = results["today"]["sets"][0]
+    assert bench_layout._best_write(results, "today", "uniform", today) == 2.7
+    assert bench_layout._best_write(results, "branch", "uniform", {"write_s": 3.2}) == 2.9
+    assert bench_layout._write_samples(results) == 6
+    # the incremental scenario is its appends plus its maintenance, whatever the rounds say
+    assert bench_layout._best_write(results, "today", "uniform",
+                                    {"write_s": 16.0, "maintenance_s": 4.0}) == 20.0
+    # results from before the write rounds existed render with the full run's writes only
+    del results["write_rounds"]
+    assert bench_layout._best_write(results, "today", "uniform", today) == 3.0
+    assert bench_layout._write_samples(results) == 2
+
+
+def test_report_header_names_a_dirty_tree_and_the_load():
+    import bench_layout
+
+    assert bench_layout._short("0123456789abcdef+dirty") == "01234567+dirty"
+    assert bench_layout._short("0123456789abcdef") == "01234567"
+    assert bench_layout._load({"load_average": [0.25, 2.04]}) == (
+        "; 1-minute load average 0.2 at the start and 2.0 at the end "
+        "(about 2 is the benchmark's own Spark work)")
+    assert bench_layout._load({}) == ""
