@@ -268,6 +268,12 @@ def _timed_write(spark, df, path: str, columns: tuple[str, ...], cube: int, mode
     return time.perf_counter() - started, result
 
 
+def _warm_up(spark, work: Path) -> None:
+    """One small untimed write before the timed ones: the JVM, Python workers and code paths."""
+    warm = generate("uniform", 20_000)
+    _timed_write(spark, warm.spark_df(spark), str(work / "warm"), ("x", "y"), 5_000, "overwrite")
+
+
 def default_maintenance(source: Path) -> bool:
     """Whether the dbt materialization of ``source`` optimizes after a write by default.
 
@@ -312,9 +318,7 @@ def run_worker(args) -> dict[str, Any]:
     work = DATA_ROOT / "work" / f"layout-{args.label}"
     out: dict[str, Any] = {"label": args.label, "qbeast": str(Path(qbeast.__file__).parent),
                            "sets": [], "incremental": None}
-    # warm-up: JVM, Python workers, code paths
-    warm = generate("uniform", 20_000)
-    _timed_write(spark, warm.spark_df(spark), str(work / "warm"), ("x", "y"), 5_000, "overwrite")
+    _warm_up(spark, work)
     for spec in ([] if args.incremental_only else single_write_sets(args.quick)):
         data: Dataset = spec["data"]
         columns, cube = spec["columns"], spec["cube"]
@@ -369,8 +373,7 @@ def run_writes(args) -> dict[str, Any]:
     the first write of a set in a process is the slowest (1.0-1.6x the second, measured)."""
     spark = _spark()
     work = DATA_ROOT / "work" / f"layout-{args.label}-timing"
-    warm = generate("uniform", 20_000)
-    _timed_write(spark, warm.spark_df(spark), str(work / "warm"), ("x", "y"), 5_000, "overwrite")
+    _warm_up(spark, work)
     seconds = {}
     for spec in single_write_sets(args.quick):
         data: Dataset = spec["data"]
