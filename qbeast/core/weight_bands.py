@@ -20,6 +20,27 @@ from __future__ import annotations
 import numpy as np
 
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.errors import InvalidOptionError
+
+#: Band layouts (setting ``spark.qbeast.index.weightBands``): each file's rows ordered by band,
+#: one row group per band (a sample reads a prefix of each file it needs); each band of a
+#: subtree in files of its own; no bands (one block per cube, rows in arrival order).
+BANDS_IN_ROW_GROUPS = "rowGroups"
+BANDS_IN_FILES = "files"
+NO_BANDS = "false"
+LAYOUTS: tuple[str, ...] = (BANDS_IN_ROW_GROUPS, BANDS_IN_FILES, NO_BANDS)
+
+
+def band_layout(value: bool | str) -> str:
+    """The layout a setting value or flag names (``True`` and ``"true"``: bands in files)."""
+    if value is True or value == "true":
+        return BANDS_IN_FILES
+    if value is False:
+        return NO_BANDS
+    if value in LAYOUTS:
+        return str(value)
+    raise InvalidOptionError(
+        f"weight band layout must be one of {', '.join(LAYOUTS)} (or true/false), got {value!r}")
 
 #: Fractions whose ``Weight`` separates two bands (a 1-2-5 series from 0.1% to 50%).
 BAND_FRACTIONS: tuple[float, ...] = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)

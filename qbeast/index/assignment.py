@@ -20,7 +20,15 @@ import numpy as np
 from qbeast.core.cube_id import CubeId, descend_one_level
 from qbeast.core.rollup import banded_rollup, rollup
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
-from qbeast.core.weight_bands import BAND_COUNT, band_of, band_shares, shared_band_count
+from qbeast.core.weight_bands import (
+    BAND_COUNT,
+    BANDS_IN_FILES,
+    BANDS_IN_ROW_GROUPS,
+    band_layout,
+    band_of,
+    band_shares,
+    shared_band_count,
+)
 from qbeast.index.cube_tree import CubeTree
 
 
@@ -94,6 +102,10 @@ class WritePlan:
     #: with weight bands, per node and band (qbeast.core.weight_bands) the file of the node's rows
     #: in that band; None: a cube's rows all go to ``files``
     band_files: np.ndarray | None = None
+    #: with weight bands as row groups: per plan file (a "piece": one band of one rollup group)
+    #: the output file it becomes a row group of; pieces of one output file are numbered in band
+    #: order. None: every plan file is an output file.
+    row_group_files: np.ndarray | None = None
     _grid: LookupGrid | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
@@ -182,7 +194,7 @@ def build_write_plan(
     weights: Mapping[CubeId, int],
     block_sizes: Mapping[CubeId, int],
     desired_cube_size: int,
-    weight_bands: bool = False,
+    weight_bands: bool | str = False,
     table_rows: int | None = None,
 ) -> WritePlan:
     """Plan the assignment: thresholds per cube and one file per rollup group (FORMAT §6.4).
@@ -196,13 +208,31 @@ def build_write_plan(
     once the write commits, at least the rows of ``block_sizes``; ``None`` when the log does not
     know them: files without statistics) bounds which of the lightest bands share a file
     (:func:`qbeast.core.weight_bands.shared_band_count`).
+
+    ``weight_bands`` names the layout (:data:`qbeast.core.weight_bands.LAYOUTS`): ``True`` or
+    ``"files"`` as above; ``"rowGroups"`` keeps the rollup's files (one block per cube, as
+    without bands) and splits each file's rows by band into pieces, plan files of their own that
+    the writer joins in band order as the row groups of one file (:attr:`WritePlan.
+    row_group_files`), so a sample reads a prefix of a file; ``False`` or ``"false"``: no bands.
     """
+    layout = band_layout(weight_bands)
     tree = CubeTree(dimensions, list(weights) + list(block_sizes))
     max_weights = tree.values(dict(weights), MAX_WEIGHT, np.int64)
-    if weight_bands:
-        rows = max(sum(int(round(s)) for s in block_sizes.values()), table_rows or 0)
+    rows = max(sum(int(round(s)) for s in block_sizes.values()), table_rows or 0)
+    if layout == BANDS_IN_FILES:
         return _banded_plan(tree, max_weights, block_sizes, desired_cube_size,
                             shared_band_count(rows, desired_cube_size))
+    files, count = _rollup_files(tree, block_sizes, desired_cube_size)
+    if layout == BANDS_IN_ROW_GROUPS:
+        return _row_group_plan(tree, max_weights, files, count,
+                               shared_band_count(rows, desired_cube_size))
+    return WritePlan(tree, max_weights, files, count)
+
+
+def _rollup_files(tree: CubeTree, block_sizes: Mapping[CubeId, int],
+                  desired_cube_size: int) -> tuple[np.ndarray, int]:
+    """Per node its rollup group (file) index, and the number of groups (FORMAT §6.4)."""
+    dimensions = tree.dimensions
     groups = rollup({c: int(s) for c, s in block_sizes.items()}, desired_cube_size)
     root = CubeId.root(dimensions)
     group_ids: dict[CubeId, int] = {}
@@ -216,7 +246,41 @@ def build_write_plan(
             files[node] = files[tree.parents[node]]
         else:
             files[node] = group_ids[root]
-    return WritePlan(tree, max_weights, files, len(group_ids))
+    return files, len(group_ids)
+
+
+def _row_group_plan(tree: CubeTree, max_weights: np.ndarray, groups: np.ndarray, group_count: int,
+                    shared_bands: int) -> WritePlan:
+    """:func:`build_write_plan` with weight bands as row groups: one piece per (group, band).
+
+    A node's rows (and those of its children outside the plan, which share its group) weigh more
+    than its parent's threshold, so a group gets pieces from the band of its lightest possible
+    row up to the last band; the lightest ``shared_bands`` bands share one piece (a sample that
+    small reads that much of a file anyway). Which piece a row lands in only decides how much of
+    a file a sample reads: the writer records each piece's true lowest weight in the file, and a
+    reader reads every row group up to the last one that can hold a sampled row.
+    """
+    parents = np.asarray(tree.parents, dtype=np.int64)
+    lower = np.where(parents >= 0, max_weights[np.maximum(parents, 0)], MIN_WEIGHT - 1)
+    first_key = max(shared_bands - 1, 0)
+    keys = np.maximum(np.arange(BAND_COUNT), first_key)  # band -> its piece key within a group
+    lowest = np.full(group_count, BAND_COUNT - 1, dtype=np.int64)
+    np.minimum.at(lowest, groups, keys[band_of(np.minimum(lower + 1, MAX_WEIGHT))])
+    piece_ids = np.full((group_count, BAND_COUNT), -1, dtype=np.int32)
+    owners: list[int] = []
+    for group in range(group_count):
+        for key in range(int(lowest[group]), BAND_COUNT):  # lowest >= first_key
+            piece_ids[group, key] = len(owners)
+            owners.append(group)
+    # every band maps to a piece of the node's group: the piece of its key, or (bands a row of
+    # the group cannot reach) the group's first piece
+    by_key = piece_ids[:, keys]
+    first = piece_ids[np.arange(group_count), lowest]
+    by_band = np.where(by_key >= 0, by_key, first[:, None])
+    band_files = by_band[groups]
+    files = band_files[np.arange(len(tree)), band_of(np.minimum(max_weights, MAX_WEIGHT))]
+    return WritePlan(tree, max_weights, files.astype(np.int32), len(owners),
+                     band_files.astype(np.int32), np.asarray(owners, dtype=np.int32))
 
 
 def _banded_plan(tree: CubeTree, max_weights: np.ndarray, block_sizes: Mapping[CubeId, int],

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ JAR_PATH = Path(__file__).resolve().parent.parent / "jars" / JAR_NAME
 PACKAGE = "io.dbtqbeast.bridge"
 EXTENSIONS_CLASS = f"{PACKAGE}.QbeastExtensions"
 #: Must equal ``Bridge.PROTOCOL`` of the loaded jar (both sides change together).
-PROTOCOL = "1"
+PROTOCOL = "2"
 #: ``auto`` (default): use the bridge when the jar is there; ``false``: never load it
 #: (:data:`qbeast.spark.settings.SQL_BRIDGE`).
 SQL_BRIDGE_KEY = SQL_BRIDGE.key
@@ -135,7 +135,7 @@ class PythonPlanner:
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             files = sql_planner.list_files(table, json.loads(filters_json), time_zone)
-            return {"files": [[file_uri(f.path), f.size, f.modification_time] for f in files]}
+            return {"files": [[file_uri(f.path), f.bytes_to_read, f.modification_time] for f in files]}
 
         return _answer("listFiles", run)
 
@@ -262,6 +262,24 @@ def bridge_active(spark: Any) -> bool:
     return bool(bridge is not None and bridge.hasPlanner() and bridge.ruleActive(spark._jsparkSession))
 
 
+def prefix_scan(spark: Any, files: Sequence[tuple[str, int, int]], schema: Any) -> Any:
+    """A DataFrame reading each ``(location, bytes, modification ms)`` file up to ``bytes`` with
+    Spark's parquet reader (``schema``: a ``StructType``); ``None`` when the bridge jar is not
+    loaded in this session (the caller then reads the files whole)."""
+    from pyspark.sql import DataFrame
+
+    from qbeast.delta.storage import file_uri
+    from qbeast.spark.session import is_connect_session
+
+    if is_connect_session(spark):
+        return None
+    bridge = _bridge_class(spark)
+    if bridge is None:
+        return None
+    payload = json.dumps({"files": [[file_uri(p), int(n), int(t)] for p, n, t in files]})
+    return DataFrame(bridge.prefixScan(spark._jsparkSession, payload, schema.json()), spark)
+
+
 __all__ = [
     "BridgeError",
     "JAR_NAME",
@@ -272,6 +290,7 @@ __all__ = [
     "bridge_active",
     "bridge_mode",
     "jar_path",
+    "prefix_scan",
     "register",
     "session_conf",
 ]

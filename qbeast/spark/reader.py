@@ -23,12 +23,17 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from qbeast.core import expressions as ex
+from qbeast.core.band_row_groups import PieceLayout
 from qbeast.core.blocks import TagFormat
 from qbeast.core.columns import column_types
 from qbeast.core.index_status import IndexStatus
@@ -38,6 +43,7 @@ from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
+from qbeast.delta.storage import local_path
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 
@@ -57,6 +63,13 @@ class PlannedFile:
     modification_time: int = 0  # epoch milliseconds, from the AddFile
     #: ``(column, typed value)`` of the table's partition columns (plain Delta tables only)
     partition_values: tuple[tuple[str, Any], ...] = ()
+    #: bytes from the file's start that hold every row the read needs (a sample of a file whose
+    #: rows are in weight-band order, :mod:`qbeast.core.band_row_groups`); None: the whole file
+    read_size: int | None = None
+
+    @property
+    def bytes_to_read(self) -> int:
+        return self.size if self.read_size is None else self.read_size
 
 
 @dataclass(frozen=True)
@@ -84,7 +97,13 @@ class ReadPlan:
 
     @property
     def selected_bytes(self) -> int:
-        return sum(f.size for f in self.files)
+        """Bytes the read opens: whole files, or the prefixes of :attr:`PlannedFile.read_size`."""
+        return sum(f.bytes_to_read for f in self.files)
+
+    @property
+    def prefix_reads(self) -> bool:
+        """Whether some file is read only up to a prefix (a reader must honour the lengths)."""
+        return any(f.read_size is not None for f in self.files)
 
     def spark_schema(self):
         """The table schema as a ``pyspark.sql.types.StructType``."""
@@ -205,6 +224,7 @@ def plan_read(
 
     chosen: list[tuple[int, Any]] = []
     needed: dict[str, int] = {}
+    weighted: set[int] = set()  # revisions whose row weights are the sample's hash
     for revision_id, files in sorted(_revision_files(snapshot).items()):
         if revision_id == 0:
             selected = files
@@ -212,15 +232,23 @@ def plan_read(
             selected, blocks = _select_revision(snapshot, revision_id, files, predicate, weight_range,
                                                 hash_columns)
             needed.update(blocks)
+            revision = snapshot.revisions.get(revision_id)
+            if revision is not None and tuple(revision.columns) == hash_columns:
+                weighted.add(revision_id)
         chosen.extend((revision_id, add) for add in selected)
     kept = []
     blocks_read = 0
     for revision_id, add in chosen:
         if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types):
             scan = layout.scan_file(delta.table_path, add)
+            read_size = None
+            if (weight_range is not None and layout.is_plain and revision_id in weighted
+                    and add.path in needed):
+                read_size = _sample_prefix(snapshot, add, scan.location, weight_range[1])
             kept.append(PlannedFile(scan.location, scan.size, revision_id,
                                     modification_time=int(add.modification_time or 0),
-                                    partition_values=scan.partition_values))
+                                    partition_values=scan.partition_values,
+                                    read_size=read_size))
             blocks_read += needed.get(add.path, 1)
     plan = ReadPlan(
         table_path=snapshot.table_path,
@@ -241,6 +269,44 @@ def plan_read(
         plan.total_bytes, plan.blocks_read, fraction, time.monotonic() - started,
     )
     return plan
+
+
+#: Piece layouts of data files by (location, size, modification time) (None: no record): data
+#: files never change in place, so a footer read once serves every later sample of the file.
+_FOOTERS: OrderedDict[tuple[str, int, int], PieceLayout | None] = OrderedDict()
+_FOOTERS_LOCK = threading.Lock()
+_FOOTER_CACHE_FILES = 100_000
+
+
+def _sample_prefix(snapshot: Any, add: Any, location: str, below: int) -> int | None:
+    """Bytes of ``add`` a sample below weight ``below`` needs; ``None``: the whole file.
+
+    Only files that can hold rows the sample does not need are looked at (a block's rows weigh
+    at most its ``maxWeight``), and only files on a local file system (the footer is read here).
+    """
+    blocks = snapshot.decoded(add).blocks
+    if not blocks or max(b.max_weight for b in blocks) < below:
+        return None
+    if "://" in location and not location.startswith("file:"):
+        return None
+    key = (location, int(add.size or 0), int(add.modification_time or 0))
+    with _FOOTERS_LOCK:
+        known = key in _FOOTERS
+        pieces = _FOOTERS.get(key)
+        if known:
+            _FOOTERS.move_to_end(key)
+    if not known:
+        try:
+            pieces = PieceLayout.of(pq.read_metadata(local_path(location)))
+        except (OSError, ValueError) as exc:
+            logger.debug("footer of %s not read (%s): the whole file is read", location, exc)
+            return None
+        with _FOOTERS_LOCK:
+            _FOOTERS[key] = pieces
+            while len(_FOOTERS) > _FOOTER_CACHE_FILES:
+                _FOOTERS.popitem(last=False)
+    size = pieces.prefix_bytes(below) if pieces is not None else None
+    return size if size is not None and size < int(add.size or 0) else None
 
 
 def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]) -> str:
@@ -345,7 +411,14 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     if not plan.files:
         df = spark.createDataFrame([], schema)
     elif plan.layout is None:
-        df = spark.read.schema(schema).parquet(*[spark_path(p) for p in plan.paths])
+        df = None
+        if plan.prefix_reads:  # read each file up to its planned length (bridge jar needed)
+            from qbeast.spark.bridge import prefix_scan
+
+            df = prefix_scan(spark, [(f.path, f.bytes_to_read, f.modification_time)
+                                     for f in plan.files], schema)
+        if df is None:
+            df = spark.read.schema(schema).parquet(*[spark_path(p) for p in plan.paths])
     else:
         df = _mapped_dataframe(spark, plan, schema)
     weight_filter = weight_filter_column(plan)

@@ -45,8 +45,9 @@ class Setting:
         if value is None:
             return self.default
         if self.choices is not None:
-            word = str(value).strip().lower()
-            if word not in self.choices:
+            canonical = {choice.lower(): choice for choice in self.choices}
+            word = canonical.get(str(value).strip().lower())
+            if word is None:
                 raise InvalidOptionError(
                     f"{self.key} is {value!r}; allowed values: {', '.join(self.choices)}"
                 )
@@ -100,12 +101,14 @@ REVISION_HEADROOM = Setting(
     minimum=0,
 )
 WEIGHT_BANDS = Setting(
-    "spark.qbeast.index.weightBands", "true",
-    "Whether a write (and optimize) splits each cube's rows by weight band (edges at the sample "
-    "fractions 0.1%, 0.2%, 0.5%, 1%, 2%, 5%, 10%, 20%, 50%) into different files, so a sample "
-    "reads about the bytes it needs (true), or keeps one block per cube as qbeast-spark (false: "
-    "box queries read fewer files). Both layouts are read by any qbeast reader.",
-    choices=("true", "false"),
+    "spark.qbeast.index.weightBands", "rowGroups",
+    "How a write (and optimize) places each cube's rows by weight band (edges at the sample "
+    "fractions 0.1%, 0.2%, 0.5%, 1%, 2%, 5%, 10%, 20%, 50%): rowGroups (one block per cube as "
+    "qbeast-spark; each file's rows in band order, one row group per band, so a sample reads a "
+    "prefix of the files it needs and box queries read as few files as without bands), files "
+    "(each band of a subtree in files of its own; true means files), false (no bands: rows in "
+    "arrival order, a sample reads whole files). Every layout is read by any qbeast reader.",
+    choices=("rowGroups", "files", "true", "false"),
 )
 SHIP_ENGINE = Setting(
     "spark.qbeast.shipEngine", "auto",

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast.commit import WrittenFile
+from qbeast.core.band_row_groups import Piece
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
@@ -48,6 +49,7 @@ from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
 from qbeast.index.tally import BlockTally, DictTally, FlagTally
 from qbeast.spark.assignment_udf import assignment_udf, weight_column
+from qbeast.spark.row_groups import join_pieces
 from qbeast.spark.session import restored_confs
 from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
 
@@ -140,6 +142,8 @@ def write_plan_files(
             described = _describe(staged, plan, revision)
         logger.info("files described: groups=%d elapsed=%.2fs", len(described),
                     time.perf_counter() - started)
+        if plan.row_group_files is not None:
+            return _join_and_publish(spark, out, parts, described, plan)
         results = []
         for file_id, part in sorted(parts.items()):
             entry = described.get(file_id)
@@ -147,7 +151,7 @@ def write_plan_files(
                 # Spark writes a file for its first task even when no row went there (a plan
                 # group can stay empty: a weight band no row reached); it is left in staging
                 continue
-            num_records, stats, blocks = entry
+            num_records, stats, blocks, _ = entry
             name, info = out.publish(part)
             results.append(WrittenFile(file_id, name, info.st_size, int(info.st_mtime * 1000),
                                        num_records, stats, blocks))
@@ -157,6 +161,56 @@ def write_plan_files(
         raise
     finally:
         out.cleanup()
+
+
+def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
+                      described: dict[int, _Described], plan: WritePlan) -> list[WrittenFile]:
+    """The ``rowGroups`` layout: join each output file's band pieces (plan files numbered in band
+    order) into one file whose row groups follow the bands, then publish it.
+
+    A cube's rows in several pieces of one file become one block (FORMAT §6.4: one block per
+    cube and file; its ``minWeight`` the lowest of them); the stats come from the joined footer.
+    """
+    assert plan.row_group_files is not None
+    started = time.perf_counter()
+    by_file: dict[int, list[int]] = {}
+    for piece in sorted(parts):
+        entry = described.get(piece)
+        if entry is not None and entry[0] > 0:
+            by_file.setdefault(int(plan.row_group_files[piece]), []).append(piece)
+    joined_dir = os.path.join(out.path, "joined")
+    os.makedirs(joined_dir, exist_ok=True)
+    results = []
+    for file_id, pieces in sorted(by_file.items()):
+        entries = [described[p] for p in pieces]
+        records = [Piece(min(b.min_weight for b in blocks if b.element_count > 0), rows)
+                   for rows, _, blocks, _ in entries]
+        target = os.path.join(joined_dir, f"part-{file_id:05d}.parquet")
+        join_pieces(spark, [parts[p] for p in pieces], target, records)
+        meta = pq.ParquetFile(target).metadata
+        unsafe = set().union(*(bad for _, _, _, bad in entries))
+        stats = footer_stats(meta, non_finite=unsafe)
+        blocks = _merged_blocks([b for _, _, bs, _ in entries for b in bs])
+        name, info = out.publish(target)
+        results.append(WrittenFile(pieces[0], name, info.st_size, int(info.st_mtime * 1000),
+                                   int(meta.num_rows), stats, blocks))
+    logger.info("band pieces joined: pieces=%d files=%d elapsed=%.2fs",
+                sum(len(p) for p in by_file.values()), len(results), time.perf_counter() - started)
+    return results
+
+
+def _merged_blocks(blocks: Sequence[Block]) -> tuple[Block, ...]:
+    """One block per cube (first-seen order): rows summed, the lowest ``minWeight`` kept."""
+    merged: dict[str, Block] = {}
+    for block in blocks:
+        seen = merged.get(block.cube)
+        if seen is None:
+            merged[block.cube] = block
+        else:
+            merged[block.cube] = Block(block.cube, min(seen.min_weight, block.min_weight),
+                                       max(seen.max_weight, block.max_weight),
+                                       seen.element_count + block.element_count)
+    return tuple(merged.values())
 
 
 class StagedFiles:
@@ -319,8 +373,9 @@ def float_stats_columns(schema) -> list[str]:
     return [name for name, _, floating in _stats_fields(schema) if floating]
 
 
-#: What describing a file yields: its row count, Delta stats JSON and blocks.
-_Described = tuple[int, str, tuple[Block, ...]]
+#: What describing a file yields: its row count, Delta stats JSON, blocks, and the float columns
+#: holding NaN or infinities (their bounds are left out of the stats).
+_Described = tuple[int, str, tuple[Block, ...], frozenset[str]]
 
 
 def _blocks(found: list[tuple[int, Block]]) -> tuple[Block, ...]:
@@ -349,8 +404,9 @@ def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
         blocks = per_file.get(file_id, [])
         if sum(b.element_count for _, b in blocks) != meta.num_rows:
             return None
-        stats = footer_stats(meta, non_finite=unsafe.get(file_id, set()))
-        out[file_id] = (meta.num_rows, stats, _blocks(blocks))
+        bad = frozenset(unsafe.get(file_id, set()))
+        stats = footer_stats(meta, non_finite=bad)
+        out[file_id] = (meta.num_rows, stats, _blocks(blocks), bad)
     return out
 
 
@@ -475,5 +531,5 @@ def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int,
         lows = {k: v for k, v in acc["lo"].items() if k not in acc["bad"]}
         highs = {k: v for k, v in acc["hi"].items() if k not in acc["bad"]}
         stats = stats_json(fields, acc["n"], acc["nulls"], lows, highs)
-        out[file_id] = (acc["n"], stats, _blocks(acc["blocks"]))
+        out[file_id] = (acc["n"], stats, _blocks(acc["blocks"]), frozenset(acc["bad"]))
     return out

@@ -24,6 +24,7 @@ from qbeast.core.index_status import IndexStatus
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
+from qbeast.core.weight_bands import band_layout
 from qbeast.index.assignment import WritePlan, build_write_plan
 from qbeast.index.estimation import (
     DOMAIN_SCHEMA,
@@ -62,9 +63,10 @@ def write_phase(path: str, name: str) -> Phase:
 # -- analysis -----------------------------------------------------------------------------------
 
 
-def weight_bands(spark: Any) -> bool:
-    """Whether writes of this session split cubes by weight band (``spark.qbeast.index.weightBands``)."""
-    return settings.WEIGHT_BANDS.read(spark) == "true"
+def weight_bands(spark: Any) -> str:
+    """How writes of this session place rows by weight band (``spark.qbeast.index.weightBands``,
+    one of :data:`qbeast.core.weight_bands.LAYOUTS`)."""
+    return band_layout(settings.WEIGHT_BANDS.read(spark))
 
 
 def analyze(

@@ -1,6 +1,8 @@
-"""Weight bands (issue 20): a single write splits each cube's rows by weight band into files, so
-a sample reads about the rows it needs; the layout keeps every OTree invariant, optimize takes it
-as laid out, and ``spark.qbeast.index.weightBands=false`` gives the one-block-per-cube layout.
+"""Weight bands in files (issue 20, ``spark.qbeast.index.weightBands=files``): a single write
+splits each cube's rows by weight band into files, so a sample reads about the rows it needs; the
+layout keeps every OTree invariant, optimize takes it as laid out, and
+``spark.qbeast.index.weightBands=false`` gives the one-block-per-cube layout. (The default layout,
+bands as row groups, is tested in ``test_write_band_row_groups.py``.)
 """
 from __future__ import annotations
 
@@ -36,11 +38,19 @@ def _sample_rows(path: str, f: float) -> int:
                for b in snapshot.blocks(add))
 
 
+@pytest.fixture(autouse=True)
+def _bands_in_files(spark):
+    """Every write of this module lays bands out in files."""
+    spark.conf.set("spark.qbeast.index.weightBands", "files")
+    yield
+    spark.conf.unset("spark.qbeast.index.weightBands")
+
+
 @pytest.fixture(scope="module")
 def tables(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("bands")
     out = {}
-    for bands in ("true", "false"):
+    for bands in ("true", "false"):  # true: files
         spark.conf.set("spark.qbeast.index.weightBands", bands)
         try:
             qbeast.write(_data(spark), str(root / bands), "a,b", cube_size=CUBE)

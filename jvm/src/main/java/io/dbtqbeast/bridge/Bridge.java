@@ -18,7 +18,7 @@ import org.apache.spark.sql.catalyst.rules.Rule;
  */
 public final class Bridge {
   /** Changes whenever the Python side and the Java side must change together. */
-  public static final String PROTOCOL = "1";
+  public static final String PROTOCOL = "2";
 
   private static volatile Planner planner;
   private static final Map<SparkSession, Boolean> RULE_SESSIONS =
@@ -28,6 +28,15 @@ public final class Bridge {
 
   public static String protocol() {
     return PROTOCOL;
+  }
+
+  /**
+   * Spark's parquet scan of the given files, each read up to the given length (see
+   * {@link PrefixFileIndex}); {@code filesJson} is {@code {"files": [[uri, length, modification ms], ...]}}.
+   */
+  public static org.apache.spark.sql.Dataset<org.apache.spark.sql.Row> prefixScan(
+      SparkSession session, String filesJson, String schemaJson) {
+    return PrefixFileIndex.scan(session, filesJson, schemaJson);
   }
 
   /** Registers (or replaces, with {@code null}: removes) the Python planner of this JVM. */

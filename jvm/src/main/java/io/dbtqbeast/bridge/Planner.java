@@ -28,7 +28,8 @@ public interface Planner {
    * @param tableJson the {@code "table"} string {@link #describe} returned
    * @param filtersJson a JSON array of the scan's data filters as SQL text
    * @param timeZone the session time zone (zone-less timestamp literals are in it)
-   * @return {@code {"files": [[<URI>, <size>, <modification time ms>], ...]}}
+   * @return {@code {"files": [[<URI>, <bytes to read>, <modification time ms>], ...]}}: the
+   *     bytes to read are the file's size or a prefix of it (see {@link PrefixFileIndex})
    */
   String listFiles(String tableJson, String filtersJson, String timeZone);
 

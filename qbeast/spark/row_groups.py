@@ -1,0 +1,79 @@
+"""Joining the band pieces of one output file into one parquet file, row groups copied as they are.
+
+Spark's parquet writer closes a row group by size, not where a weight band ends, so the
+``rowGroups`` layout (:mod:`qbeast.core.band_row_groups`) has Spark write each band piece as a
+staging file of its own and then appends the pieces' row groups, in band order, to one file:
+parquet-mr's ``ParquetFileWriter.appendFile`` copies the encoded column chunks byte for byte
+(nothing is decoded or compressed again), through the driver's JVM. The Spark metadata of the
+first piece (Spark's schema of the columns) is kept, and the piece record is added.
+
+Sessions without a driver JVM (Spark Connect) join with pyarrow instead, which decodes and
+encodes the rows again on the driver (slower, same result).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from qbeast.core.band_row_groups import FOOTER_KEY, Piece, encode_pieces
+
+logger = logging.getLogger("qbeast.spark.writer")
+
+
+def join_pieces(spark: Any, parts: Sequence[str], target: str, pieces: Sequence[Piece]) -> None:
+    """Write ``target`` holding the row groups of ``parts`` in order, with ``pieces`` recorded."""
+    record = encode_pieces(pieces)
+    jvm = _jvm(spark)
+    if jvm is not None:
+        _join_on_jvm(spark, jvm, parts, target, record)
+    else:
+        _join_with_arrow(parts, target, record)
+
+
+def _jvm(spark: Any) -> Any:
+    try:
+        return spark._jvm  # noqa: SLF001 - classic sessions only
+    except Exception:  # noqa: BLE001 - Connect sessions have no Py4J gateway
+        return None
+
+
+def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record: str) -> None:
+    parquet = jvm.org.apache.parquet.hadoop
+    conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+    def path(location: str) -> Any:
+        return jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(_uri(location)))
+
+    reader = parquet.ParquetFileReader.open(conf, path(parts[0]))
+    try:
+        meta = reader.getFooter().getFileMetaData()
+        schema = meta.getSchema()
+        extra = jvm.java.util.HashMap(meta.getKeyValueMetaData())
+    finally:
+        reader.close()
+    extra.put(FOOTER_KEY, record)
+    mode = parquet.ParquetFileWriter.Mode.CREATE
+    writer = parquet.ParquetFileWriter(conf, schema, path(target), mode)
+    writer.start()
+    for part in parts:
+        writer.appendFile(conf, path(part))
+    writer.end(extra)
+
+
+def _join_with_arrow(parts: Sequence[str], target: str, record: str) -> None:
+    first = pq.ParquetFile(parts[0])
+    metadata = dict(first.schema_arrow.metadata or {})
+    metadata[FOOTER_KEY.encode()] = record.encode()
+    schema = first.schema_arrow.with_metadata(metadata)
+    with pq.ParquetWriter(target, schema, compression="snappy") as writer:
+        for part in parts:
+            table = pq.read_table(part).replace_schema_metadata(metadata)
+            writer.write_table(table, row_group_size=max(table.num_rows, 1))
+
+
+def _uri(path: str) -> str:
+    from qbeast.delta.storage import file_uri
+
+    return file_uri(path)

@@ -1,0 +1,191 @@
+"""Weight bands as row groups (issue 20, the default ``spark.qbeast.index.weightBands=rowGroups``):
+files as without bands (one block per cube), each file's rows in band pieces recorded in its
+footer; a sample reads each file it needs only up to its last needed piece, through the Python
+API and SQL, and gets exactly the rows with ``hash < Weight(f)``."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import qbeast
+from qbeast.core.band_row_groups import PieceLayout
+from qbeast.core.weight import weight_from_fraction
+from qbeast.index.row_weights import spark_hash
+from qbeast.index.thresholds import is_laid_out
+from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark.bridge import bridge_active, prefix_scan
+from qbeast.spark.datasource import create_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_checks import check_index, check_weight_bands  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+ROWS = 40_000
+CUBE = 1_000
+FRACTIONS = (0.05, 0.1, 0.2, 0.5)
+
+
+def _data(spark, n=ROWS, offset=0):
+    return spark.range(offset, offset + n).selectExpr(
+        "id", "rand(7) * 100 as a", "cast(rand(8) * 1000 as int) as b")
+
+
+@pytest.fixture(scope="module")
+def tables(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("rowgroups")
+    out = {}
+    for layout in ("rowGroups", "false"):
+        spark.conf.set("spark.qbeast.index.weightBands", layout)
+        try:
+            qbeast.write(_data(spark), str(root / layout), "a,b", cube_size=CUBE)
+        finally:
+            spark.conf.unset("spark.qbeast.index.weightBands")
+        out[layout] = str(root / layout)
+    return out
+
+
+def _pieces(path: str, add) -> tuple[PieceLayout, list[np.ndarray]]:
+    """A file's piece record and the weights of the rows of each piece, read from the file."""
+    parquet = pq.ParquetFile(os.path.join(path, add.path))
+    layout = PieceLayout.of(parquet.metadata)
+    assert layout is not None, add.path
+    weights = []
+    for i in range(parquet.num_row_groups):
+        group = parquet.read_row_group(i, columns=["a", "b"])
+        weights.append(spark_hash([group.column("a"), group.column("b")]).astype(np.int64))
+    out, start, rows = [], 0, np.concatenate(weights)
+    for piece in layout.pieces:
+        out.append(rows[start:start + piece.rows])
+        start += piece.rows
+    assert start == len(rows)
+    return layout, out
+
+
+def test_the_layout_keeps_the_index_with_one_block_per_cube(spark, tables):
+    path = tables["rowGroups"]
+    assert check_index(spark, path) == {1: ROWS}
+    assert check_weight_bands(spark, path) == 0  # no cube split over files
+    snapshot = QbeastSnapshot.load(path)
+    cubes = [b.cube for add in snapshot.revision_files(1) for b in snapshot.blocks(add)]
+    assert len(cubes) == len(set(cubes))
+    # the rollup of the unbanded layout: as many files, so box queries open as many
+    assert len(snapshot.revision_files(1)) == len(QbeastSnapshot.load(tables["false"]).revision_files(1))
+
+
+def test_every_file_records_its_pieces_in_increasing_weight_order(tables):
+    path = tables["rowGroups"]
+    snapshot = QbeastSnapshot.load(path)
+    split = 0
+    for add in snapshot.revision_files(1):
+        layout, weights = _pieces(path, add)
+        split += len(layout.pieces) > 1
+        # piece boundaries are row group boundaries
+        ends = np.cumsum(layout.group_rows)
+        assert set(np.cumsum([p.rows for p in layout.pieces])) <= set(ends.tolist())
+        for piece, w in zip(layout.pieces, weights):
+            assert int(w.min()) == piece.min_weight
+        for lighter, heavier in zip(weights, weights[1:]):
+            assert lighter.max() < heavier.min()
+        blocks = snapshot.blocks(add)
+        assert min(b.min_weight for b in blocks if b.element_count) == layout.pieces[0].min_weight
+        assert sum(b.element_count for b in blocks) == sum(p.rows for p in layout.pieces)
+    assert split > 0
+
+
+def _rows_read(path: str, plan) -> int:
+    """Rows in the row groups a plan's prefixes (or whole files) hold."""
+    total = 0
+    for planned in plan.files:
+        meta = pq.read_metadata(planned.path)
+        layout = PieceLayout.of(meta)
+        if planned.read_size is None or layout is None:
+            total += meta.num_rows
+            continue
+        total += sum(rows for end, rows in zip(layout.group_ends, layout.group_rows)
+                     if end <= planned.read_size)
+    return total
+
+
+@pytest.mark.parametrize("f", FRACTIONS)
+def test_samples_read_a_prefix_about_the_rows_they_need(spark, tables, f):
+    banded = qbeast.QbeastTable.for_path(spark, tables["rowGroups"]).read_plan(fraction=f)
+    plain = qbeast.QbeastTable.for_path(spark, tables["false"]).read_plan(fraction=f)
+    rows = _rows_read(tables["rowGroups"], banded)
+    assert rows <= 1.2 * f * ROWS, (f, rows)
+    assert rows < _rows_read(tables["false"], plain)
+    assert banded.selected_bytes < plain.selected_bytes
+    if f < 0.5:
+        assert banded.prefix_reads
+
+
+def test_a_prefix_scan_reads_only_the_row_groups_of_its_length(spark, tables):
+    path = tables["rowGroups"]
+    plan = qbeast.QbeastTable.for_path(spark, path).read_plan(fraction=0.1)
+    partial = [f for f in plan.files if f.read_size is not None]
+    assert partial
+    for planned in partial:
+        meta = pq.read_metadata(planned.path)
+        layout = PieceLayout.of(meta)
+        expected = sum(r for e, r in zip(layout.group_ends, layout.group_rows) if e <= planned.read_size)
+        df = prefix_scan(spark, [(planned.path, planned.read_size, planned.modification_time)],
+                         plan.spark_schema())
+        if df is None:
+            pytest.skip("the bridge jar is not loaded: files are read whole")
+        assert 0 < df.count() == expected < meta.num_rows
+
+
+@pytest.mark.parametrize("f", (0.05, 0.2))
+def test_samples_are_exact_through_the_api_and_sql(spark, tables, f):
+    from pyspark.sql import functions as F
+
+    path = tables["rowGroups"]
+    bound = weight_from_fraction(f)
+    expected = sorted(r.id for r in spark.read.parquet(path).where(F.hash("a", "b") < bound)
+                      .select("id").collect())
+    table = qbeast.QbeastTable.for_path(spark, path)
+    assert sorted(r.id for r in table.sample(f).select("id").collect()) == expected
+    if bridge_active(spark):
+        create_table(spark, "row_group_bands", path, replace=True)
+        got = spark.sql(f"select id from row_group_bands TABLESAMPLE ({f * 100} PERCENT)").collect()
+        assert sorted(r.id for r in got) == expected
+
+
+def test_other_readers_read_every_row(tables):
+    path = tables["rowGroups"]
+    snapshot = QbeastSnapshot.load(path)
+    ids = pa.concat_arrays([pq.read_table(os.path.join(path, a.path), columns=["id"]).column("id")
+                            .combine_chunks() for a in snapshot.revision_files(1)])
+    assert sorted(ids.to_pylist()) == list(range(ROWS))
+
+
+def test_optimize_of_a_row_group_write_has_nothing_to_do(spark, tables):
+    path = tables["rowGroups"]
+    assert is_laid_out(QbeastSnapshot.load(path).index_status(1))
+    result = qbeast.QbeastTable.for_path(spark, path).optimize()
+    assert not result.commits and "already laid out" in str(result)
+
+
+def test_appends_and_their_layout_keep_pieces_and_samples(spark, tmp_path):
+    path = str(tmp_path / "t")
+    space = {"a_min": 0.0, "a_max": 100.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_data(spark, 20_000), path, "a,b", cube_size=CUBE, column_stats=space)
+    qbeast.write(_data(spark, 5_000, offset=20_000), path, "a,b")
+    table = qbeast.QbeastTable.for_path(spark, path)
+    expected = {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in (0.1, 0.3)}
+    result = table.optimize()
+    assert result.commits
+    snapshot = QbeastSnapshot.load(path)
+    assert is_laid_out(snapshot.index_status(1))
+    assert check_index(spark, path) == {1: 25_000}
+    for add in snapshot.revision_files(1):
+        _pieces(path, add)  # every file of the layout has a matching record
+    table = qbeast.QbeastTable.for_path(spark, path)
+    assert {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in (0.1, 0.3)} == expected
+    assert sorted(r.id for r in table.to_df().select("id").collect()) == list(range(25_000))
