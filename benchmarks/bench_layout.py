@@ -621,7 +621,8 @@ def render(results: dict) -> str:
                 cells.append(f"{text}{_ok(s['ratio'] <= GOAL_RATIO)}" if big else f"({text})")
             err = max(s["count_error"] for s in fig["samples"])
             lines.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {err:.2%} |")
-    lines += ["", "Files (and blocks, where the planner reports them) read by the samples:", "",
+    lines += ["", "Files (and blocks, where the planner reports them) the samples open (with band "
+              "row groups, many only up to a prefix: the bytes above count what is read):", "",
               "| data set | version | files | " + " | ".join(f"f={f}" for f in FRACTIONS) + " |",
               "|---|---|---|" + "---|" * len(FRACTIONS)]
     for name, today, branch, _ in _set_rows(results):
@@ -631,8 +632,8 @@ def render(results: dict) -> str:
             lines.append(f"| {name} | {label} | {fig['table']['files']} | " + " | ".join(cells) + " |")
     lines += ["", "## Boxes: files read (mean of 3 boxes) vs the Z-ordered Delta copy", "",
               "Goal: branch ≤ today and branch < Z-order.", "",
-              "Bytes read by the same boxes: branch MB / today MB (a weight-band layout has more, "
-              "thinner layers of files: a box reads one file more per band it crosses).", "",
+              "Bytes read by the same boxes: branch MB / today MB (boxes read whole files; a "
+              "sample may read a prefix of a file, see the sampling table's bytes).", "",
               "| data set | box | today | branch | Z-order (files in table) | today MB | branch MB (ratio) |",
               "|---|---|---|---|---|---|---|"]
     for name, today, branch, peers in _set_rows(results):

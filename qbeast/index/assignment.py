@@ -112,6 +112,13 @@ class WritePlan:
     def dimensions(self) -> int:
         return self.tree.dimensions
 
+    @property
+    def output_file_count(self) -> int:
+        """Files the write publishes: the plan files, or the files their pieces are joined into."""
+        if self.row_group_files is None:
+            return self.file_count
+        return int(self.row_group_files.max()) + 1 if len(self.row_group_files) else 0
+
     def assign(self, coords: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cube ids (see the module docstring) and file indexes of the given rows.
 

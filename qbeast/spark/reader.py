@@ -27,7 +27,8 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -236,20 +237,25 @@ def plan_read(
             if revision is not None and tuple(revision.columns) == hash_columns:
                 weighted.add(revision_id)
         chosen.extend((revision_id, add) for add in selected)
-    kept = []
+    kept: list[PlannedFile] = []
     blocks_read = 0
+    prefixed: list[tuple[int, Any, str]] = []  # (index in kept, add, location)
     for revision_id, add in chosen:
         if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types):
             scan = layout.scan_file(delta.table_path, add)
-            read_size = None
             if (weight_range is not None and layout.is_plain and revision_id in weighted
-                    and add.path in needed):
-                read_size = _sample_prefix(snapshot, add, scan.location, weight_range[1])
+                    and add.path in needed and _may_hold_heavier(snapshot, add, weight_range[1])):
+                prefixed.append((len(kept), add, scan.location))
             kept.append(PlannedFile(scan.location, scan.size, revision_id,
                                     modification_time=int(add.modification_time or 0),
-                                    partition_values=scan.partition_values,
-                                    read_size=read_size))
+                                    partition_values=scan.partition_values))
             blocks_read += needed.get(add.path, 1)
+    if prefixed:
+        assert weight_range is not None
+        sizes = _sample_prefixes([(add, location) for _, add, location in prefixed], weight_range[1])
+        for (index, _, _), size in zip(prefixed, sizes):
+            if size is not None:
+                kept[index] = replace(kept[index], read_size=size)
     plan = ReadPlan(
         table_path=snapshot.table_path,
         version=snapshot.version,
@@ -278,35 +284,47 @@ _FOOTERS_LOCK = threading.Lock()
 _FOOTER_CACHE_FILES = 100_000
 
 
-def _sample_prefix(snapshot: Any, add: Any, location: str, below: int) -> int | None:
-    """Bytes of ``add`` a sample below weight ``below`` needs; ``None``: the whole file.
-
-    Only files that can hold rows the sample does not need are looked at (a block's rows weigh
-    at most its ``maxWeight``), and only files on a local file system (the footer is read here).
-    """
+def _may_hold_heavier(snapshot: Any, add: Any, below: int) -> bool:
+    """Whether ``add`` can hold rows at or above weight ``below`` (a block's rows weigh at most
+    its ``maxWeight``): only such files can be read less than whole by a sample."""
     blocks = snapshot.decoded(add).blocks
-    if not blocks or max(b.max_weight for b in blocks) < below:
-        return None
-    if "://" in location and not location.startswith("file:"):
-        return None
-    key = (location, int(add.size or 0), int(add.modification_time or 0))
+    return bool(blocks) and max(b.max_weight for b in blocks) >= below
+
+
+def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | None]:
+    """Per ``(add, location)``: the bytes a sample below weight ``below`` needs; ``None``: the
+    whole file (no piece record, or a file not on the local file system: the footer is read here).
+
+    Footers not cached yet are read in parallel (I/O bound: pyarrow releases the GIL).
+    """
+    keys = [(location, int(add.size or 0), int(add.modification_time or 0)) for add, location in files]
     with _FOOTERS_LOCK:
-        known = key in _FOOTERS
-        pieces = _FOOTERS.get(key)
-        if known:
-            _FOOTERS.move_to_end(key)
-    if not known:
-        try:
-            pieces = PieceLayout.of(pq.read_metadata(local_path(location)))
-        except (OSError, ValueError) as exc:
-            logger.debug("footer of %s not read (%s): the whole file is read", location, exc)
-            return None
+        missing = [k for k in dict.fromkeys(keys) if k not in _FOOTERS]
+    if missing:
+        with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+            layouts = list(pool.map(_piece_layout, [k[0] for k in missing]))
         with _FOOTERS_LOCK:
-            _FOOTERS[key] = pieces
+            _FOOTERS.update(zip(missing, layouts))
             while len(_FOOTERS) > _FOOTER_CACHE_FILES:
                 _FOOTERS.popitem(last=False)
-    size = pieces.prefix_bytes(below) if pieces is not None else None
-    return size if size is not None and size < int(add.size or 0) else None
+    out: list[int | None] = []
+    for key in keys:
+        with _FOOTERS_LOCK:
+            pieces = _FOOTERS.get(key)
+        size = pieces.prefix_bytes(below) if pieces is not None else None
+        out.append(size if size is not None and size < key[1] else None)
+    return out
+
+
+def _piece_layout(location: str) -> PieceLayout | None:
+    """The piece record of a local data file's footer (``None``: none, or not readable here)."""
+    if "://" in location and not location.startswith("file:"):
+        return None
+    try:
+        return PieceLayout.of(pq.read_metadata(local_path(location)))
+    except (OSError, ValueError) as exc:
+        logger.debug("footer of %s not read (%s): the whole file is read", location, exc)
+        return None
 
 
 def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]) -> str:

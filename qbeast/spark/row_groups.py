@@ -42,7 +42,12 @@ def _jvm(spark: Any) -> Any:
 
 def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record: str) -> None:
     parquet = jvm.org.apache.parquet.hadoop
-    conf = spark._jsc.hadoopConfiguration()  # noqa: SLF001
+    conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())  # noqa: SLF001
+    if all(_is_local(p) for p in (*parts, target)):
+        # local files without Hadoop's .crc side files: nothing else reads those, and
+        # computing them costs as much as the copy
+        conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
+        conf.setBoolean("fs.file.impl.disable.cache", True)
     def path(location: str) -> Any:
         return jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(_uri(location)))
 
@@ -71,6 +76,10 @@ def _join_with_arrow(parts: Sequence[str], target: str, record: str) -> None:
         for part in parts:
             table = pq.read_table(part).replace_schema_metadata(metadata)
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
+
+
+def _is_local(path: str) -> bool:
+    return "://" not in path or path.startswith("file:")
 
 
 def _uri(path: str) -> str:

@@ -16,7 +16,10 @@ as Spark's entire parquet write, so the rows never cross to Python here:
    (row count, min weight) and the per-column null counts and min/max of the Delta stats.
    Describing the files from what was written — not from a re-evaluation of the input — keeps
    blocks and stats exact even for a non-deterministic input.
-3. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
+3. **join** (the ``rowGroups`` band layout only) — the band pieces of one output file, written
+   as staging files of their own, are joined into one file whose row groups follow the bands
+   (:mod:`qbeast.spark.row_groups`, :mod:`qbeast.core.band_row_groups`);
+4. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
 
 Files hold only the user's columns; timestamps are written as ``TIMESTAMP_MICROS`` (Spark's
 default INT96 is a legacy encoding) under a session conf that is restored afterwards. Nothing is
@@ -33,6 +36,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -92,7 +96,10 @@ def write_plan_files(
     """Write ``data``'s rows into one file per plan group of ``revision``; describe each file.
 
     ``tasks == plan.file_count`` writes one file per task without ``partitionBy`` (no sort);
-    fewer tasks write several files each with ``partitionBy``.
+    fewer tasks write several files each with ``partitionBy``. A plan with band pieces
+    (:attr:`WritePlan.row_group_files`) writes each piece as a staging file, the pieces of an
+    output file in one task, and joins them into the output file in band order
+    (:mod:`qbeast.spark.row_groups`); the files returned are the joined ones.
 
     With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
@@ -121,9 +128,21 @@ def write_plan_files(
             assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
         )
         assigned = _all_nullable(assigned, data.schema)
-        plain = tasks == plan.file_count
+        joined = plan.row_group_files is not None
+        plain = not joined and tasks == plan.file_count
         with scoped_confs(spark, _WRITE_CONFS):
-            if plain:
+            if joined:
+                # the pieces of one output file in one task, each piece a file of its own
+                assert plan.row_group_files is not None
+                owners = F.array(*[F.lit(int(o)) for o in plan.row_group_files])
+                owner = F.element_at(owners, F.col(STAGING_FILE_COLUMN) + 1)
+                if tasks == plan.output_file_count:
+                    keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
+                    owner = F.element_at(keys, owner + 1)
+                (assigned.repartition(tasks, owner)
+                 .write.mode("error").option("compression", "snappy")
+                 .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
+            elif plain:
                 keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
                 (assigned.repartition(tasks, F.element_at(keys, F.col(STAGING_FILE_COLUMN) + 1))
                  .drop(STAGING_FILE_COLUMN)
@@ -180,8 +199,9 @@ def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
             by_file.setdefault(int(plan.row_group_files[piece]), []).append(piece)
     joined_dir = os.path.join(out.path, "joined")
     os.makedirs(joined_dir, exist_ok=True)
-    results = []
-    for file_id, pieces in sorted(by_file.items()):
+
+    def join(item: tuple[int, list[int]]) -> tuple[str, int, str, tuple[Block, ...]]:
+        file_id, pieces = item
         entries = [described[p] for p in pieces]
         records = [Piece(min(b.min_weight for b in blocks if b.element_count > 0), rows)
                    for rows, _, blocks, _ in entries]
@@ -189,11 +209,18 @@ def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
         join_pieces(spark, [parts[p] for p in pieces], target, records)
         meta = pq.ParquetFile(target).metadata
         unsafe = set().union(*(bad for _, _, _, bad in entries))
-        stats = footer_stats(meta, non_finite=unsafe)
         blocks = _merged_blocks([b for _, _, bs, _ in entries for b in bs])
+        return target, int(meta.num_rows), footer_stats(meta, non_finite=unsafe), blocks
+
+    items = sorted(by_file.items())
+    # copying is I/O bound: a few files at a time (each its own Py4J connection)
+    with ThreadPoolExecutor(max_workers=max(1, min(4, len(items)))) as pool:
+        joined = list(pool.map(join, items))
+    results = []
+    for (_, pieces), (target, rows, stats, blocks) in zip(items, joined):
         name, info = out.publish(target)
         results.append(WrittenFile(pieces[0], name, info.st_size, int(info.st_mtime * 1000),
-                                   int(meta.num_rows), stats, blocks))
+                                   rows, stats, blocks))
     logger.info("band pieces joined: pieces=%d files=%d elapsed=%.2fs",
                 sum(len(p) for p in by_file.values()), len(results), time.perf_counter() - started)
     return results

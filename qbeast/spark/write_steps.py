@@ -167,9 +167,10 @@ ONE_TASK_PER_FILE_ROWS = 50_000
 
 def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     """Number of write tasks: one per file when files are few or large, else 4 per core."""
-    tasks = max(1, min(plan.file_count, 4 * parallelism(spark)))
-    if rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
-        tasks = plan.file_count
+    files = plan.output_file_count
+    tasks = max(1, min(files, 4 * parallelism(spark)))
+    if rows is not None and rows >= files * ONE_TASK_PER_FILE_ROWS:
+        tasks = files
     return tasks
 
 

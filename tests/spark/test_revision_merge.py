@@ -69,7 +69,7 @@ def test_merging_revisions_keeps_every_row_and_every_sample(spark, tmp_path):
     assert check_index(spark, path) == {3: 18_000}
     snapshot = QbeastSnapshot.load(path)
     assert is_laid_out(snapshot.index_status(3))  # merged, then laid out
-    assert check_weight_bands(spark, path) > 0  # disjoint weight ranges per cube
+    check_weight_bands(spark, path)  # blocks of a cube (if several) hold disjoint weight ranges
     # the merge and the layout are metadata-only changes for Delta readers
     history = qbeast.QbeastTable.for_path(spark, path).history(limit=2)
     assert [e.operation for e in history] == ["OPTIMIZE", "OPTIMIZE"]
