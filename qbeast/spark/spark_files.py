@@ -96,10 +96,11 @@ def write_plan_files(
     """Write ``data``'s rows into one file per plan group of ``revision``; describe each file.
 
     ``tasks == plan.file_count`` writes one file per task without ``partitionBy`` (no sort);
-    fewer tasks write several files each with ``partitionBy``. A plan with band pieces
-    (:attr:`WritePlan.row_group_files`) writes each piece as a staging file, the pieces of an
-    output file in one task, and joins them into the output file in band order
-    (:mod:`qbeast.spark.row_groups`); the files returned are the joined ones.
+    fewer tasks write several files each with ``partitionBy`` (sorted by file within a task). A
+    plan with band pieces (:attr:`WritePlan.row_group_files`) writes each piece as a staging
+    file (one task per piece, or the pieces of an output file in one task) and joins them into
+    the output file in band order (:mod:`qbeast.spark.row_groups`); the files returned are the
+    joined ones.
 
     With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
@@ -129,9 +130,9 @@ def write_plan_files(
         )
         assigned = _all_nullable(assigned, data.schema)
         joined = plan.row_group_files is not None
-        plain = not joined and tasks == plan.file_count
+        plain = tasks == plan.file_count
         with scoped_confs(spark, _WRITE_CONFS):
-            if joined:
+            if joined and not plain:
                 # the pieces of one output file in one task, each piece a file of its own
                 assert plan.row_group_files is not None
                 owners = F.array(*[F.lit(int(o)) for o in plan.row_group_files])

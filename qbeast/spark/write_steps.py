@@ -166,10 +166,14 @@ ONE_TASK_PER_FILE_ROWS = 50_000
 
 
 def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
-    """Number of write tasks: one per file when files are few or large, else 4 per core."""
+    """Number of write tasks: one per plan file when they are large, else one per output file
+    when those are few or large, else 4 per core (see :func:`qbeast.spark.spark_files.
+    write_plan_files` for what each count writes)."""
     files = plan.output_file_count
     tasks = max(1, min(files, 4 * parallelism(spark)))
-    if rows is not None and rows >= files * ONE_TASK_PER_FILE_ROWS:
+    if rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
+        tasks = plan.file_count  # one task per plan file (per band piece, with band row groups)
+    elif rows is not None and rows >= files * ONE_TASK_PER_FILE_ROWS:
         tasks = files
     return tasks
 
