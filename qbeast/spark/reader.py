@@ -43,8 +43,8 @@ from qbeast.core.selection import select_blocks
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
+from qbeast.delta.actions import is_local_file_path
 from qbeast.delta.scan import ScanSchema, scan_schema
-from qbeast.delta.storage import local_path
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 
@@ -307,10 +307,10 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
             _FOOTERS.update(zip(missing, layouts))
             while len(_FOOTERS) > _FOOTER_CACHE_FILES:
                 _FOOTERS.popitem(last=False)
+    with _FOOTERS_LOCK:
+        found = [_FOOTERS.get(key) for key in keys]
     out: list[int | None] = []
-    for key in keys:
-        with _FOOTERS_LOCK:
-            pieces = _FOOTERS.get(key)
+    for key, pieces in zip(keys, found):
         size = pieces.prefix_bytes(below) if pieces is not None else None
         out.append(size if size is not None and size < key[1] else None)
     return out
@@ -318,10 +318,10 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
 
 def _piece_layout(location: str) -> PieceLayout | None:
     """The piece record of a local data file's footer (``None``: none, or not readable here)."""
-    if "://" in location and not location.startswith("file:"):
+    if not is_local_file_path(location):
         return None
     try:
-        return PieceLayout.of(pq.read_metadata(local_path(location)))
+        return PieceLayout.of(pq.read_metadata(location))
     except (OSError, ValueError) as exc:
         logger.debug("footer of %s not read (%s): the whole file is read", location, exc)
         return None

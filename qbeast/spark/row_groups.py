@@ -12,15 +12,14 @@ encodes the rows again on the driver (slower, same result).
 """
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, encode_pieces
-
-logger = logging.getLogger("qbeast.spark.writer")
+from qbeast.delta.actions import is_local_file_path
+from qbeast.delta.storage import file_uri
 
 
 def join_pieces(spark: Any, parts: Sequence[str], target: str, pieces: Sequence[Piece]) -> None:
@@ -43,13 +42,14 @@ def _jvm(spark: Any) -> Any:
 def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record: str) -> None:
     parquet = jvm.org.apache.parquet.hadoop
     conf = jvm.org.apache.hadoop.conf.Configuration(spark._jsc.hadoopConfiguration())  # noqa: SLF001
-    if all(_is_local(p) for p in (*parts, target)):
+    if all(is_local_file_path(p) for p in (*parts, target)):
         # local files without Hadoop's .crc side files: nothing else reads those, and
         # computing them costs as much as the copy
         conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem")
         conf.setBoolean("fs.file.impl.disable.cache", True)
+
     def path(location: str) -> Any:
-        return jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(_uri(location)))
+        return jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(file_uri(location)))
 
     reader = parquet.ParquetFileReader.open(conf, path(parts[0]))
     try:
@@ -76,13 +76,3 @@ def _join_with_arrow(parts: Sequence[str], target: str, record: str) -> None:
         for part in parts:
             table = pq.read_table(part).replace_schema_metadata(metadata)
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
-
-
-def _is_local(path: str) -> bool:
-    return "://" not in path or path.startswith("file:")
-
-
-def _uri(path: str) -> str:
-    from qbeast.delta.storage import file_uri
-
-    return file_uri(path)

@@ -138,14 +138,12 @@ def write_plan_files(
                 owners = F.array(*[F.lit(int(o)) for o in plan.row_group_files])
                 owner = F.element_at(owners, F.col(STAGING_FILE_COLUMN) + 1)
                 if tasks == plan.output_file_count:
-                    keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
-                    owner = F.element_at(keys, owner + 1)
+                    owner = _task_of(owner, tasks)
                 (assigned.repartition(tasks, owner)
                  .write.mode("error").option("compression", "snappy")
                  .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
             elif plain:
-                keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
-                (assigned.repartition(tasks, F.element_at(keys, F.col(STAGING_FILE_COLUMN) + 1))
+                (assigned.repartition(tasks, _task_of(F.col(STAGING_FILE_COLUMN), tasks))
                  .drop(STAGING_FILE_COLUMN)
                  .write.mode("error").option("compression", "snappy").parquet(staging))
             else:
@@ -304,6 +302,14 @@ def partition_keys(count: int) -> list[int]:
             found.setdefault(partition, int(candidates[index]))
         start += step
     return [found[f] for f in range(count)]
+
+
+def _task_of(file_id: Any, tasks: int) -> Any:
+    """The column of :func:`partition_keys` keys that sends file id ``n`` to partition ``n``."""
+    from pyspark.sql import functions as F
+
+    keys = F.array(*[F.lit(k).cast("int") for k in partition_keys(tasks)])
+    return F.element_at(keys, file_id + 1)
 
 
 class _StagedRows:

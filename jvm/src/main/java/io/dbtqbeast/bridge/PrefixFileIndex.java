@@ -43,15 +43,24 @@ final class PrefixFileIndex implements FileIndex {
    * {@code schemaJson} (Spark's JSON of a struct type) by Spark's parquet reader.
    */
   static Dataset<Row> scan(SparkSession session, String filesJson, String schemaJson) {
-    List<FileStatus> files = new ArrayList<>();
-    for (JsonNode file : Json.answer(filesJson, "prefixScan").get("files")) {
-      Path path = new Path(URI.create(file.get(0).asText()));
-      files.add(new FileStatus(file.get(1).asLong(), false, 1, BLOCK_SIZE, file.get(2).asLong(), path));
-    }
+    List<FileStatus> files = statuses(Json.answer(filesJson, "prefixScan").get("files"));
     StructType schema = (StructType) DataType.fromJson(schemaJson);
     PrefixFileIndex index = new PrefixFileIndex(files);
     return session.baseRelationToDataFrame(Relations.fsRelation(
         index, new StructType(), schema, Option.empty(), new ParquetFileFormat(), Scala.emptyMap(), session));
+  }
+
+  /**
+   * The file statuses of a planner's file list ({@code [[uri, length, modification ms], ...]}):
+   * the length is what Spark reads of the file (see the class comment).
+   */
+  static List<FileStatus> statuses(JsonNode files) {
+    List<FileStatus> out = new ArrayList<>();
+    for (JsonNode file : files) {
+      Path path = new Path(URI.create(file.get(0).asText()));
+      out.add(new FileStatus(file.get(1).asLong(), false, 1, BLOCK_SIZE, file.get(2).asLong(), path));
+    }
+    return out;
   }
 
   @Override

@@ -33,8 +33,6 @@ import org.apache.spark.sql.types.StructType;
  * can tell when Spark reuses a cached relation for a reference with other options.
  */
 public final class QbeastFileIndex implements FileIndex {
-  private static final long BLOCK_SIZE = 128L * 1024 * 1024;
-
   private final SparkSession session;
   private final Map<String, String> options;
   private final String table;
@@ -144,12 +142,7 @@ public final class QbeastFileIndex implements FileIndex {
   private List<FileStatus> plan(List<String> filters) {
     String timeZone = session.sessionState().conf().sessionLocalTimeZone();
     JsonNode answer = Json.answer(Bridge.planner().listFiles(table, Json.write(filters), timeZone), "listFiles");
-    List<FileStatus> out = new ArrayList<>();
-    for (JsonNode file : answer.get("files")) {
-      Path path = new Path(URI.create(file.get(0).asText()));
-      out.add(new FileStatus(file.get(1).asLong(), false, 1, BLOCK_SIZE, file.get(2).asLong(), path));
-    }
-    return out;
+    return PrefixFileIndex.statuses(answer.get("files"));
   }
 
   /**
