@@ -22,7 +22,8 @@ as Spark's entire parquet write, so the rows never cross to Python here:
 4. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
 
 Files hold only the user's columns; timestamps are written as ``TIMESTAMP_MICROS`` (Spark's
-default INT96 is a legacy encoding) under a session conf that is restored afterwards. Nothing is
+default INT96 is a legacy encoding) under a session conf that is restored afterwards, and pages
+as the ``spark.qbeast.write.parquetVersion`` setting says (:func:`parquet_options`). Nothing is
 committed here; on any failure the staging folder and the files already moved are deleted.
 """
 from __future__ import annotations
@@ -52,6 +53,7 @@ from qbeast.delta.stats import STATS_COLUMN_LIMIT, footer_stats, stats_json
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
 from qbeast.index.tally import BlockTally, DictTally, FlagTally
+from qbeast.spark import settings
 from qbeast.spark.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.row_groups import join_pieces
 from qbeast.spark.session import restored_confs
@@ -72,6 +74,22 @@ _WRITE_CONFS = {
 
 class FileWriteError(QbeastError):
     """The staging write did not produce exactly one file per group."""
+
+
+#: parquet-mr's ``parquet.writer.version`` for each value of ``spark.qbeast.write.parquetVersion``.
+_WRITER_VERSIONS = {"v1": "PARQUET_1_0", "v2": "PARQUET_2_0"}
+
+
+def parquet_options(spark) -> dict[str, str]:
+    """Options of every Spark parquet write of the engine: snappy, and the session's page version.
+
+    Version 2 pages let parquet-mr fall back from a dictionary to delta encodings (integers as
+    DELTA_BINARY_PACKED, strings as DELTA_BYTE_ARRAY) where version 1 falls back to plain values:
+    ids, times and keys that grow within a file shrink to a few bits per value. The codec stays
+    the one plain Spark parquet uses, so sizes compare like for like.
+    """
+    version = settings.PARQUET_VERSION.read(spark)
+    return {"compression": "snappy", "parquet.writer.version": _WRITER_VERSIONS[version]}
 
 
 @contextlib.contextmanager
@@ -131,6 +149,7 @@ def write_plan_files(
         assigned = _all_nullable(assigned, data.schema)
         joined = plan.row_group_files is not None
         plain = tasks == plan.file_count
+        options = parquet_options(spark)
         with scoped_confs(spark, _WRITE_CONFS):
             if joined and not plain:
                 # the pieces of one output file in one task, each piece a file of its own
@@ -140,15 +159,15 @@ def write_plan_files(
                 if tasks == plan.output_file_count:
                     owner = _task_of(owner, tasks)
                 (assigned.repartition(tasks, owner)
-                 .write.mode("error").option("compression", "snappy")
+                 .write.mode("error").options(**options)
                  .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
             elif plain:
                 (assigned.repartition(tasks, _task_of(F.col(STAGING_FILE_COLUMN), tasks))
                  .drop(STAGING_FILE_COLUMN)
-                 .write.mode("error").option("compression", "snappy").parquet(staging))
+                 .write.mode("error").options(**options).parquet(staging))
             else:
                 (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
-                 .write.mode("error").option("compression", "snappy")
+                 .write.mode("error").options(**options)
                  .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
         logger.info("staging write done: %s tasks=%d one_file_per_task=%s elapsed=%.2fs",
                     staging, tasks, plain, time.perf_counter() - started)

@@ -152,6 +152,7 @@ def write(
         )
     base = state.latest_revision if mode == "append" else None
     spec = index_spec(df.schema, columns_to_index, base)
+    settings.check_write_settings(spark)
     if opts.non_finite == "null":
         df = _non_finite_as_null(df, spec)
     desired = cube_size or (base.desired_cube_size if base is not None

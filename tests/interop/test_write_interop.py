@@ -187,3 +187,53 @@ def test_tags_and_revisions_validate_with_the_format_core(typed_table):
         assert decoded.format is TagFormat.CURRENT
         assert encode_tags(decoded.revision_id, decoded.blocks) == add.tags
         assert all('"cubeId"' in add.tags["blocks"] for _ in [0])
+
+
+def _encodings(path: str) -> set[str]:
+    """Every encoding the column chunks of the table's files use."""
+    import pyarrow.parquet as pq
+
+    found: set[str] = set()
+    for add in QbeastSnapshot.load(path).files():
+        meta = pq.ParquetFile(os.path.join(path, add.path)).metadata
+        for g in range(meta.num_row_groups):
+            for c in range(meta.num_columns):
+                found.update(meta.row_group(g).column(c).encodings)
+    return found
+
+
+def test_the_files_those_readers_read_have_version_2_pages(typed_table):
+    """The default ``spark.qbeast.write.parquetVersion=v2``: integer and string columns that a
+    dictionary does not fit are delta-encoded, so the reader checks above cover those encodings."""
+    path, _ = typed_table
+    assert {"DELTA_BINARY_PACKED", "DELTA_BYTE_ARRAY"} <= _encodings(path)
+
+
+def test_version_1_pages_when_set(spark, tmp_path, duckdb_delta):
+    from deltalake import DeltaTable
+
+    path = str(tmp_path / "v1")
+    df = _typed_df(spark, 1500)
+    spark.conf.set("spark.qbeast.write.parquetVersion", "V1")  # case does not matter
+    try:
+        qbeast.write(df, path, COLUMNS[:4], cube_size=300)
+        qbeast.write(_typed_df(spark, 300), path)
+    finally:
+        spark.conf.unset("spark.qbeast.write.parquetVersion")
+    qbeast.write(_typed_df(spark, 200), path)  # the default again: both kinds in one table
+    kinds = {_file_kind(os.path.join(path, a.path)) for a in QbeastSnapshot.load(path).files()}
+    assert kinds == {"v1", "v2"}
+    expected = _normalize(df.unionByName(_typed_df(spark, 300)).unionByName(_typed_df(spark, 200))
+                          .toArrow())
+    assert _sorted_rows(_normalize(DeltaTable(path).to_pyarrow_table()
+                                   .select(expected.column_names))) == _sorted_rows(expected)
+    assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0] == 2000
+
+
+def _file_kind(file: str) -> str:
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(file).metadata
+    used = {e for g in range(meta.num_row_groups) for c in range(meta.num_columns)
+            for e in meta.row_group(g).column(c).encodings}
+    return "v2" if any(e.startswith("DELTA_") for e in used) else "v1"

@@ -40,6 +40,14 @@ def _df(spark):
     return spark.range(0, 50).selectExpr("id", "cast(id as double) AS x", "concat('s', id) AS s")
 
 
+def _with_setting(spark, key: str, value: str, call: Callable[[], Any]) -> Any:
+    spark.conf.set(key, value)
+    try:
+        return call()
+    finally:
+        spark.conf.unset(key)
+
+
 CASES = [
     Bad("qbeast.write(df, None, 'x')", lambda s, p, d: qbeast.write(_df(s), None, "x"),
         r"path must be a non-empty string, got None"),
@@ -58,6 +66,10 @@ CASES = [
         r"cube_size must be a positive integer, got '10'"),
     Bad("qbeast.write(df, path, cube_size=0)", lambda s, p, d: qbeast.write(_df(s), p, cube_size=0),
         r"cube_size must be a positive integer, got 0"),
+    Bad("spark.qbeast.write.parquetVersion=v3; qbeast.write(df, path)",
+        lambda s, p, d: _with_setting(s, "spark.qbeast.write.parquetVersion", "v3",
+                                      lambda: qbeast.write(_df(s), p)),
+        r"spark.qbeast.write.parquetVersion is 'v3'; allowed values: v2, v1"),
     Bad("qbeast.write(df, path, mode='upsert')", lambda s, p, d: qbeast.write(_df(s), p, mode="upsert"),
         r"mode must be one of \['append', 'overwrite'\], got 'upsert'"),
     Bad("qbeast.write(df, path, mergeSchema=True)",
