@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 #: Footer key-value metadata key of the piece record (a JSON list of ``[min weight, rows]``).
 FOOTER_KEY = "qbeast.weightBandPieces"
 
@@ -46,6 +48,29 @@ def decode_pieces(text: str | bytes | None) -> tuple[Piece, ...] | None:
     except (TypeError, ValueError):
         return None
     return pieces if pieces and all(p.rows > 0 for p in pieces) else None
+
+
+def split_by_floors(weights: np.ndarray, floors: Sequence[int]) -> tuple[np.ndarray, list[Piece]]:
+    """Rows of a file regrouped into the pieces of an earlier version of it.
+
+    ``floors`` are the lowest weights of the old file's pieces (increasing). Each row goes to the
+    last piece whose floor is at or below its weight (the first piece when it is lighter than
+    every floor), so pieces keep disjoint, increasing weight ranges whatever rows remain. Returns
+    the row order (stable within a piece) and the new pieces, empty ones dropped; a row-level
+    rewrite keeps a file's band layout this way.
+    """
+    weights = np.asarray(weights, dtype=np.int64)
+    piece_of = np.searchsorted(np.asarray(floors[1:], dtype=np.int64), weights, side="right")
+    order = np.argsort(piece_of, kind="stable")
+    counts = np.bincount(piece_of, minlength=len(floors))
+    pieces = []
+    start = 0
+    for count in counts:
+        if count:
+            lightest = int(weights[order[start:start + count]].min())
+            pieces.append(Piece(lightest, int(count)))
+        start += int(count)
+    return order, pieces
 
 
 def row_group_spans(footer: Any) -> list[tuple[int, int, int]]:

@@ -29,6 +29,7 @@ from qbeast.commit import WrittenFile
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
+from qbeast.delta.actions import is_local_file_path, resolve_file_path
 from qbeast.spark.spark_files import StagedFiles
 from qbeast.spark.write_options import WEIGHT_COLUMN
 
@@ -85,7 +86,7 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
     columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
     with StagedFiles(table_dir) as staged:
         os.makedirs(staged.path)
-        task = _rewrite_task(by_origin, needed, columns, staged.path)
+        task = _rewrite_task(by_origin, needed, columns, staged.path, table_dir)
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
         described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
@@ -99,9 +100,30 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
         return out
 
 
+def _piece_floors(location: str) -> list[int] | None:
+    """The lowest weight of each band piece of a data file (its footer's record); ``None``
+    without a record, or when the footer cannot be read here."""
+    import pyarrow.parquet as pq
+
+    from qbeast.core.band_row_groups import FOOTER_KEY, decode_pieces
+
+    if not is_local_file_path(location):
+        return None
+    try:
+        footer = pq.read_metadata(location)
+    except (OSError, ValueError):
+        return None
+    pieces = decode_pieces((footer.metadata or {}).get(FOOTER_KEY.encode()))
+    return [p.min_weight for p in pieces] if pieces is not None else None
+
+
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
-                  columns: list[str], staging: str):
-    """The grouped Arrow function: all remaining rows of one old file -> its description row."""
+                  columns: list[str], staging: str, table_dir: str):
+    """The grouped Arrow function: all remaining rows of one old file -> its description row.
+
+    A file written in band pieces (``rowGroups`` layout) is rewritten in the same pieces, its
+    remaining rows regrouped by the old pieces' weights, so samples still read a prefix of it.
+    """
 
     def rewrite(table):
         import numpy as np
@@ -109,7 +131,9 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
+        from qbeast.core.band_row_groups import encode_pieces, split_by_floors
         from qbeast.delta.stats import footer_stats
+        from qbeast.spark.row_groups import write_pieces_with_arrow
         from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
         from qbeast.index.points import table_points
 
@@ -118,6 +142,8 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
         data = table.select(columns)
         data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
         blocks: tuple[Block, ...] = ()
+        parts = [data]
+        record = None
         if target.revision_id > 0:
             revision = revisions[target.revision_id]
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -125,14 +151,20 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
             plan = file_plan(revision.dimension_count, target.blocks)
             cubes = row_cubes(plan, coords, weights, target.path)
             blocks = recount_blocks(target.blocks, cubes, weights)
+            floors = _piece_floors(resolve_file_path(table_dir, target.path))
+            if floors is not None:
+                order, pieces = split_by_floors(weights, floors)
+                ordered = data.take(pa.array(order))
+                ends = np.cumsum([p.rows for p in pieces])
+                parts = [ordered.slice(int(end - p.rows), p.rows) for end, p in zip(ends, pieces)]
+                record = encode_pieces(pieces)
         name = f"{uuid.uuid4()}.parquet"
         path = os.path.join(staging, name)
         # dictionary-encode only columns that repeat values, as Spark's writer ends up doing
         # (a dictionary of unique values only adds its own page: about 30% more bytes)
         repeating = [f.name for f in data.schema if not pa.types.is_nested(f.type)
                      and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
-        pq.write_table(data, path, compression="snappy", use_dictionary=repeating,
-                       store_schema=False)
+        write_pieces_with_arrow(path, parts, record, use_dictionary=repeating, store_schema=False)
         non_finite = set()
         for field in data.schema:
             if pa.types.is_floating(field.type):

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, encode_pieces
@@ -68,11 +69,22 @@ def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record
 
 
 def _join_with_arrow(parts: Sequence[str], target: str, record: str) -> None:
-    first = pq.ParquetFile(parts[0])
-    metadata = dict(first.schema_arrow.metadata or {})
-    metadata[FOOTER_KEY.encode()] = record.encode()
-    schema = first.schema_arrow.with_metadata(metadata)
-    with pq.ParquetWriter(target, schema, compression="snappy") as writer:
-        for part in parts:
-            table = pq.read_table(part).replace_schema_metadata(metadata)
-            writer.write_table(table, row_group_size=max(table.num_rows, 1))
+    write_pieces_with_arrow(target, [pq.read_table(part) for part in parts], record)
+
+
+def write_pieces_with_arrow(target: str, tables: Sequence[pa.Table], record: str | None,
+                            **options: Any) -> None:
+    """Write ``tables`` one after the other into ``target``, each in row groups of its own (a
+    row group never holds rows of two tables), ``record`` as the footer's piece record.
+
+    ``options`` go to ``pyarrow.parquet.ParquetWriter`` (snappy unless given). The record is
+    added to the footer directly: with ``store_schema=False`` pyarrow writes no schema metadata.
+    """
+    schema = tables[0].schema
+    options.setdefault("compression", "snappy")
+    with pq.ParquetWriter(target, schema, **options) as writer:
+        for table in tables:
+            writer.write_table(table.replace_schema_metadata(schema.metadata),
+                               row_group_size=max(table.num_rows, 1))
+        if record is not None:
+            writer.add_key_value_metadata({FOOTER_KEY: record})

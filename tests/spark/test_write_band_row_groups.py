@@ -189,3 +189,37 @@ def test_appends_and_their_layout_keep_pieces_and_samples(spark, tmp_path):
     table = qbeast.QbeastTable.for_path(spark, path)
     assert {f: sorted(r.id for r in table.sample(f).select("id").collect()) for f in (0.1, 0.3)} == expected
     assert sorted(r.id for r in table.to_df().select("id").collect()) == list(range(25_000))
+
+
+def test_row_level_rewrites_keep_each_file_in_its_pieces(spark, tmp_path):
+    """A delete (and an update that leaves the indexed columns) rewrites the files it touches
+    with pyarrow: the remaining rows stay in their old pieces, recorded in the new footer, so
+    samples still read a prefix of those files and still return exactly the light rows."""
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    qbeast.write(_data(spark), path, "a,b", cube_size=CUBE)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    before = {a.path for a in QbeastSnapshot.load(path).revision_files(1)}
+    assert table.delete("id % 3 = 0").version is not None
+    table.update("id % 3 = 1", set={"id": "id + 1000000"})
+    snapshot = QbeastSnapshot.load(path)
+    rewritten = [a for a in snapshot.revision_files(1) if a.path not in before]
+    assert rewritten
+    split = 0
+    for add in rewritten:
+        layout, weights = _pieces(path, add)  # a record that matches the rows of each piece
+        split += len(layout.pieces) > 1
+        for piece, w in zip(layout.pieces, weights):
+            assert int(w.min()) == piece.min_weight
+        for lighter, heavier in zip(weights, weights[1:]):
+            assert lighter.max() < heavier.min()
+    assert split > 0
+    assert check_index(spark, path) == {1: ROWS - len(range(0, ROWS, 3))}
+    table = qbeast.QbeastTable.for_path(spark, path)
+    plan = table.read_plan(fraction=0.1)
+    assert {f.path for f in plan.files if f.read_size is not None} & {
+        os.path.join(path, a.path) for a in rewritten}
+    bound = weight_from_fraction(0.1)
+    expected = sorted(r.id for r in table.to_df().where(F.hash("a", "b") < bound).select("id").collect())
+    assert sorted(r.id for r in table.sample(0.1).select("id").collect()) == expected

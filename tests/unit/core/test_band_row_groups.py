@@ -99,3 +99,18 @@ def test_pieces_split_the_rollup_files_by_band_in_band_order():
         for lighter, heavier in zip(by_piece, by_piece[1:]):
             assert lighter.max() <= heavier.min()
     assert pieces.band_files is not None and pieces.band_files.shape[1] == BAND_COUNT
+
+
+def test_rows_regroup_into_the_pieces_of_the_old_file():
+    from qbeast.core.band_row_groups import Piece, split_by_floors
+
+    floors = [-100, 0, 50]
+    weights = np.array([60, -90, 10, 55, -100, 70, -5, 49, -200])
+    order, pieces = split_by_floors(weights, floors)
+    regrouped = weights[order]
+    # lighter than every floor joins the first piece; arrival order kept within a piece
+    assert regrouped.tolist() == [-90, -100, -5, -200, 10, 49, 60, 55, 70]
+    assert pieces == [Piece(-200, 4), Piece(10, 2), Piece(55, 3)]
+    # a piece without rows left disappears; the others keep disjoint increasing ranges
+    order, pieces = split_by_floors(np.array([70, -50]), floors)
+    assert pieces == [Piece(-50, 1), Piece(70, 1)] and order.tolist() == [1, 0]
