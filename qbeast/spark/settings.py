@@ -114,7 +114,7 @@ PARQUET_VERSION = Setting(
     "spark.qbeast.write.parquetVersion", "v2",
     "Which parquet data pages the engine's Spark writes produce (writes, appends, optimize): v2 "
     "(data page v2 and delta encodings for integer and string columns a dictionary does not "
-    "fit: 8-25% smaller files on the benchmark data; read by Spark 3.3 and later, DuckDB, "
+    "fit: tables 9-28% smaller on the benchmark data; read by Spark 3.3 and later, DuckDB, "
     "delta-rs / deltalake, pyarrow and Databricks), v1 (Spark's default pages, for readers "
     "without delta encodings: Spark before 3.3, Snowflake). Both can be mixed in one table; "
     "files written with pyarrow (row-level rewrites, band pieces joined on Spark Connect) "
