@@ -12,6 +12,7 @@ encodes the rows again on the driver (slower, same result).
 """
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,9 +63,15 @@ def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record
     extra.put(FOOTER_KEY, record)
     mode = parquet.ParquetFileWriter.Mode.CREATE
     writer = parquet.ParquetFileWriter(conf, schema, path(target), mode)
-    writer.start()
-    for part in parts:
-        writer.appendFile(conf, path(part))
+    try:
+        writer.start()
+        for part in parts:
+            writer.appendFile(conf, path(part))
+    except Exception:
+        # close the target's stream (no footer is written); the caller removes the file
+        with contextlib.suppress(Exception):
+            writer.close()
+        raise
     writer.end(extra)
 
 

@@ -223,3 +223,25 @@ def test_row_level_rewrites_keep_each_file_in_its_pieces(spark, tmp_path):
     bound = weight_from_fraction(0.1)
     expected = sorted(r.id for r in table.to_df().where(F.hash("a", "b") < bound).select("id").collect())
     assert sorted(r.id for r in table.sample(0.1).select("id").collect()) == expected
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="open files are listed in /proc (Linux)")
+def test_a_failed_join_leaves_no_open_file_in_the_jvm(spark, tmp_path):
+    """parquet-mr's writer is aborted when a piece cannot be appended: the error reaches the
+    caller, and the driver JVM keeps no stream open on the half-written target."""
+    from qbeast.core.band_row_groups import Piece
+    from qbeast.spark.row_groups import join_pieces
+
+    part = str(tmp_path / "piece-0.parquet")
+    pq.write_table(pa.table({"id": pa.array(range(10), pa.int64())}), part)
+    target = str(tmp_path / "joined.parquet")
+    missing = str(tmp_path / "missing.parquet")
+    with pytest.raises(Exception, match="missing.parquet"):
+        join_pieces(spark, [part, missing], target, [Piece(0, 10), Piece(5, 10)])
+    jvm_pid = spark._jvm.java.lang.ProcessHandle.current().pid()  # noqa: SLF001
+    fds = Path(f"/proc/{jvm_pid}/fd")
+    open_files = {os.readlink(fds / fd) for fd in os.listdir(fds) if (fds / fd).is_symlink()}
+    assert target not in open_files
+    if os.path.exists(target):  # what was copied has no footer: no reader takes it for a file
+        with pytest.raises(Exception):
+            pq.read_metadata(target)
