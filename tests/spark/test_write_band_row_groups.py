@@ -243,5 +243,5 @@ def test_a_failed_join_leaves_no_open_file_in_the_jvm(spark, tmp_path):
     open_files = {os.readlink(fds / fd) for fd in os.listdir(fds) if (fds / fd).is_symlink()}
     assert target not in open_files
     if os.path.exists(target):  # what was copied has no footer: no reader takes it for a file
-        with pytest.raises(Exception):
+        with pytest.raises(pa.ArrowInvalid):
             pq.read_metadata(target)
