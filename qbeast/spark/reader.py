@@ -31,8 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from qbeast.core import expressions as ex
 from qbeast.core.band_row_groups import PieceLayout
 from qbeast.core.blocks import TagFormat
@@ -43,10 +41,10 @@ from qbeast.core.selection import select_blocks
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
-from qbeast.delta.actions import is_local_file_path
 from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+from qbeast.spark.row_groups import read_piece_layout
 
 logger = logging.getLogger("qbeast.spark.reader")
 
@@ -302,7 +300,7 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
         missing = [k for k in dict.fromkeys(keys) if k not in _FOOTERS]
     if missing:
         with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
-            layouts = list(pool.map(_piece_layout, [k[0] for k in missing]))
+            layouts = list(pool.map(read_piece_layout, [k[0] for k in missing]))
         with _FOOTERS_LOCK:
             _FOOTERS.update(zip(missing, layouts))
             while len(_FOOTERS) > _FOOTER_CACHE_FILES:
@@ -314,17 +312,6 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
         size = pieces.prefix_bytes(below) if pieces is not None else None
         out.append(size if size is not None and size < key[1] else None)
     return out
-
-
-def _piece_layout(location: str) -> PieceLayout | None:
-    """The piece record of a local data file's footer (``None``: none, or not readable here)."""
-    if not is_local_file_path(location):
-        return None
-    try:
-        return PieceLayout.of(pq.read_metadata(location))
-    except (OSError, ValueError) as exc:
-        logger.debug("footer of %s not read (%s): the whole file is read", location, exc)
-        return None
 
 
 def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]) -> str:

@@ -29,7 +29,7 @@ from qbeast.commit import WrittenFile
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
-from qbeast.delta.actions import is_local_file_path, resolve_file_path
+from qbeast.delta.actions import resolve_file_path
 from qbeast.spark.spark_files import StagedFiles
 from qbeast.spark.write_options import WEIGHT_COLUMN
 
@@ -100,23 +100,6 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
         return out
 
 
-def _piece_floors(location: str) -> list[int] | None:
-    """The lowest weight of each band piece of a data file (its footer's record); ``None``
-    without a record, or when the footer cannot be read here."""
-    import pyarrow.parquet as pq
-
-    from qbeast.core.band_row_groups import FOOTER_KEY, decode_pieces
-
-    if not is_local_file_path(location):
-        return None
-    try:
-        footer = pq.read_metadata(location)
-    except (OSError, ValueError):
-        return None
-    pieces = decode_pieces((footer.metadata or {}).get(FOOTER_KEY.encode()))
-    return [p.min_weight for p in pieces] if pieces is not None else None
-
-
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
                   columns: list[str], staging: str, table_dir: str):
     """The grouped Arrow function: all remaining rows of one old file -> its description row.
@@ -133,7 +116,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
 
         from qbeast.core.band_row_groups import encode_pieces, split_by_floors
         from qbeast.delta.stats import footer_stats
-        from qbeast.spark.row_groups import write_pieces_with_arrow
+        from qbeast.spark.row_groups import read_piece_layout, write_pieces_with_arrow
         from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
         from qbeast.index.points import table_points
 
@@ -151,9 +134,9 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
             plan = file_plan(revision.dimension_count, target.blocks)
             cubes = row_cubes(plan, coords, weights, target.path)
             blocks = recount_blocks(target.blocks, cubes, weights)
-            floors = _piece_floors(resolve_file_path(table_dir, target.path))
-            if floors is not None:
-                order, pieces = split_by_floors(weights, floors)
+            old = read_piece_layout(resolve_file_path(table_dir, target.path))
+            if old is not None:
+                order, pieces = split_by_floors(weights, [p.min_weight for p in old.pieces])
                 ordered = data.take(pa.array(order))
                 ends = np.cumsum([p.rows for p in pieces])
                 parts = [ordered.slice(int(end - p.rows), p.rows) for end, p in zip(ends, pieces)]

@@ -13,15 +13,31 @@ encodes the rows again on the driver (slower, same result).
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.core.band_row_groups import FOOTER_KEY, Piece, encode_pieces
+from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
 from qbeast.delta.actions import is_local_file_path
 from qbeast.delta.storage import file_uri
+
+logger = logging.getLogger("qbeast.spark.row_groups")
+
+
+def read_piece_layout(location: str) -> PieceLayout | None:
+    """The piece record of a local data file's footer, with its row groups; ``None`` without a
+    record or when the footer cannot be read here (the file is then read, or rewritten, whole).
+    """
+    if not is_local_file_path(location):
+        return None
+    try:
+        return PieceLayout.of(pq.read_metadata(location))
+    except (OSError, ValueError) as exc:
+        logger.debug("footer of %s not read (%s): no piece record", location, exc)
+        return None
 
 
 def join_pieces(spark: Any, parts: Sequence[str], target: str, pieces: Sequence[Piece]) -> None:
