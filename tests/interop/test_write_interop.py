@@ -189,17 +189,19 @@ def test_tags_and_revisions_validate_with_the_format_core(typed_table):
         assert all('"cubeId"' in add.tags["blocks"] for _ in [0])
 
 
-def _encodings(path: str) -> set[str]:
-    """Every encoding the column chunks of the table's files use."""
+def _file_encodings(file: str) -> set[str]:
+    """Every encoding the column chunks of one data file use."""
     import pyarrow.parquet as pq
 
-    found: set[str] = set()
-    for add in QbeastSnapshot.load(path).files():
-        meta = pq.ParquetFile(os.path.join(path, add.path)).metadata
-        for g in range(meta.num_row_groups):
-            for c in range(meta.num_columns):
-                found.update(meta.row_group(g).column(c).encodings)
-    return found
+    meta = pq.ParquetFile(file).metadata
+    return {e for g in range(meta.num_row_groups) for c in range(meta.num_columns)
+            for e in meta.row_group(g).column(c).encodings}
+
+
+def _encodings(path: str) -> set[str]:
+    """Every encoding the column chunks of the table's files use."""
+    return set().union(*(_file_encodings(os.path.join(path, add.path))
+                         for add in QbeastSnapshot.load(path).files()))
 
 
 def test_the_files_those_readers_read_have_version_2_pages(typed_table):
@@ -231,9 +233,4 @@ def test_version_1_pages_when_set(spark, tmp_path, duckdb_delta):
 
 
 def _file_kind(file: str) -> str:
-    import pyarrow.parquet as pq
-
-    meta = pq.ParquetFile(file).metadata
-    used = {e for g in range(meta.num_row_groups) for c in range(meta.num_columns)
-            for e in meta.row_group(g).column(c).encodings}
-    return "v2" if any(e.startswith("DELTA_") for e in used) else "v1"
+    return "v2" if any(e.startswith("DELTA_") for e in _file_encodings(file)) else "v1"
