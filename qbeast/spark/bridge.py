@@ -262,6 +262,27 @@ def bridge_active(spark: Any) -> bool:
     return bool(bridge is not None and bridge.hasPlanner() and bridge.ruleActive(spark._jsparkSession))
 
 
+#: The bridge's parquet writer that cuts row groups where a run key changes (see its class).
+RUN_PARQUET_FORMAT = f"{PACKAGE}.RunParquetFormat"
+#: Its option naming the footer entry that records the runs.
+RUN_FOOTER_KEY_OPTION = "runs.footerKey"
+
+
+def run_parquet_format(spark: Any) -> str | None:
+    """The format name of the bridge's run writer when its jar is loaded in ``spark`` (classic
+    sessions: its classes reach the executors with the jar), else ``None``.
+
+    The writer writes all columns but the last two ints: a row group ends wherever the first of
+    them (the run key) changes, and the footer entry named by :data:`RUN_FOOTER_KEY_OPTION`
+    lists per run ``[lowest value of the second, rows]``.
+    """
+    from qbeast.spark.session import is_connect_session
+
+    if is_connect_session(spark) or _bridge_class(spark) is None:
+        return None
+    return RUN_PARQUET_FORMAT
+
+
 def prefix_scan(spark: Any, files: Sequence[tuple[str, int, int]], schema: Any) -> Any:
     """A DataFrame reading each ``(location, bytes, modification ms)`` file up to ``bytes`` with
     Spark's parquet reader (``schema``: a ``StructType``); ``None`` when the bridge jar is not
@@ -290,7 +311,10 @@ __all__ = [
     "bridge_active",
     "bridge_mode",
     "jar_path",
+    "RUN_FOOTER_KEY_OPTION",
+    "RUN_PARQUET_FORMAT",
     "prefix_scan",
     "register",
+    "run_parquet_format",
     "session_conf",
 ]
