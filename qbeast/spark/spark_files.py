@@ -16,8 +16,11 @@ as Spark's entire parquet write, so the rows never cross to Python here:
    (row count, min weight) and the per-column null counts and min/max of the Delta stats.
    Describing the files from what was written — not from a re-evaluation of the input — keeps
    blocks and stats exact even for a non-deterministic input.
-3. **join** (the ``rowGroups`` band layout only) — the band pieces of one output file, written
-   as staging files of their own, are joined into one file whose row groups follow the bands
+3. **band pieces** (the ``rowGroups`` band layout only) — where the bridge jar is loaded, the
+   rows of each output file are sorted by piece in their task and the bridge's run writer ends a
+   row group at each piece and records the pieces in the footer (:func:`_write_runs`): nothing
+   more to do here. Otherwise each piece is a staging file of its own, and the pieces of one
+   output file are joined into one file whose row groups follow the bands
    (:mod:`qbeast.spark.row_groups`, :mod:`qbeast.core.band_row_groups`);
 4. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
 
@@ -45,7 +48,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast.commit import WrittenFile
-from qbeast.core.band_row_groups import Piece
+from qbeast.core.band_row_groups import FOOTER_KEY, Piece
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
@@ -54,10 +57,17 @@ from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
 from qbeast.index.tally import BlockTally, DictTally, FlagTally
 from qbeast.spark import settings
+from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
 from qbeast.spark.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.row_groups import join_pieces
 from qbeast.spark.session import restored_confs
-from qbeast.spark.write_options import CUBE_COLUMN, FILE_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
+from qbeast.spark.write_options import (
+    ASSIGNMENT_COLUMN,
+    CUBE_COLUMN,
+    FILE_COLUMN,
+    STAGING_PREFIX,
+    WEIGHT_COLUMN,
+)
 
 logger = logging.getLogger("qbeast.spark.writer")
 
@@ -115,10 +125,11 @@ def write_plan_files(
 
     ``tasks == plan.file_count`` writes one file per task without ``partitionBy`` (no sort);
     fewer tasks write several files each with ``partitionBy`` (sorted by file within a task). A
-    plan with band pieces (:attr:`WritePlan.row_group_files`) writes each piece as a staging
-    file (one task per piece, or the pieces of an output file in one task) and joins them into
-    the output file in band order (:mod:`qbeast.spark.row_groups`); the files returned are the
-    joined ones.
+    plan with band pieces (:attr:`WritePlan.row_group_files`) writes each output file's pieces
+    as runs of row groups with the bridge's run writer (at most one task per output file), or,
+    without the jar, each piece as a staging file (one task per piece, or the pieces of an
+    output file in one task) joined into the output file in band order
+    (:mod:`qbeast.spark.row_groups`). Either way the files returned are the output files.
 
     With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
@@ -128,59 +139,37 @@ def write_plan_files(
     disagrees with the footers' row counts (a re-executed task counted twice) or is missing, the
     files are described by a grouped aggregate over them.
     """
-    from pyspark.sql import functions as F
-
     started = time.perf_counter()
     spark = data.sparkSession
-    user_columns = list(data.columns)
-    indexed_columns = list(revision.columns)
+    runs_format = run_parquet_format(spark) if plan.row_group_files is not None else None
     out = StagedFiles(table_dir)
     staging = out.path
     try:
-        inputs = [*[F.col(quote_identifier(c)) for c in indexed_columns],
-                  weight_column(indexed_columns)]
-        if flags is not None:
-            inputs.append(non_finite_mask(data.schema))
-        assignment = assignment_udf(revision, plan, tally=tally, flags=flags)
-        assigned = data.select(
-            *[F.col(quote_identifier(c)) for c in user_columns],
-            assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
-        )
-        assigned = _all_nullable(assigned, data.schema)
-        joined = plan.row_group_files is not None
-        plain = tasks == plan.file_count
-        options = parquet_options(spark)
-        with scoped_confs(spark, _WRITE_CONFS):
-            if joined and not plain:
-                # the pieces of one output file in one task, each piece a file of its own
-                assert plan.row_group_files is not None
-                owners = F.array(*[F.lit(int(o)) for o in plan.row_group_files])
-                owner = F.element_at(owners, F.col(STAGING_FILE_COLUMN) + 1)
-                if tasks == plan.output_file_count:
-                    owner = _task_of(owner, tasks)
-                (assigned.repartition(tasks, owner)
-                 .write.mode("error").options(**options)
-                 .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
-            elif plain:
-                (assigned.repartition(tasks, _task_of(F.col(STAGING_FILE_COLUMN), tasks))
-                 .drop(STAGING_FILE_COLUMN)
-                 .write.mode("error").options(**options).parquet(staging))
-            else:
-                (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
-                 .write.mode("error").options(**options)
-                 .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
-        logger.info("staging write done: %s tasks=%d one_file_per_task=%s elapsed=%.2fs",
-                    staging, tasks, plain, time.perf_counter() - started)
+        if runs_format is not None:
+            # a file's pieces are runs of one task's rows: at most one task per output file
+            tasks = min(tasks, plan.output_file_count)
+            plain = tasks == plan.output_file_count
+            _write_runs(data, plan, staging, runs_format, revision=revision, tasks=tasks,
+                        plain=plain, tally=tally, flags=flags)
+        else:
+            plain = tasks == plan.file_count
+            _write_staged(data, plan, staging, revision=revision, tasks=tasks, plain=plain,
+                          tally=tally, flags=flags)
+        logger.info("staging write done: %s tasks=%d one_file_per_task=%s row_group_runs=%s "
+                    "elapsed=%.2fs", staging, tasks, plain, runs_format is not None,
+                    time.perf_counter() - started)
         parts = _staging_parts(staging, plain)
         staged = _StagedRows(spark, data.schema, staging, plain)
-        described = _from_footers(staged, parts, plan, tally, flags)
+        owners = plan.row_group_files if runs_format is not None else None
+        described = _from_footers(staged, parts, plan, tally, flags, owners=owners)
         if described is None:
             logger.info("block tally unavailable or inconsistent: describing the files by a scan")
             described = _describe(staged, plan, revision)
         logger.info("files described: groups=%d elapsed=%.2fs", len(described),
                     time.perf_counter() - started)
-        if plan.row_group_files is not None:
+        if plan.row_group_files is not None and runs_format is None:
             return _join_and_publish(spark, out, parts, described, plan)
+        first_piece = _first_pieces(plan) if owners is not None else {}
         results = []
         for file_id, part in sorted(parts.items()):
             entry = described.get(file_id)
@@ -190,14 +179,117 @@ def write_plan_files(
                 continue
             num_records, stats, blocks, _ = entry
             name, info = out.publish(part)
-            results.append(WrittenFile(file_id, name, info.st_size, int(info.st_mtime * 1000),
-                                       num_records, stats, blocks))
+            results.append(WrittenFile(first_piece.get(file_id, file_id), name, info.st_size,
+                                       int(info.st_mtime * 1000), num_records, stats, blocks))
         return results
     except BaseException:
         out.discard()
         raise
     finally:
         out.cleanup()
+
+
+def _assigned(data: Any, plan: WritePlan, revision: Revision, *, tally: Any, flags: Any,
+              keep_weight: bool = False) -> Any:
+    """``data``'s user columns, then each row's plan file (:data:`STAGING_FILE_COLUMN`), then,
+    with ``keep_weight``, its weight (:data:`WEIGHT_COLUMN`, computed once for both uses)."""
+    from pyspark.sql import functions as F
+
+    user = [F.col(quote_identifier(c)) for c in data.columns]
+    indexed = [F.col(quote_identifier(c)) for c in revision.columns]
+    weight = weight_column(list(revision.columns))
+    source = data
+    if keep_weight:
+        source = data.select(*user, weight.alias(WEIGHT_COLUMN))
+        weight = F.col(WEIGHT_COLUMN)
+    inputs = [*indexed, weight]
+    if flags is not None:
+        inputs.append(non_finite_mask(data.schema))
+    assignment = assignment_udf(revision, plan, tally=tally, flags=flags)
+    extra = [F.col(WEIGHT_COLUMN)] if keep_weight else []
+    assigned = source.select(*user, assignment(*inputs).getField("file").alias(STAGING_FILE_COLUMN),
+                             *extra)
+    return _all_nullable(assigned, data.schema)
+
+
+def _write_staged(data: Any, plan: WritePlan, staging: str, *, revision: Revision, tasks: int,
+                  plain: bool, tally: Any, flags: Any) -> None:
+    """One staging file per plan file (a band piece, with band pieces: joined afterwards)."""
+    from pyspark.sql import functions as F
+
+    spark = data.sparkSession
+    assigned = _assigned(data, plan, revision, tally=tally, flags=flags)
+    options = parquet_options(spark)
+    with scoped_confs(spark, _WRITE_CONFS):
+        if plan.row_group_files is not None and not plain:
+            # the pieces of one output file in one task, each piece a file of its own
+            owner = _owner(plan, F.col(STAGING_FILE_COLUMN))
+            if tasks == plan.output_file_count:
+                owner = _task_of(owner, tasks)
+            (assigned.repartition(tasks, owner)
+             .write.mode("error").options(**options)
+             .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
+        elif plain:
+            (assigned.repartition(tasks, _task_of(F.col(STAGING_FILE_COLUMN), tasks))
+             .drop(STAGING_FILE_COLUMN)
+             .write.mode("error").options(**options).parquet(staging))
+        else:
+            (assigned.repartition(tasks, F.col(STAGING_FILE_COLUMN))
+             .write.mode("error").options(**options)
+             .partitionBy(STAGING_FILE_COLUMN).parquet(staging))
+
+
+def _write_runs(data: Any, plan: WritePlan, staging: str, runs_format: str, *,
+                revision: Revision, tasks: int, plain: bool, tally: Any, flags: Any) -> None:
+    """One staging file per output file, its band pieces as runs of row groups.
+
+    The rows of each output file are sorted by piece (plan files are numbered in band order) and
+    written by the bridge's run writer (:func:`qbeast.spark.bridge.run_parquet_format`), which
+    ends a row group where the piece changes and records each piece's lowest weight and rows in
+    the footer, in the piece record's format (:func:`qbeast.core.band_row_groups.encode_pieces`).
+    No piece is a file of its own and nothing is copied afterwards.
+    """
+    from pyspark.sql import functions as F
+
+    spark = data.sparkSession
+    assigned = _assigned(data, plan, revision, tally=tally, flags=flags, keep_weight=True)
+    user = [F.col(quote_identifier(c)) for c in data.columns]
+    piece, weight = F.col(STAGING_FILE_COLUMN), F.col(WEIGHT_COLUMN)
+    owner = _owner(plan, piece)
+    options = {**parquet_options(spark), RUN_FOOTER_KEY_OPTION: FOOTER_KEY}
+    with scoped_confs(spark, _WRITE_CONFS):
+        if plain:
+            rows = (assigned.repartition(tasks, _task_of(owner, tasks))
+                    .sortWithinPartitions(piece)
+                    .select(*user, piece.cast("int").alias(ASSIGNMENT_COLUMN), weight))
+            rows.write.mode("error").format(runs_format).options(**options).save(staging)
+        else:
+            # the output file replaces the piece as the partition column
+            rows = (assigned.select(*user, owner.alias(STAGING_FILE_COLUMN),
+                                    piece.cast("int").alias(ASSIGNMENT_COLUMN), weight)
+                    .repartition(tasks, F.col(STAGING_FILE_COLUMN))
+                    .sortWithinPartitions(STAGING_FILE_COLUMN, ASSIGNMENT_COLUMN))
+            (rows.write.mode("error").format(runs_format).options(**options)
+             .partitionBy(STAGING_FILE_COLUMN).save(staging))
+
+
+def _owner(plan: WritePlan, piece: Any) -> Any:
+    """The output file of a band piece column (:attr:`WritePlan.row_group_files`)."""
+    from pyspark.sql import functions as F
+
+    assert plan.row_group_files is not None
+    owners = F.array(*[F.lit(int(o)) for o in plan.row_group_files])
+    return F.element_at(owners, piece + 1)
+
+
+def _first_pieces(plan: WritePlan) -> dict[int, int]:
+    """Output file -> its first band piece: the plan file id a joined or run-written file
+    reports (the id :func:`qbeast.spark.write_steps.with_threshold_markers` keys files by)."""
+    assert plan.row_group_files is not None
+    first: dict[int, int] = {}
+    for piece, owner in enumerate(plan.row_group_files.tolist()):
+        first.setdefault(int(owner), piece)
+    return first
 
 
 def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
@@ -373,11 +465,12 @@ def _all_nullable(assigned, schema):
     if all(f.nullable for f in schema.fields):
         return assigned
     file_known = F.col(STAGING_FILE_COLUMN).isNotNull()
+    user = {f.name for f in schema.fields}
     return assigned.select(
         *[F.col(quote_identifier(f.name)) if f.nullable
           else F.when(file_known, F.col(quote_identifier(f.name))).alias(f.name, metadata=f.metadata)
           for f in schema.fields],
-        F.col(STAGING_FILE_COLUMN),
+        *[F.col(c) for c in assigned.columns if c not in user],
     )
 
 
@@ -437,18 +530,34 @@ def _blocks(found: list[tuple[int, Block]]) -> tuple[Block, ...]:
 
 
 def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
-                  tally: Any, flags: Any = None) -> dict[int, _Described] | None:
-    """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable."""
+                  tally: Any, flags: Any = None, *,
+                  owners: np.ndarray | None = None) -> dict[int, _Described] | None:
+    """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable.
+
+    The tally and the flags count per plan file; with ``owners`` (plan file -> staging file, for
+    band pieces written as runs of one file) a cube's counts over its pieces make one block.
+    """
     if tally is None:
         return None
-    per_file: dict[int, list[tuple[int, Block]]] = {}
+
+    def staged_id(file_id: int) -> int:
+        return int(owners[file_id]) if owners is not None else file_id
+
+    counts: dict[tuple[int, int], tuple[int, int]] = {}
     for (file_id, cube_id), (count, low) in tally.value.items():
+        key = (staged_id(file_id), cube_id)
+        seen = counts.get(key)
+        counts[key] = (count, low) if seen is None else (seen[0] + count, min(seen[1], low))
+    per_file: dict[int, list[tuple[int, Block]]] = {}
+    for (file_id, cube_id), (count, low) in counts.items():
         cube, threshold = plan.cube_and_threshold(cube_id)
         per_file.setdefault(file_id, []).append((cube_id, Block(cube, low, threshold, count)))
     floats = float_stats_columns(staged.schema)  # the bit order of the flags
+    unsafe: dict[int, set[str]] = {}
     if flags is not None:
-        unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
-                  for file_id, mask in flags.value.items()}
+        for file_id, mask in flags.value.items():
+            unsafe.setdefault(staged_id(file_id), set()).update(
+                n for i, n in enumerate(floats) if mask >> i & 1)
     else:
         unsafe = _non_finite_columns(staged, floats)
     out: dict[int, _Described] = {}

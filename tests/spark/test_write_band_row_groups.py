@@ -37,18 +37,64 @@ def _data(spark, n=ROWS, offset=0):
         "id", "rand(7) * 100 as a", "cast(rand(8) * 1000 as int) as b")
 
 
-@pytest.fixture(scope="module")
-def tables(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("rowgroups")
-    out = {}
-    for layout in ("rowGroups", "false"):
+def _write(spark, path: str, layout: str, writer: str = "runs") -> None:
+    """Write the test data with ``layout`` bands; band pieces by ``writer``.
+
+    ``runs``: the bridge's run writer (a file's pieces as runs of one task's rows, the default
+    where the jar is loaded); ``joined``: each piece a staging file, joined on the driver (the
+    path of sessions without the jar, e.g. Spark Connect).
+    """
+    from qbeast.spark import spark_files, write_steps
+
+    with pytest.MonkeyPatch.context() as patch:
+        if writer == "joined":
+            for module in (spark_files, write_steps):
+                patch.setattr(module, "run_parquet_format", lambda spark: None)
         spark.conf.set("spark.qbeast.index.weightBands", layout)
         try:
-            qbeast.write(_data(spark), str(root / layout), "a,b", cube_size=CUBE)
+            qbeast.write(_data(spark), path, "a,b", cube_size=CUBE)
         finally:
             spark.conf.unset("spark.qbeast.index.weightBands")
+
+
+@pytest.fixture(scope="module", params=["runs", "joined"])
+def tables(request, spark, tmp_path_factory):
+    """The table written with band row groups by either writer of the pieces, and without bands."""
+    root = tmp_path_factory.mktemp(f"rowgroups-{request.param}")
+    out = {"writer": request.param}
+    for layout in ("rowGroups", "false"):
+        _write(spark, str(root / layout), layout, request.param)
         out[layout] = str(root / layout)
     return out
+
+
+def _file_layouts(path: str) -> list[tuple]:
+    """Per file (sorted): its blocks and its piece record."""
+    snapshot = QbeastSnapshot.load(path)
+    files = []
+    for add in snapshot.revision_files(1):
+        record = PieceLayout.of(pq.read_metadata(os.path.join(path, add.path)))
+        assert record is not None, add.path
+        blocks = sorted((b.cube, b.min_weight, b.max_weight, b.element_count)
+                        for b in snapshot.blocks(add))
+        files.append((tuple(blocks), record.pieces))
+    return sorted(files)
+
+
+def test_both_piece_writers_write_the_same_files(spark, tables, tmp_path):
+    """The run writer and the staged join give every file the same rows, blocks and pieces."""
+    other = "joined" if tables["writer"] == "runs" else "runs"
+    _write(spark, str(tmp_path / other), "rowGroups", other)
+    assert _file_layouts(tables["rowGroups"]) == _file_layouts(str(tmp_path / other))
+
+
+def test_the_run_writer_writes_one_staging_file_per_output_file(spark, tmp_path, caplog):
+    """No piece is a file of its own: the staging write produces the published files."""
+    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        _write(spark, str(tmp_path / "t"), "rowGroups")
+    assert "row_group_runs=True" in caplog.text
+    assert "band pieces joined" not in caplog.text
+    assert len(QbeastSnapshot.load(str(tmp_path / "t")).revision_files(1)) > 1
 
 
 def _pieces(path: str, add) -> tuple[PieceLayout, list[np.ndarray]]:
