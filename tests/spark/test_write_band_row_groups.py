@@ -88,6 +88,21 @@ def test_both_piece_writers_write_the_same_files(spark, tables, tmp_path):
     assert _file_layouts(tables["rowGroups"]) == _file_layouts(str(tmp_path / other))
 
 
+def test_run_written_files_described_by_a_scan_match_the_tally(spark, tmp_path, monkeypatch,
+                                                                caplog):
+    """Without the block tally (Spark Connect, or a task counted twice) the scan of the written
+    files gives each run-written file the same blocks: one per cube, over all its pieces."""
+    from qbeast.spark import write_steps
+
+    _write(spark, str(tmp_path / "tallied"), "rowGroups")
+    monkeypatch.setattr(write_steps, "new_block_tally", lambda spark: None)
+    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        _write(spark, str(tmp_path / "scanned"), "rowGroups")
+    assert "describing the files by a scan" in caplog.text
+    assert "row_group_runs=True" in caplog.text
+    assert _file_layouts(str(tmp_path / "scanned")) == _file_layouts(str(tmp_path / "tallied"))
+
+
 def test_the_run_writer_writes_one_staging_file_per_output_file(spark, tmp_path, caplog):
     """No piece is a file of its own: the staging write produces the published files."""
     with caplog.at_level("INFO", logger="qbeast.spark.writer"):
