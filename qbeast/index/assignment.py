@@ -114,7 +114,7 @@ class WritePlan:
 
     @property
     def output_file_count(self) -> int:
-        """Files the write publishes: the plan files, or the files their pieces are joined into."""
+        """Files the write publishes: the plan files, or the files that hold their band pieces."""
         if self.row_group_files is None:
             return self.file_count
         return int(self.row_group_files.max()) + 1 if len(self.row_group_files) else 0

@@ -1,8 +1,10 @@
 """Joining the band pieces of one output file into one parquet file, row groups copied as they are.
 
-Spark's parquet writer closes a row group by size, not where a weight band ends, so the
-``rowGroups`` layout (:mod:`qbeast.core.band_row_groups`) has Spark write each band piece as a
-staging file of its own and then appends the pieces' row groups, in band order, to one file:
+Spark's parquet writer closes a row group by size, not where a weight band ends. The
+``rowGroups`` layout (:mod:`qbeast.core.band_row_groups`) therefore writes a file's pieces with
+the bridge jar's run writer where it can (:func:`qbeast.spark.spark_files._write_runs`). Where
+the jar is not loaded, it has Spark write each band piece as a staging file of its own and then
+appends the pieces' row groups, in band order, to one file:
 parquet-mr's ``ParquetFileWriter.appendFile`` copies the encoded column chunks byte for byte
 (nothing is decoded or compressed again), through the driver's JVM. The Spark metadata of the
 first piece (Spark's schema of the columns) is kept, and the piece record is added.
