@@ -9,6 +9,7 @@ can be pickled to the Python workers and tested without Spark.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,16 @@ class DictTally:
 
     def merge(self, seen: Any, value: Any) -> Any:
         raise NotImplementedError
+
+    def rekeyed(self, counts: dict, key: Callable[[Any], Any]) -> dict:
+        """``counts`` under new keys, the values that land on one key merged by :meth:`merge`
+        (e.g. the counts of a file's band pieces as the counts of the file)."""
+        total: dict = {}
+        for old, value in counts.items():
+            new = key(old)
+            seen = total.get(new)
+            total[new] = value if seen is None else self.merge(seen, value)
+        return total
 
 
 class BlockTally(DictTally):

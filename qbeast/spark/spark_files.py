@@ -539,25 +539,20 @@ def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
     """
     if tally is None:
         return None
-
-    def staged_id(file_id: int) -> int:
-        return int(owners[file_id]) if owners is not None else file_id
-
-    counts: dict[tuple[int, int], tuple[int, int]] = {}
-    for (file_id, cube_id), (count, low) in tally.value.items():
-        key = (staged_id(file_id), cube_id)
-        seen = counts.get(key)
-        counts[key] = (count, low) if seen is None else (seen[0] + count, min(seen[1], low))
+    counts = tally.value
+    masks = flags.value if flags is not None else None
+    if owners is not None:
+        counts = BlockTally().rekeyed(counts, lambda key: (int(owners[key[0]]), key[1]))
+        if masks is not None:
+            masks = FlagTally().rekeyed(masks, lambda piece: int(owners[piece]))
     per_file: dict[int, list[tuple[int, Block]]] = {}
     for (file_id, cube_id), (count, low) in counts.items():
         cube, threshold = plan.cube_and_threshold(cube_id)
         per_file.setdefault(file_id, []).append((cube_id, Block(cube, low, threshold, count)))
     floats = float_stats_columns(staged.schema)  # the bit order of the flags
-    unsafe: dict[int, set[str]] = {}
-    if flags is not None:
-        for file_id, mask in flags.value.items():
-            unsafe.setdefault(staged_id(file_id), set()).update(
-                n for i, n in enumerate(floats) if mask >> i & 1)
+    if masks is not None:
+        unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
+                  for file_id, mask in masks.items()}
     else:
         unsafe = _non_finite_columns(staged, floats)
     out: dict[int, _Described] = {}

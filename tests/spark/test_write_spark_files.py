@@ -30,6 +30,12 @@ def test_batch_blocks_and_tally_merge():
     merged = BlockTally().addInPlace(dict(got), {(0, 3): (1, -10), (2, 1): (4, 0)})
     assert merged == {(0, 3): (3, -10), (1, 2): (1, 3), (1, 7): (2, -9), (2, 1): (4, 0)}
     assert batch_blocks(files[:0], cubes[:0], weights[:0]) == {}
+    # the pieces 0 and 1 of file 0 and the piece 2 of file 1: one count per (file, cube)
+    pieces = {(0, 3): (2, -4), (1, 3): (1, -9), (1, 2): (5, 7), (2, 3): (4, 0)}
+    owners = [0, 0, 1]
+    assert BlockTally().rekeyed(pieces, lambda key: (owners[key[0]], key[1])) == {
+        (0, 3): (3, -9), (0, 2): (5, 7), (1, 3): (4, 0)}
+    assert FlagTally().rekeyed({0: 1, 1: 4, 2: 2}, lambda piece: owners[piece]) == {0: 5, 1: 2}
 
 
 def test_batch_flags_and_flag_tally_merge():
