@@ -48,6 +48,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -314,8 +315,12 @@ def run_worker(args) -> dict[str, Any]:
     """Every measurement of one engine version (this process's ``qbeast``)."""
     import qbeast
 
+    from measure import fresh_dir
+
     spark = _spark()
-    work = DATA_ROOT / "work" / f"layout-{args.label}"
+    # fresh: an overwrite keeps the files it replaces, so reusing a previous run's folders would
+    # grow them by a table per run (they reached 9 GB)
+    work = fresh_dir(f"layout-{args.label}")
     out: dict[str, Any] = {"label": args.label, "qbeast": str(Path(qbeast.__file__).parent),
                            "sets": [], "incremental": None}
     _warm_up(spark, work)
@@ -364,6 +369,7 @@ def run_worker(args) -> dict[str, Any]:
                           "bytes_appended": appended, "bytes_rewritten": rewritten, **reads}
     logger.info("%s incremental: %s", args.label, reads["table"])
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     return out
 
 
@@ -371,8 +377,10 @@ def run_writes(args) -> dict[str, Any]:
     """The best of ``--repeat`` timed writes of each single-write set (``--role writes``), nothing
     else: a round of the alternating write timing (see the module docstring). Repeated because
     the first write of a set in a process is the slowest (1.0-1.6x the second, measured)."""
+    from measure import fresh_dir
+
     spark = _spark()
-    work = DATA_ROOT / "work" / f"layout-{args.label}-timing"
+    work = fresh_dir(f"layout-{args.label}-timing")
     _warm_up(spark, work)
     seconds = {}
     for spec in single_write_sets(args.quick):
@@ -381,6 +389,7 @@ def run_writes(args) -> dict[str, Any]:
             _timed_write(spark, data.spark_df(spark), str(work / data.kind), spec["columns"],
                          spec["cube"], "overwrite")[0] for _ in range(args.repeat))
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     return {"label": args.label, "write_s": seconds}
 
 

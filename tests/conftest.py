@@ -6,6 +6,8 @@ the same session: dbt-spark's session method calls ``SparkSession.builder.getOrC
 """
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -15,6 +17,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="qbeast-tests-"))
+# The warehouse and the Derby metastore live only as long as the run: a machine that runs the
+# suite many times (a developer's, a CI worker with a shared disk) must not fill up with them.
+atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
 
 
 def _build_session():
