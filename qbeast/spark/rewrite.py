@@ -30,6 +30,7 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import resolve_file_path
+from qbeast.spark import settings
 from qbeast.spark.spark_files import StagedFiles
 from qbeast.spark.write_options import WEIGHT_COLUMN
 
@@ -86,7 +87,8 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
     columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
     with StagedFiles(table_dir) as staged:
         os.makedirs(staged.path)
-        task = _rewrite_task(by_origin, needed, columns, staged.path, table_dir)
+        version = settings.PARQUET_VERSION.read(rows.sparkSession)
+        task = _rewrite_task(by_origin, needed, columns, staged.path, table_dir, version)
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
         described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
@@ -101,11 +103,13 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
 
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
-                  columns: list[str], staging: str, table_dir: str):
+                  columns: list[str], staging: str, table_dir: str, version: str):
     """The grouped Arrow function: all remaining rows of one old file -> its description row.
 
     A file written in band pieces (``rowGroups`` layout) is rewritten in the same pieces, its
     remaining rows regrouped by the old pieces' weights, so samples still read a prefix of it.
+    The new file is encoded as a Spark write of the session's page ``version`` would encode it
+    (:func:`qbeast.spark.arrow_parquet.arrow_write_options`).
     """
 
     def rewrite(table):
@@ -116,6 +120,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
 
         from qbeast.core.band_row_groups import encode_pieces, split_by_floors
         from qbeast.delta.stats import footer_stats
+        from qbeast.spark.arrow_parquet import arrow_write_options
         from qbeast.spark.row_groups import read_piece_layout, write_pieces_with_arrow
         from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
         from qbeast.index.points import table_points
@@ -143,11 +148,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
                 record = encode_pieces(pieces)
         name = f"{uuid.uuid4()}.parquet"
         path = os.path.join(staging, name)
-        # dictionary-encode only columns that repeat values, as Spark's writer ends up doing
-        # (a dictionary of unique values only adds its own page: about 30% more bytes)
-        repeating = [f.name for f in data.schema if not pa.types.is_nested(f.type)
-                     and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
-        write_pieces_with_arrow(path, parts, record, use_dictionary=repeating, store_schema=False)
+        write_pieces_with_arrow(path, parts, record, **arrow_write_options(data, version))
         non_finite = set()
         for field in data.schema:
             if pa.types.is_floating(field.type):

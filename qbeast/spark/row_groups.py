@@ -25,6 +25,8 @@ import pyarrow.parquet as pq
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
 from qbeast.delta.actions import is_local_file_path
 from qbeast.delta.storage import file_uri
+from qbeast.spark import settings
+from qbeast.spark.arrow_parquet import arrow_write_options
 
 logger = logging.getLogger("qbeast.spark.row_groups")
 
@@ -49,7 +51,7 @@ def join_pieces(spark: Any, parts: Sequence[str], target: str, pieces: Sequence[
     if jvm is not None:
         _join_on_jvm(spark, jvm, parts, target, record)
     else:
-        _join_with_arrow(parts, target, record)
+        _join_with_arrow(parts, target, record, settings.PARQUET_VERSION.read(spark))
 
 
 def _jvm(spark: Any) -> Any:
@@ -93,8 +95,11 @@ def _join_on_jvm(spark: Any, jvm: Any, parts: Sequence[str], target: str, record
     writer.end(extra)
 
 
-def _join_with_arrow(parts: Sequence[str], target: str, record: str) -> None:
-    write_pieces_with_arrow(target, [pq.read_table(part) for part in parts], record)
+def _join_with_arrow(parts: Sequence[str], target: str, record: str, version: str) -> None:
+    tables = [pq.read_table(part) for part in parts]
+    # the options are chosen from all the rows, as the write of one file would choose them
+    whole = pa.concat_tables(tables)
+    write_pieces_with_arrow(target, tables, record, **arrow_write_options(whole, version))
 
 
 def write_pieces_with_arrow(target: str, tables: Sequence[pa.Table], record: str | None,

@@ -116,9 +116,9 @@ PARQUET_VERSION = Setting(
     "(data page v2 and delta encodings for integer and string columns a dictionary does not "
     "fit: tables 9-28% smaller on the benchmark data; read by Spark 3.3 and later, DuckDB, "
     "delta-rs / deltalake, pyarrow and Databricks), v1 (Spark's default pages, for readers "
-    "without delta encodings: Spark before 3.3, Snowflake). Both can be mixed in one table; "
-    "files written with pyarrow (row-level rewrites, band pieces joined on Spark Connect) "
-    "always have v1 pages.",
+    "without delta encodings: Spark before 3.3, Snowflake). Row-level rewrites and band pieces "
+    "joined on Spark Connect (written with pyarrow) follow the same choice. Both can be mixed "
+    "in one table.",
     choices=("v2", "v1"),
 )
 SHIP_ENGINE = Setting(

@@ -232,5 +232,38 @@ def test_version_1_pages_when_set(spark, tmp_path, duckdb_delta):
     assert duckdb_delta.execute(f"SELECT count(*) FROM delta_scan('{path}')").fetchone()[0] == 2000
 
 
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_row_level_rewrites_keep_the_page_version(spark, tmp_path, duckdb_delta, version):
+    """Files an update rewrites (with pyarrow) are encoded as the session's Spark writes are, so
+    a table updated row by row keeps its encodings; every reader reads the rewritten rows."""
+    from deltalake import DeltaTable
+
+    path = str(tmp_path / version)
+    df = _typed_df(spark, 1500)
+    spark.conf.set("spark.qbeast.write.parquetVersion", version)
+    try:
+        qbeast.write(df, path, COLUMNS[:4], cube_size=300)
+        before = {a.path for a in QbeastSnapshot.load(path).files()}
+        result = qbeast.QbeastTable.for_path(spark, path).update(
+            "id % 5 = 0", set={"s": "concat('updated-', cast(id as string))"})
+    finally:
+        spark.conf.unset("spark.qbeast.write.parquetVersion")
+    assert result.version is not None
+    rewritten = [a.path for a in QbeastSnapshot.load(path).files() if a.path not in before]
+    assert rewritten
+    kinds = {_file_kind(os.path.join(path, p)) for p in rewritten}
+    assert kinds == {version}
+    expected = _normalize(df.selectExpr(
+        "*", "case when id % 5 = 0 then concat('updated-', cast(id as string)) else s end as s2")
+        .drop("s").withColumnRenamed("s2", "s").toArrow())
+    assert _sorted_rows(_normalize(DeltaTable(path).to_pyarrow_table()
+                                   .select(expected.column_names))) == _sorted_rows(expected)
+    ours = _normalize(qbeast.QbeastTable.for_path(spark, path).to_df().toArrow()
+                      .select(expected.column_names))
+    assert _sorted_rows(ours) == _sorted_rows(expected)
+    assert duckdb_delta.execute(
+        f"SELECT count(*) FROM delta_scan('{path}') WHERE s LIKE 'updated-%'").fetchone()[0] == 300
+
+
 def _file_kind(file: str) -> str:
     return "v2" if any(e.startswith("DELTA_") for e in _file_encodings(file)) else "v1"

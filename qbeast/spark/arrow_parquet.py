@@ -1,0 +1,61 @@
+"""How the engine's pyarrow writes encode parquet: as its Spark writes do.
+
+A few files are written with pyarrow rather than Spark's writer: the files a row-level change
+rewrites (inside an Arrow task) and band pieces joined on a Spark Connect session. They take the
+session's ``spark.qbeast.write.parquetVersion`` like every other file, so a table does not drift
+to other encodings, and grow, as rows are updated.
+
+parquet-mr picks the encodings by itself: a dictionary while one fits, and once it does not,
+plain values (version 1 pages) or delta encodings (version 2: integers as DELTA_BINARY_PACKED,
+strings and binaries as DELTA_BYTE_ARRAY). pyarrow falls back to plain values in both versions,
+so the choice is made here, per column, from the rows to write: a dictionary for the columns
+that repeat values, the version 2 delta encodings for the other integer-like and string columns.
+Floats, booleans, decimals and nested columns keep pyarrow's defaults.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: the values of ``spark.qbeast.write.parquetVersion`` (see :mod:`qbeast.spark.settings`)
+PAGE_VERSIONS = ("v1", "v2")
+
+
+def repeating_columns(data: pa.Table) -> list[str]:
+    """The top-level columns with fewer than half as many distinct values as rows: those a
+    dictionary encodes smaller (a dictionary of unique values only adds its own page, about 30%
+    more bytes, which is why Spark's writer gives up on it too)."""
+    return [f.name for f in data.schema if not pa.types.is_nested(f.type)
+            and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
+
+
+def _delta_encoding(kind: pa.DataType) -> str | None:
+    """The version 2 encoding parquet-mr falls back to for a column of this Arrow type."""
+    if pa.types.is_integer(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind) \
+            or pa.types.is_time(kind):
+        return "DELTA_BINARY_PACKED"
+    if pa.types.is_string(kind) or pa.types.is_binary(kind) or pa.types.is_large_string(kind) \
+            or pa.types.is_large_binary(kind):
+        return "DELTA_BYTE_ARRAY"
+    return None
+
+
+def arrow_write_options(data: pa.Table, version: str) -> dict[str, Any]:
+    """``pyarrow.parquet.ParquetWriter`` options that write ``data`` with the encodings the
+    engine's Spark writes would give it under page ``version`` (``v1`` or ``v2``).
+
+    Snappy as Spark; no Arrow schema in the footer (Spark's files have none).
+    """
+    if version not in PAGE_VERSIONS:
+        raise ValueError(f"parquet page version must be one of {', '.join(PAGE_VERSIONS)}, "
+                         f"got {version!r}")
+    repeating = repeating_columns(data)
+    options: dict[str, Any] = {"compression": "snappy", "use_dictionary": repeating,
+                               "store_schema": False}
+    if version == "v2":
+        encodings = {f.name: enc for f in data.schema if f.name not in repeating
+                     and (enc := _delta_encoding(f.type)) is not None}
+        options.update(data_page_version="2.0", column_encoding=encodings)
+    return options
