@@ -40,7 +40,6 @@ from qbeast.progress import Phase
 from qbeast.spark import settings
 from qbeast.spark.arrow_jobs import map_in_arrow
 from qbeast.spark.assignment_udf import weight_column
-from qbeast.spark.bridge import run_parquet_format
 from qbeast.spark.spark_files import (
     float_stats_columns,
     new_block_tally,
@@ -172,11 +171,10 @@ def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     write_plan_files` for what each count writes)."""
     files = plan.output_file_count
     tasks = max(1, min(files, 4 * parallelism(spark)))
-    # band pieces written as staging files of their own (no run writer in this session) can
-    # each have a task; written as runs, a file's pieces are one task's
-    apart = plan.row_group_files is not None and run_parquet_format(spark) is None
-    if apart and rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
-        tasks = plan.file_count  # one task per band piece
+    if rows is not None and rows >= plan.file_count * ONE_TASK_PER_FILE_ROWS:
+        # one task per plan file, so per band piece where pieces are staging files of their
+        # own; write_plan_files gives a run-written file's pieces one task whatever is asked
+        tasks = plan.file_count
     elif rows is not None and rows >= files * ONE_TASK_PER_FILE_ROWS:
         tasks = files
     return tasks

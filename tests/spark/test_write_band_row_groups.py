@@ -44,12 +44,11 @@ def _write(spark, path: str, layout: str, writer: str = "runs") -> None:
     where the jar is loaded); ``joined``: each piece a staging file, joined on the driver (the
     path of sessions without the jar, e.g. Spark Connect).
     """
-    from qbeast.spark import spark_files, write_steps
+    from qbeast.spark import spark_files
 
     with pytest.MonkeyPatch.context() as patch:
         if writer == "joined":
-            for module in (spark_files, write_steps):
-                patch.setattr(module, "run_parquet_format", lambda spark: None)
+            patch.setattr(spark_files, "run_parquet_format", lambda spark: None)
         spark.conf.set("spark.qbeast.index.weightBands", layout)
         try:
             qbeast.write(_data(spark), path, "a,b", cube_size=CUBE)
