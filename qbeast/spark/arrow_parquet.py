@@ -19,8 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: the values of ``spark.qbeast.write.parquetVersion`` (see :mod:`qbeast.spark.settings`)
-PAGE_VERSIONS = ("v1", "v2")
+from qbeast.spark.settings import PARQUET_VERSION
 
 
 def repeating_columns(data: pa.Table) -> list[str]:
@@ -48,8 +47,9 @@ def arrow_write_options(data: pa.Table, version: str) -> dict[str, Any]:
 
     Snappy as Spark; no Arrow schema in the footer (Spark's files have none).
     """
-    if version not in PAGE_VERSIONS:
-        raise ValueError(f"parquet page version must be one of {', '.join(PAGE_VERSIONS)}, "
+    allowed = PARQUET_VERSION.choices or ()
+    if version not in allowed:
+        raise ValueError(f"parquet page version must be one of {', '.join(sorted(allowed))}, "
                          f"got {version!r}")
     repeating = repeating_columns(data)
     options: dict[str, Any] = {"compression": "snappy", "use_dictionary": repeating,
