@@ -213,8 +213,8 @@ def build_write_plan(
     range, :func:`qbeast.core.weight_bands.band_shares`), so one cube may get a block in several
     files, each with the cube's threshold as ``maxWeight``. ``table_rows`` (the table's rows
     once the write commits, at least the rows of ``block_sizes``; ``None`` when the log does not
-    know them: files without statistics) bounds which of the lightest bands share a file
-    (:func:`qbeast.core.weight_bands.shared_band_count`).
+    know them: files without statistics) bounds which of the lightest bands share a file in
+    that layout (:func:`qbeast.core.weight_bands.shared_band_count`).
 
     ``weight_bands`` names the layout (:data:`qbeast.core.weight_bands.LAYOUTS`): ``True`` or
     ``"files"`` as above; ``"rowGroups"`` keeps the rollup's files (one block per cube, as
@@ -231,8 +231,7 @@ def build_write_plan(
                             shared_band_count(rows, desired_cube_size))
     files, count = _rollup_files(tree, block_sizes, desired_cube_size)
     if layout == BANDS_IN_ROW_GROUPS:
-        return _row_group_plan(tree, max_weights, files, count,
-                               shared_band_count(rows, desired_cube_size))
+        return _row_group_plan(tree, max_weights, files, count)
     return WritePlan(tree, max_weights, files, count)
 
 
@@ -256,34 +255,35 @@ def _rollup_files(tree: CubeTree, block_sizes: Mapping[CubeId, int],
     return files, len(group_ids)
 
 
-def _row_group_plan(tree: CubeTree, max_weights: np.ndarray, groups: np.ndarray, group_count: int,
-                    shared_bands: int) -> WritePlan:
+def _row_group_plan(tree: CubeTree, max_weights: np.ndarray, groups: np.ndarray,
+                    group_count: int) -> WritePlan:
     """:func:`build_write_plan` with weight bands as row groups: one piece per (group, band).
 
     A node's rows (and those of its children outside the plan, which share its group) weigh more
     than its parent's threshold, so a group gets pieces from the band of its lightest possible
-    row up to the last band; the lightest ``shared_bands`` bands share one piece (a sample that
-    small reads that much of a file anyway). Which piece a row lands in only decides how much of
-    a file a sample reads: the writer records each piece's true lowest weight in the file, and a
-    reader reads every row group up to the last one that can hold a sampled row.
+    row up to the last band. Every band is a piece of its own, however few rows it holds: a piece
+    is a row group, not a file, so a light one costs a few footer entries, while a piece shared
+    by several light bands is read whole by every sample below its top edge, in every later
+    version of the table (the bands-in-files layout shares them by the table's size at write
+    time; here that made the early files of a growing table read up to 20% of their rows for a
+    5% sample). Which piece a row lands in only decides how much of a file a sample reads: the
+    writer records each piece's true lowest weight in the file, and a reader reads every row
+    group up to the last one that can hold a sampled row.
     """
     parents = np.asarray(tree.parents, dtype=np.int64)
     lower = np.where(parents >= 0, max_weights[np.maximum(parents, 0)], MIN_WEIGHT - 1)
-    first_key = max(shared_bands - 1, 0)
-    keys = np.maximum(np.arange(BAND_COUNT), first_key)  # band -> its piece key within a group
     lowest = np.full(group_count, BAND_COUNT - 1, dtype=np.int64)
-    np.minimum.at(lowest, groups, keys[band_of(np.minimum(lower + 1, MAX_WEIGHT))])
+    np.minimum.at(lowest, groups, band_of(np.minimum(lower + 1, MAX_WEIGHT)))
     piece_ids = np.full((group_count, BAND_COUNT), -1, dtype=np.int32)
     owners: list[int] = []
     for group in range(group_count):
-        for key in range(int(lowest[group]), BAND_COUNT):  # lowest >= first_key
-            piece_ids[group, key] = len(owners)
+        for band in range(int(lowest[group]), BAND_COUNT):
+            piece_ids[group, band] = len(owners)
             owners.append(group)
-    # every band maps to a piece of the node's group: the piece of its key, or (bands a row of
-    # the group cannot reach) the group's first piece
-    by_key = piece_ids[:, keys]
+    # every band maps to a piece of the node's group: its own piece, or (bands a row of the
+    # group cannot reach) the group's first piece
     first = piece_ids[np.arange(group_count), lowest]
-    by_band = np.where(by_key >= 0, by_key, first[:, None])
+    by_band = np.where(piece_ids >= 0, piece_ids, first[:, None])
     band_files = by_band[groups]
     files = band_files[np.arange(len(tree)), band_of(np.minimum(max_weights, MAX_WEIGHT))]
     return WritePlan(tree, max_weights, files.astype(np.int32), len(owners),

@@ -86,9 +86,9 @@ def analyze(
     ``count`` is the input's row count (from the stats pass), ``existing`` the index of the
     revision an append writes into (``None`` for a new revision), ``path`` names the table in
     the progress log. ``table_rows`` is the table's row count once the write commits, other
-    revisions included (default: the revision's): the lightest weight bands share a file only
-    up to the fractions whose sample of the whole table is one target file
-    (:func:`qbeast.core.weight_bands.shared_band_count`).
+    revisions included (default: the revision's): with weight bands in files, the lightest
+    bands share a file only up to the fractions whose sample of the whole table is one target
+    file (:func:`qbeast.core.weight_bands.shared_band_count`).
     """
     from pyspark.sql import functions as F
 

@@ -65,7 +65,7 @@ def test_layout_names_are_checked():
         band_layout("rows")
 
 
-def _plan(layout):
+def _plan_inputs():
     root = CubeId.root(2)
     weights = {root: weight_from_fraction(0.05)}
     sizes = {root: 5_000}
@@ -74,7 +74,11 @@ def _plan(layout):
         sizes[child] = 30_000
         for grandchild in child.children():
             sizes[grandchild] = 40_000
-    return build_write_plan(2, weights, sizes, 20_000, weight_bands=layout, table_rows=300_000)
+    return weights, sizes
+
+
+def _plan(layout):
+    return build_write_plan(2, *_plan_inputs(), 20_000, weight_bands=layout, table_rows=300_000)
 
 
 def test_pieces_split_the_rollup_files_by_band_in_band_order():
@@ -99,6 +103,25 @@ def test_pieces_split_the_rollup_files_by_band_in_band_order():
         for lighter, heavier in zip(by_piece, by_piece[1:]):
             assert lighter.max() <= heavier.min()
     assert pieces.band_files is not None and pieces.band_files.shape[1] == BAND_COUNT
+
+
+def test_every_band_is_a_piece_of_its_own_whatever_the_table_size():
+    """Pieces are row groups: even the lightest bands of the root file stay apart (a shared piece
+    would be read whole by every sample below its top edge, in every later table version), and
+    the plan does not depend on the table's size when the file is written."""
+    small, large = _plan("rowGroups"), build_write_plan(
+        2, *_plan_inputs(), 20_000, weight_bands="rowGroups", table_rows=300_000_000)
+    assert np.array_equal(small.row_group_files, large.row_group_files)
+    rng = np.random.default_rng(5)
+    coords = rng.random((50_000, 2))
+    weights = rng.integers(-2**31, 2**31 - 1, 50_000).astype(np.int32)
+    _, files = small.assign(coords, weights)
+    bands = band_of(weights.astype(np.int64))
+    for piece in np.unique(files):
+        assert len(np.unique(bands[files == piece])) == 1, piece
+    root_file = small.row_group_files[files[np.argmin(weights)]]
+    # the root's file starts at the lightest band: one piece per band, all ten of them
+    assert int((small.row_group_files == root_file).sum()) == BAND_COUNT
 
 
 def test_rows_regroup_into_the_pieces_of_the_old_file():
