@@ -2,7 +2,9 @@
 
 Writing one file per cube would leave many tiny files for the sparse cubes near the leaves. The
 rollup merges, deepest level first, every group smaller than ``limit`` rows into its parent's group,
-so each resulting group becomes one file holding one block per cube it absorbed.
+so each resulting group becomes one file holding one block per cube it absorbed. Unlike
+qbeast-spark's, it does not leave the root's group below the limit when another group can join it
+(the format does not prescribe the grouping: any file may hold blocks of any cubes).
 """
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
 
     ``sizes`` holds an estimated or exact row count per populated cube; ``limit`` is the row count
     below which a group is merged into its parent (qbeast-spark uses the desired cube size). The
-    root is never merged. Parent groups are created on demand, so a cube whose ancestors are all
+    root is never merged; a root group still below ``limit`` at the end takes in the smallest
+    other group (:func:`_absorb_small_root_group`). Parent groups are created on demand, so a cube whose ancestors are all
     absent can still travel up to the root.
     """
     if _checked_dimensions(sizes, limit) is None:
@@ -61,7 +64,28 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
             heapq.heappush(heap, (-parent.depth, parent))
         group_size[parent] += group_size.pop(cube)
         members[parent].extend(members.pop(cube))
+    _absorb_small_root_group(group_size, members, limit)
     return {member: group for group, cubes in members.items() for member in cubes}
+
+
+def _absorb_small_root_group(group_size: dict[CubeId, int], members: dict[CubeId, list[CubeId]],
+                             limit: int) -> None:
+    """Let a root group below ``limit`` take in the smallest other group (in place).
+
+    The root's group holds what is left once every other group reached the limit. In a write of a
+    new tree that is the root cube itself, about one cube of rows; in an append into a deep tree
+    it is the few appended rows each level above the appended region keeps, often a small file
+    that every query over the region reads beside the region's own file (a day appended to the
+    30-day scenario: 5k-50k rows next to a file of the rest of the day). Merged, the append is one
+    file whose Delta min/max still span only the appended region. The merged group keeps the
+    root's name, since cubes outside the plan fall back to the root's file.
+    """
+    root = next((c for c in group_size if c.parent is None), None)
+    if root is None or group_size[root] >= limit or len(group_size) < 2:
+        return
+    smallest = min((c for c in group_size if c != root), key=lambda c: (group_size[c], c))
+    group_size[root] += group_size.pop(smallest)
+    members[root].extend(members.pop(smallest))
 
 
 def banded_rollup(sizes: Mapping[CubeId, Sequence[int]], limit: int,

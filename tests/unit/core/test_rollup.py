@@ -26,8 +26,21 @@ def test_rollup_test_example():
 
 
 def test_root_is_never_merged_and_big_cubes_stay():
-    sizes = {c1(""): 0, c1("0"): 10, c1("1"): 1}
+    sizes = {c1(""): 5, c1("0"): 10, c1("1"): 1}
     assert rollup(sizes, 5) == {c1(""): c1(""), c1("0"): c1("0"), c1("1"): c1("")}
+
+
+def test_a_root_group_below_the_limit_takes_in_the_smallest_other_group():
+    # an append into a deep tree: a few rows at the root and above the appended region, most of
+    # them deeper; the root's remainder does not stay a small file of its own
+    sizes = {c1(""): 1, c1("0"): 0, c1("00"): 6, c1("01"): 7, c1("1"): 1}
+    result = rollup(sizes, 5)
+    assert result[c1("00")] == c1("") and result[c1("01")] == c1("01")  # 6 < 7: 00 joins
+    assert result[c1("")] == result[c1("0")] == result[c1("1")] == c1("")
+    # at the limit the root's group stays as qbeast-spark leaves it
+    assert set(rollup({c1(""): 5, c1("00"): 6, c1("01"): 7}, 5).values()) == {c1(""), c1("00"), c1("01")}
+    # alone, it stays small: there is nothing to merge
+    assert rollup({c1(""): 1, c1("1"): 2}, 5) == {c1(""): c1(""), c1("1"): c1("")}
 
 
 def test_group_reaches_root_through_missing_ancestors():
