@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from qbeast.core import expressions as ex
@@ -60,7 +61,7 @@ def _stat_value(type_name: str, raw: Any, upper: bool) -> Any:
 
 
 class _FileStats:
-    def __init__(self, stats: dict[str, Any], types: dict[str, tuple[str, str]]) -> None:
+    def __init__(self, stats: Mapping[str, Any], types: Mapping[str, tuple[str, str]]) -> None:
         self.num_records = stats.get("numRecords")
         self.min_values = stats.get("minValues") or {}
         self.max_values = stats.get("maxValues") or {}
@@ -161,6 +162,14 @@ class _MayMatch(ex.ExpressionVisitor[bool]):
 
     def visit_is_not_null(self, predicate: ex.IsNotNull) -> bool:
         return not self.stats.all_null(predicate.column)
+
+
+def stat_bounds(stats: Mapping[str, Any], types: Mapping[str, tuple[str, str]],
+                column: str) -> tuple[Any, Any]:
+    """A file's ``(min, max)`` of ``column`` as canonical values (each None when not usable), by
+    the same rules pruning uses: timestamps and dates in epoch milliseconds, no truncated string
+    maximum, no non-finite float."""
+    return _FileStats(stats, types).bounds(column)
 
 
 def file_may_match(

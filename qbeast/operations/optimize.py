@@ -46,6 +46,7 @@ from qbeast.index.thresholds import files_to_lay_out, pass_through_thresholds
 from qbeast.operations.common import OperationResult, check_bool, check_optional_int, check_path
 from qbeast.operations.tiering import (
     OPTIMIZE_OPERATION,
+    Placement,
     appended_since_layout,
     plan_old_revisions,
     received_since_layout,
@@ -144,7 +145,11 @@ def optimize_table(
       their bytes are at most ``max_rewrite_ratio`` times the latest revision's; the others
       receive no more appends and are closed once: what they received since their last layout
       moves into the latest revision (or, when more than appends changed them, they are laid
-      out in place).
+      out in place). Only files a layout would improve count and move
+      (:class:`qbeast.operations.tiering.Placement`): appended files that overlap no more
+      files than a laid-out tree's would, and hold at least half a cube, stay as they are
+      (appends along a growing key, such as a daily model's, are never rewritten), and so do
+      old revisions made only of such files.
     * ``merge_revisions=True``: first re-index the rows of every older revision that lies
       inside the latest revision's space into it, whatever their size (one commit; samples and
       rows unchanged), then lay the latest revision out.
@@ -254,18 +259,28 @@ def _still_to_lay_out(snapshot: QbeastSnapshot, revision_id: int, chosen: list[A
 
 
 def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddFile],
-                   ratio: float, notes: list[str]) -> list[AddFile]:
+                   ratio: float, notes: list[str], placement: Placement) -> list[AddFile]:
     """``chosen`` when rewriting it costs at most ``ratio`` times the bytes appended since the
-    last layout, else nothing (``notes`` says how far the revision is from its next layout)."""
+    last layout into files that are not in place (:class:`Placement`), else nothing (``notes``
+    says how far the revision is from its next layout)."""
     rewrite = sum(int(f.size or 0) for f in chosen)
-    appended = appended_since_layout(snapshot, revision_id, enough=math.ceil(rewrite / ratio))
+    received = received_since_layout(snapshot, revision_id, enough=math.ceil(rewrite / ratio),
+                                     counted=placement.misplaced)
+    appended = received.appended_bytes
     if rewrite <= ratio * appended:
         notes.append(f"revision {revision_id}: laying out {rewrite} bytes for {appended} bytes "
                      f"appended since the last layout (budget {ratio:g}x)")
         return chosen
+    if received.placed_bytes and not appended:
+        notes.append(f"revision {revision_id}: the {received.placed_bytes} bytes appended since "
+                     "the last layout are in place (their files overlap no more files than a "
+                     "laid-out tree's would): nothing to lay out")
+        return []
+    placed = (f" ({received.placed_bytes} more bytes appended are in place and do not count)"
+              if received.placed_bytes else "")
     notes.append(f"revision {revision_id}: layout deferred: it would rewrite {rewrite} bytes for "
-                 f"{appended} bytes appended since the last layout (budget {ratio:g}x); it runs "
-                 "once the appends reach the budget")
+                 f"{appended} bytes appended since the last layout{placed} (budget {ratio:g}x); "
+                 "it runs once the appends reach the budget")
     return []
 
 
@@ -282,9 +297,16 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
         notes.append("the table has no indexed revision yet (optimize revision_id=0 indexes "
                      "its staging files)")
         return commits
-    live = {rid: sum(int(f.size or 0) for f in files)
-            for rid, files in snapshot.files_by_revision().items()}
-    plan = plan_old_revisions(snapshot.revisions, live, latest_id, None if merge_all else ratio)
+    by_revision = snapshot.files_by_revision()
+    live = {rid: sum(int(f.size or 0) for f in files) for rid, files in by_revision.items()}
+    # the budgeted maintenance rewrites only what a layout would improve; merge_revisions=True
+    # merges whatever fits
+    placement = Placement.of(snapshot) if ratio is not None else None
+    in_place = [] if placement is None or merge_all else [
+        rid for rid, files in by_revision.items()
+        if rid not in (latest_id, 0) and files and not placement.misplaced(f.path for f in files)]
+    plan = plan_old_revisions(snapshot.revisions, live, latest_id, None if merge_all else ratio,
+                              in_place)
     notes.extend(plan.notes)
     if plan.merge:
         merged = _merge_revisions(spark, snapshot, plan.merge, notes)
@@ -293,26 +315,28 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
             snapshot = QbeastSnapshot.load(snapshot.table_path)
     if ratio is not None:
         for rid in plan.close:
-            commit = _close_revision(spark, snapshot, rid, notes)
+            placement = Placement.of(snapshot)
+            commit = _close_revision(spark, snapshot, rid, notes, placement)
             if commit is not None:
                 commits.append(commit)
                 snapshot = QbeastSnapshot.load(snapshot.table_path)
     chosen = _still_to_lay_out(snapshot, latest_id, snapshot.revision_files(latest_id), notes)
     if chosen and ratio is not None:
-        chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes)
+        chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes, Placement.of(snapshot))
     if chosen:
         commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen))
     return commits
 
 
 def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
-                    notes: list[str]) -> RevisionOptimization | None:
+                    notes: list[str], placement: Placement) -> RevisionOptimization | None:
     """Lay out an old revision that no append reaches any more, once.
 
     When it fits the latest revision and received only appends since its last layout, the
-    files it received move into the latest revision (their rows re-indexed there with its
-    thresholds and weight bands): what stays is the laid-out tree, and only the received
-    bytes are rewritten. Otherwise its files still to lay out are laid out in place.
+    files it received that are not in place (:class:`Placement`) move into the latest revision
+    (their rows re-indexed there with its thresholds and weight bands): what stays is the
+    laid-out tree and the appends already in place, and only the moved bytes are rewritten.
+    Otherwise its files still to lay out are laid out in place.
     """
     files = snapshot.revision_files(revision_id)
     needed = files_to_lay_out(snapshot.index_status(revision_id), {f.path for f in files})
@@ -322,10 +346,15 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
     if fits_within(revision, snapshot.latest_revision):
         received = received_since_layout(snapshot, revision_id)
         if received.paths and received.only_appends:
+            wanted = placement.misplaced(received.paths)
+            if not wanted:
+                notes.append(f"revision {revision_id}: closed (a newer revision receives the "
+                             f"appends); the {len(received.paths)} file(s) it received since its "
+                             "last layout are in place, kept as they are")
+                return None
             notes.append(f"revision {revision_id}: closed (a newer revision receives the appends); "
-                         f"the {len(received.paths)} file(s) it received since its last layout "
-                         f"move into revision {snapshot.latest_revision_id}")
-            wanted = set(received.paths)
+                         f"{len(wanted)} of the {len(received.paths)} file(s) it received since "
+                         f"its last layout move into revision {snapshot.latest_revision_id}")
             return _merge_revisions(spark, snapshot, [revision_id], notes,
                                     files=[f for f in files if f.path in wanted],
                                     moved_appends=True)

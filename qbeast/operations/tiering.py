@@ -15,15 +15,24 @@ write amplification:
   appended to it any more, so it is laid out once: the files it received since its last layout
   move into the latest revision (or, when more than appends changed it, it is laid out in place).
 
-Nothing here reads data or knows Spark: :func:`plan_old_revisions` is pure, and
-:func:`appended_since_layout` reads commit files of the Delta log back to the last layout only.
+Both rules rewrite only what a layout would improve (:class:`Placement`): files that overlap
+other files more than a laid-out tree's files would, or that hold less than half a cube. Appends
+that follow a growing key (a date, an id) each occupy a range of their own and stay as they are:
+re-indexed into one tree, a query on one append's range would read a file per tree level instead
+of that append's file, and samples read a prefix of every file anyway (weight bands as row groups).
+
+Nothing here reads data or knows Spark: :func:`plan_old_revisions` is pure, :class:`Placement`
+reads the files' Delta statistics, and :func:`appended_since_layout` reads commit files of the
+Delta log back to the last layout only.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from qbeast.core.blocks import REVISION_TAG
+from qbeast.core.columns import column_types
+from qbeast.core.file_boxes import FileBoxes, tree_levels
 from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within, revision_key
 from qbeast.delta.log import commit_file_name
 from qbeast.delta.snapshot import parse_commit
@@ -53,15 +62,20 @@ class Received:
     paths: tuple[str, ...]
     bytes: int
     #: the bytes of those files that data changes added (appends, row-level inserts, the
-    #: staging step), without the rows a revision merge or a closed revision moved in
+    #: staging step), without the rows a revision merge or a closed revision moved in, and
+    #: without the files the caller's ``counted`` left out (files already in place)
     appended_bytes: int
     #: True when every commit since the layout only added files to the revision (no file of it
     #: was removed or replaced): its other files are then exactly the laid-out tree
     only_appends: bool
+    #: bytes of data changes that ``counted`` left out
+    placed_bytes: int = 0
 
 
 def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
-                          enough: int | None = None) -> Received:
+                          enough: int | None = None,
+                          counted: Callable[[Sequence[str]], Collection[str]] | None = None,
+                          ) -> Received:
     """The revision's active files committed after it was last laid out.
 
     A revision was last laid out by its latest OPTIMIZE commit (:func:`is_layout_of`), or else
@@ -73,7 +87,8 @@ def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
     it also stops once that many bytes are counted (the caller only needs to know whether a
     budget is reached). Commits older than the revision (by its creation timestamp) end the walk
     too; the oldest visited commit whose metadata holds the revision created it, and its files
-    are not counted.
+    are not counted. ``counted`` (e.g. :meth:`Placement.misplaced`) picks, among a commit's added
+    files, those whose bytes count as appended; the others add to ``placed_bytes``.
     """
     sizes = {f.path: int(f.size or 0) for f in snapshot.revision_files(revision_id)}
     if not sizes:
@@ -82,19 +97,29 @@ def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
     key = revision_key(revision_id)
     tag = str(revision_id)
     born = snapshot.revision(revision_id).timestamp
-    counted: list[str] = []
+    seen: list[str] = []
     appended_bytes = 0
     only_appends = True
     # the files of the commit that may have created the revision, and whether it removed any
     candidate: list[str] | None = None
     candidate_removes = False
-    candidate_bytes = 0
+    candidate_bytes = candidate_placed = 0
+    placed_bytes = 0
+
+    def split(paths: list[str]) -> tuple[int, int]:
+        """(counted, placed) bytes of files a data change added."""
+        total = sum(sizes[p] for p in paths)
+        if counted is None or not paths:
+            return total, 0
+        kept = sum(sizes[p] for p in set(counted(paths)))
+        return kept, total - kept
 
     def result(with_candidate: bool) -> Received:
-        paths = counted + ((candidate or []) if with_candidate else [])
+        paths = seen + ((candidate or []) if with_candidate else [])
         clean = only_appends and not (with_candidate and candidate_removes)
         appended = appended_bytes + (candidate_bytes if with_candidate else 0)
-        return Received(tuple(paths), sum(sizes[p] for p in paths), appended, clean)
+        placed = placed_bytes + (candidate_placed if with_candidate else 0)
+        return Received(tuple(paths), sum(sizes[p] for p in paths), appended, clean, placed)
 
     for version in range(snapshot.version, -1, -1):
         try:
@@ -124,17 +149,20 @@ def received_since_layout(snapshot: QbeastSnapshot, revision_id: int,
             return result(False)  # older than the revision: the candidate created it
         if holds_revision:
             # maybe the creating commit: settled when an older one also holds the revision
-            counted.extend(candidate or [])
+            seen.extend(candidate or [])
             appended_bytes += candidate_bytes
+            placed_bytes += candidate_placed
             only_appends = only_appends and not candidate_removes
             candidate, candidate_removes = added, removes_own
-            candidate_bytes = 0 if moved_in(parameters) else sum(sizes[p] for p in added)
+            candidate_bytes, candidate_placed = (0, 0) if moved_in(parameters) else split(added)
             if version == 0:
                 return result(False)  # the table's first commit created it
             continue
-        counted.extend(added)
+        seen.extend(added)
         if not moved_in(parameters):
-            appended_bytes += sum(sizes[p] for p in added)
+            kept, placed = split(added)
+            appended_bytes += kept
+            placed_bytes += placed
         # a removed file of this revision (or one without tags): the rest is not the old tree
         only_appends = only_appends and not removes_own
         if enough is not None and appended_bytes >= enough:
@@ -149,7 +177,8 @@ def moved_in(parameters: Mapping[str, object]) -> bool:
 
 
 def appended_since_layout(snapshot: QbeastSnapshot, revision_id: int,
-                          enough: int | None = None) -> int:
+                          enough: int | None = None,
+                          counted: Callable[[Sequence[str]], Collection[str]] | None = None) -> int:
     """Bytes of the revision's active files that data changes committed after it was last laid
     out (:func:`received_since_layout`).
 
@@ -157,9 +186,58 @@ def appended_since_layout(snapshot: QbeastSnapshot, revision_id: int,
     the revision's tree with its thresholds and their weight bands kept apart, so samples do not
     read them for nothing, and counting them made every merge pay for a second rewrite of the
     whole revision (the incremental benchmark: 2.2-3.5 bytes rewritten per byte appended where
-    appends alone give 1.8). With ``enough``, the walk stops once that many bytes are counted.
+    appends alone give 1.8). With ``enough``, the walk stops once that many bytes are counted;
+    ``counted`` leaves out files already in place (:meth:`Placement.misplaced`).
     """
-    return received_since_layout(snapshot, revision_id, enough).appended_bytes
+    return received_since_layout(snapshot, revision_id, enough, counted).appended_bytes
+
+
+@dataclass
+class Placement:
+    """Which files of a table a layout would improve, judged by their Delta min/max on the latest
+    revision's indexed columns (:mod:`qbeast.core.file_boxes`).
+
+    A file is *misplaced* when a query at a random spot of it meets more files than a query
+    anywhere meets in a laid-out tree of the table's rows (:func:`tree_levels`), or when it holds
+    fewer than half a cube of rows (small files are compacted whatever their place). Appends of
+    overlapping rows are misplaced from the first one on (each lies over every level of the tree
+    below it); appends along a growing key meet only themselves, or their neighbours where late
+    rows overlap them, and stay.
+    """
+
+    boxes: FileBoxes
+    #: files a query at one spot reads in a laid-out tree of the table's rows
+    levels: int
+    #: files with fewer rows are misplaced
+    small_rows: int
+    _index: dict[str, int] = field(default_factory=dict, repr=False)
+    _verdicts: dict[str, bool] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, snapshot: QbeastSnapshot) -> Placement:
+        """The placement of every active file of ``snapshot``, staging files included."""
+        latest = snapshot.latest_revision
+        files = list(snapshot.files())
+        boxes = FileBoxes.from_stats([(f.path, f.parsed_stats) for f in files], latest.columns,
+                                     column_types(snapshot.delta.schema or {}))
+        rows = snapshot.delta.num_records
+        if rows is None:
+            rows = int(boxes.rows[boxes.rows > 0].sum())
+        cube = latest.desired_cube_size
+        return cls(boxes, tree_levels(rows, cube, latest.dimension_count), max(1, cube // 2),
+                   {p: i for i, p in enumerate(boxes.paths)})
+
+    def misplaced(self, paths: Iterable[str]) -> set[str]:
+        """Those of ``paths`` that a layout would improve (unknown paths count as misplaced)."""
+        paths = list(paths)
+        todo = [p for p in paths if p not in self._verdicts and p in self._index]
+        if todo:
+            index = [self._index[p] for p in todo]
+            coverage = self.boxes.coverage(index)
+            rows = self.boxes.rows[index]
+            for path, cover, count in zip(todo, coverage, rows):
+                self._verdicts[path] = bool(cover > self.levels or 0 <= count < self.small_rows)
+        return {p for p in paths if self._verdicts.get(p, True)}
 
 
 @dataclass(frozen=True)
@@ -174,20 +252,27 @@ class OldRevisionsPlan:
 
 
 def plan_old_revisions(revisions: Mapping[int, Revision], live_bytes: Mapping[int, int],
-                       latest_id: int, ratio: float | None) -> OldRevisionsPlan:
+                       latest_id: int, ratio: float | None,
+                       in_place: Collection[int] = ()) -> OldRevisionsPlan:
     """Which old revisions to merge into ``latest_id`` and which to close.
 
     ``live_bytes`` holds the bytes of every revision with active files. The revisions that fit
     the latest one's space are merged together when their bytes are at most ``ratio`` times the
     latest revision's (``ratio=None``: whenever they fit; the latest revision has received no
     merge since it opened, so each byte appended to it pays for at most ``ratio`` bytes merged).
-    The others are closed.
+    The others are closed. Revisions of ``in_place`` (every file of them in place:
+    :class:`Placement`) are left as they are: merged, their rows would only spread over more files.
     """
     latest = revisions[latest_id]
     old = sorted(rid for rid, size in live_bytes.items()
                  if size > 0 and rid not in (latest_id, STAGING_REVISION_ID))
+    kept = [rid for rid in old if rid in in_place]
+    old = [rid for rid in old if rid not in in_place]
     fitting = [rid for rid in old if fits_within(revisions[rid], latest)]
     notes: list[str] = []
+    if kept:
+        notes.append(f"revision(s) {_ids(kept)} kept as they are: their files overlap no more "
+                     "files than a layout would leave")
     merge: list[int] = []
     if fitting:
         old_bytes = sum(live_bytes[rid] for rid in fitting)

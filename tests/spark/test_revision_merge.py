@@ -8,6 +8,7 @@ every row stays, every sample returns exactly the same rows, and the OTree invar
 """
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,22 +78,96 @@ def test_merging_revisions_keeps_every_row_and_every_sample(spark, tmp_path):
 
 def test_default_maintenance_merges_small_old_revisions_within_its_budget(spark, tmp_path):
     path = str(tmp_path / "t")
-    _grown_table(spark, path, [(0, 3_000), (1, 3_000)])  # revision 2 as large as revision 1
+    _grown_table(spark, path, [(0, 12_000)])
+    # rows over days 0 and 1: they grow the range (revision 2, as large as revision 1) and lie
+    # over revision 1's rows, so a query there reads the levels of both trees (about 6 files)
+    # where one tree of their rows has 4
+    wide = spark.range(12_000, 24_000).selectExpr("id", "rand(5) * 200 as t",
+                                                  "cast(rand(6) * 1000 as int) as b")
+    qbeast.write(wide, path, "t,b")
     assert _live(path) == [1, 2]
     before = _rows_and_samples(spark, path)
     result = qbeast.QbeastTable.for_path(spark, path).optimize(max_rewrite_ratio=2.0)
     assert result.commits[0].merged_revisions == (1,)
     assert _live(path) == [2]
     assert _rows_and_samples(spark, path) == before
-    assert check_index(spark, path) == {2: 6_000}
+    assert check_index(spark, path) == {2: 24_000}
+
+
+def _day_range(day: int) -> str:
+    return f"t >= {100 * day} and t < {100 * day + 100}"
+
+
+def test_appends_along_a_growing_key_are_left_in_place(spark, tmp_path):
+    """A daily model's appends: each lies in a range no other file touches. The default
+    maintenance rewrites nothing (a layout would spread each day over a file per tree level),
+    headroom keeps the revisions few, a day's range reads that day's file, and samples read a
+    prefix of each file, about the bytes they need."""
+    from qbeast.operations.tiering import Placement
+
+    path = str(tmp_path / "t")
+    table = qbeast.QbeastTable.for_path(spark, path)
+    days = 12
+    written = []
+    for day in range(days):
+        appended = qbeast.write(_day(spark, day, 3_000), path, "t,b", cube_size=CUBE,
+                                mode="overwrite" if day == 0 else "append")
+        written.append(set(appended.files))
+        result = table.optimize(max_rewrite_ratio=2.0)
+        assert not result.commits, result
+    assert "in place" in str(result)
+    snapshot = QbeastSnapshot.load(path)
+    assert len(_live(path)) <= 4  # log2(12) = 3.6: headroom opens a revision per 4x growth
+    placement = Placement.of(snapshot)
+    assert not placement.misplaced(f.path for f in snapshot.files())
+    for day in (0, 5, days - 1):  # the files that day's append wrote, and no other
+        plan = table.read_plan(filter=_day_range(day))
+        assert {os.path.basename(p) for p in plan.paths} == written[day], day
+    total = sum(f.size for f in snapshot.files())
+    for f in (0.1, 0.2, 0.5):
+        assert table.read_plan(fraction=f).selected_bytes <= 1.25 * f * total, f
+    rows, samples = _rows_and_samples(spark, path)
+    assert rows == sorted(r.id for d in range(days) for r in _day(spark, d, 3_000).collect())
+    # asked for explicitly, the layout still runs, and keeps every row and sample
+    laid = table.optimize()
+    assert laid.commits and _rows_and_samples(spark, path) == (rows, samples)
+
+
+def test_appends_over_rows_already_there_count_for_the_layout(spark, tmp_path):
+    """Late rows spread over every earlier day lie over the other files: those count for the
+    layout budget, while the days in place do not (the note says how many bytes stay)."""
+    path = str(tmp_path / "t")
+    space = {"t_min": 0.0, "t_max": 1000.0, "b_min": 0, "b_max": 1000}
+    qbeast.write(_day(spark, 0, 3_000), path, "t,b", cube_size=CUBE, column_stats=space)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    for day in range(1, 6):
+        qbeast.write(_day(spark, day, 3_000), path, "t,b")
+    deferred = table.optimize(max_rewrite_ratio=2.0)
+    assert not deferred.commits and "nothing to lay out" in str(deferred)
+    late = spark.range(100_000, 103_000).selectExpr("id", "rand(3) * 600 as t",
+                                                   "cast(rand(4) * 1000 as int) as b")
+    qbeast.write(late, path, "t,b")
+    small = table.optimize(max_rewrite_ratio=2.0)
+    assert not small.commits and "more bytes appended are in place" in str(small)
+    before = _rows_and_samples(spark, path)
+    qbeast.write(late.selectExpr("id + 10000 as id", "t", "b"), path, "t,b")
+    qbeast.write(late.selectExpr("id + 20000 as id", "t", "b"), path, "t,b")
+    laid = table.optimize(max_rewrite_ratio=2.0)
+    assert laid.commits and "laying out" in str(laid)
+    assert is_laid_out(QbeastSnapshot.load(path).index_status(1))
+    rows, samples = _rows_and_samples(spark, path)
+    assert set(before[0]) <= set(rows) and len(rows) == 18_000 + 9_000
+    for f, ids in before[1].items():
+        assert set(ids) <= set(samples[f])
 
 
 def test_a_large_closed_revision_hands_over_only_what_it_received(spark, tmp_path):
     path = str(tmp_path / "t")
     table = qbeast.QbeastTable.for_path(spark, path)
     _grown_table(spark, path, [(0, 12_000)])
-    # rows inside revision 1's range: appended to it, not laid out
-    qbeast.write(_day(spark, 0, 2_000, first_id=50_000).where("t > 1 and t < 99"), path, "t,b")
+    # rows inside revision 1's range, twice: appended to it over its tree, not laid out
+    for first_id in (50_000, 60_000):
+        qbeast.write(_day(spark, 0, 2_000, first_id=first_id).where("t > 1 and t < 99"), path, "t,b")
     qbeast.write(_day(spark, 2, 2_000), path, "t,b")  # opens revision 2, far smaller
     assert _live(path) == [1, 2]
     received = received_since_layout(QbeastSnapshot.load(path), 1)

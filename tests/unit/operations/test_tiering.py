@@ -33,6 +33,16 @@ def test_old_revisions_larger_than_the_budget_wait_and_are_closed():
     assert plan_old_revisions(REVISIONS, {1: 100, 2: 900, 3: 400}, 3, ratio=None).merge == (1, 2)
 
 
+def test_revisions_whose_files_are_in_place_are_kept_as_they_are():
+    # revisions 1 and 2 hold earlier stretches of a growing key: merging them would only spread
+    # their rows over more files
+    plan = plan_old_revisions(REVISIONS, {1: 100, 2: 300, 3: 200}, 3, ratio=2.0, in_place={1, 2})
+    assert plan.merge == () and plan.close == ()
+    assert "revision(s) 1, 2 kept as they are" in plan.notes[0]
+    plan = plan_old_revisions(REVISIONS, {1: 100, 2: 300, 3: 200}, 3, ratio=2.0, in_place={2})
+    assert plan.merge == (1,) and plan.close == ()
+
+
 def test_revisions_outside_the_latest_space_are_never_merged():
     revisions = {**REVISIONS, 1: _revision(1, -5, 10), 2: _revision(2, 0, 40, column="u")}
     plan = plan_old_revisions(revisions, {1: 10, 2: 10, 3: 400}, 3, ratio=None)

@@ -1,0 +1,118 @@
+"""Where a table's files lie on the indexed columns, judged by their Delta min/max, and how much
+they overlap: what a layout would change for the queries that prune files by those ranges.
+
+Why: a layout re-indexes files into one tree, so that a query on the indexed columns reads the
+files of the cubes it meets. The files an append wrote are already such a tree for the appended
+rows, and when the appends follow a growing key (a date, an id) each one occupies a range no other
+file touches: a query there reads that append's file and nothing else, while after a layout it
+reads one file per level of the tree, whose upper levels span every append (the 30-day scenario of
+issue 20: a one-day range read 1 file per day appended, 4.7 after the layout). A layout only helps
+where files overlap, so the default maintenance asks how many files a query at a random spot of a
+file meets (:meth:`FileBoxes.coverage`) and compares it with what a laid-out tree of the table's
+rows would give (:func:`tree_levels`).
+
+Bounds come from :func:`qbeast.core.stats_skipping.stat_bounds` (the rule the read planner prunes
+by); a bound a file does not state (no stats, all nulls, a truncated string) covers every value,
+so a file without stats overlaps everything, which only ever asks for more layout. Strings are
+compared by their rank among the bounds of the files at hand.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qbeast.core.columns import ColumnTypes
+from qbeast.core.stats_skipping import stat_bounds
+
+#: Pairs of (subject, other file) compared at once: bounds the memory of :meth:`coverage`.
+_PAIRS_PER_CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class FileBoxes:
+    """Per file its row count and its box on the indexed columns (``NaN``: not stated)."""
+
+    paths: tuple[str, ...]
+    #: rows per file (-1 where the stats do not say)
+    rows: np.ndarray
+    #: (files, columns) lower and upper bounds as floats
+    lows: np.ndarray
+    highs: np.ndarray
+
+    @classmethod
+    def from_stats(cls, files: Sequence[tuple[str, Mapping[str, Any] | None]],
+                   columns: Sequence[str], types: ColumnTypes) -> FileBoxes:
+        """The boxes of ``files`` (path, parsed ``AddFile.stats``) on ``columns``."""
+        n, d = len(files), len(columns)
+        rows = np.full(n, -1, dtype=np.int64)
+        raw: list[list[tuple[Any, Any]]] = []
+        for i, (_, stats) in enumerate(files):
+            count = (stats or {}).get("numRecords")
+            if isinstance(count, int) and not isinstance(count, bool):
+                rows[i] = count
+            raw.append([stat_bounds(stats, types, c) if stats else (None, None) for c in columns])
+        lows = np.full((n, d), np.nan)
+        highs = np.full((n, d), np.nan)
+        for c in range(d):
+            values = [v for bounds in raw for v in bounds[c] if v is not None]
+            strings = sorted({v for v in values if isinstance(v, str)})
+            rank = {v: float(r) for r, v in enumerate(strings)}
+            for i, bounds in enumerate(raw):
+                low, high = bounds[c]
+                if low is None or high is None or type(low) is not type(high):
+                    continue
+                if isinstance(low, str):
+                    lows[i, c], highs[i, c] = rank[low], rank[high]
+                elif isinstance(low, (int, float)) and not isinstance(low, bool):
+                    lows[i, c], highs[i, c] = float(low), float(high)
+        return cls(tuple(p for p, _ in files), rows, lows, highs)
+
+    def coverage(self, subjects: Sequence[int]) -> np.ndarray:
+        """For each subject file (an index into :attr:`paths`), the expected number of files, itself
+        included, whose box holds a point drawn uniformly from the subject's box.
+
+        Per column, the share of the subject's range that another file's range covers (a point
+        range: 1 if inside, else 0; an unstated bound: 1); the shares multiply over the columns
+        and add up over the files. Files whose ranges only touch cover nothing.
+        """
+        chosen = np.asarray(subjects, dtype=np.int64)
+        out = np.ones(len(chosen))
+        n = len(self.paths)
+        if n < 2 or not len(chosen):
+            return out
+        chunk = max(1, _PAIRS_PER_CHUNK // (n * max(1, self.lows.shape[1])))
+        for start in range(0, len(chosen), chunk):
+            part = chosen[start:start + chunk]
+            lo, hi = self.lows[part][:, None, :], self.highs[part][:, None, :]
+            other_lo, other_hi = self.lows[None, :, :], self.highs[None, :, :]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                overlap = np.minimum(hi, other_hi) - np.maximum(lo, other_lo)
+                share = np.clip(overlap / (hi - lo), 0.0, 1.0)
+                point = (lo == hi) & (other_lo <= lo) & (lo <= other_hi)
+            share = np.where(lo == hi, point.astype(float), share)
+            share = np.where(np.isnan(lo) | np.isnan(other_lo), 1.0, share)
+            covered = share.prod(axis=2)
+            covered[np.arange(len(part)), part] = 0.0  # the subject itself is the leading 1
+            out[start:start + len(part)] += covered.sum(axis=1)
+        return out
+
+
+def tree_levels(rows: int, cube_size: int, dimensions: int) -> int:
+    """Files a query at one spot reads in a laid-out tree of ``rows`` rows: its levels.
+
+    A laid-out tree keeps about ``cube_size`` rows per cube and rolls small cubes into their
+    parent's file, so a spot meets one file per level of full cubes: the smallest ``K`` whose
+    complete tree of ``K`` levels (``1 + f + f^2 + ...`` cubes, fan-out ``f = 2^d``) holds
+    ``rows / cube_size`` cubes.
+    """
+    cubes = max(rows, 0) / max(cube_size, 1)
+    fanout = 2 ** max(dimensions, 1)
+    levels, capacity, width = 1, 1, 1
+    while capacity < cubes:
+        width *= fanout
+        capacity += width
+        levels += 1
+    return levels

@@ -1,0 +1,76 @@
+"""Files' boxes on the indexed columns from their Delta stats, their overlap, and the levels of a
+laid-out tree: what the default maintenance judges a layout by (issue 20)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from qbeast.core.file_boxes import FileBoxes, tree_levels
+
+TYPES = {"t": ("t", "timestamp"), "u": ("u", "long"), "s": ("s", "string"), "x": ("x", "double")}
+
+
+def _stats(rows: int, **bounds: tuple[object, object]) -> dict:
+    return {"numRecords": rows, "minValues": {c: lo for c, (lo, _) in bounds.items()},
+            "maxValues": {c: hi for c, (_, hi) in bounds.items()}}
+
+
+def _day(day: int) -> tuple[str, str]:
+    return f"2019-11-{day + 1:02d}T00:00:00.000Z", f"2019-11-{day + 1:02d}T23:59:59.999Z"
+
+
+def test_appends_along_a_growing_key_cover_only_themselves():
+    files = [(f"day{d}", _stats(100, t=_day(d), u=(0, 1000))) for d in range(5)]
+    boxes = FileBoxes.from_stats(files, ["t", "u"], TYPES)
+    assert boxes.rows.tolist() == [100] * 5
+    assert boxes.coverage(range(5)).tolist() == [1.0] * 5
+
+
+def test_overlapping_files_add_the_share_of_the_box_they_cover():
+    files = [("a", _stats(10, x=(0.0, 10.0), u=(0, 10))),
+             ("b", _stats(10, x=(5.0, 15.0), u=(0, 10))),    # half of a's x range
+             ("c", _stats(10, x=(0.0, 10.0), u=(5, 10))),     # half of a's u range
+             ("whole", _stats(10, x=(-100.0, 100.0), u=(-100, 100)))]
+    cover = FileBoxes.from_stats(files, ["x", "u"], TYPES).coverage([0, 3])
+    assert cover[0] == pytest.approx(1 + 0.5 + 0.5 + 1)
+    # the wide file: each small one covers a tiny share of it
+    assert cover[1] == pytest.approx(1 + 0.05 * 0.05 + 0.05 * 0.05 + 0.05 * 0.025)
+
+
+def test_touching_ranges_cover_nothing_and_points_count_when_inside():
+    files = [("a", _stats(5, x=(0.0, 1.0))), ("b", _stats(5, x=(1.0, 2.0))),
+             ("p", _stats(5, x=(1.5, 1.5))), ("q", _stats(5, x=(7.0, 7.0)))]
+    cover = FileBoxes.from_stats(files, ["x"], TYPES).coverage([0, 1, 2, 3])
+    assert cover.tolist() == [1.0, 1.0, 2.0, 1.0]  # p lies inside b; a point covers no range
+
+
+def test_unstated_bounds_cover_everything():
+    files = [("a", _stats(5, x=(0.0, 1.0))), ("nostats", None), ("nulls", _stats(5)),
+             ("long string", _stats(5, s=("a", "b" * 40))), ("b", _stats(5, s=("c", "d")))]
+    boxes = FileBoxes.from_stats(files, ["x"], TYPES)
+    assert boxes.rows.tolist() == [5, -1, 5, 5, 5]
+    assert np.isnan(boxes.lows[1:]).all()
+    assert boxes.coverage([0]).tolist() == [5.0]  # every other file may hold its rows
+    # strings compare by rank; a truncated maximum is not a bound
+    strings = FileBoxes.from_stats(files, ["s"], TYPES)
+    assert np.isnan(strings.lows[3, 0]) and strings.lows[4, 0] < strings.highs[4, 0]
+
+
+def test_large_inputs_are_compared_in_chunks():
+    rng = np.random.default_rng(1)
+    lows = rng.random(3_000)
+    files = [(str(i), _stats(1, x=(float(lo), float(lo) + 0.01))) for i, lo in enumerate(lows)]
+    boxes = FileBoxes.from_stats(files, ["x"], TYPES)
+    every = boxes.coverage(range(3_000))
+    lo, hi = lows[:, None], lows[:, None] + 0.01
+    share = np.clip(np.minimum(hi, hi.T) - np.maximum(lo, lo.T), 0, None) / 0.01
+    assert np.allclose(every, share.sum(axis=1))
+
+
+def test_tree_levels_count_the_levels_of_full_cubes():
+    assert tree_levels(10, 50_000, 2) == 1  # one file
+    assert tree_levels(50_000, 50_000, 2) == 1
+    assert tree_levels(50_001, 50_000, 2) == 2
+    assert tree_levels(3_000_000, 50_000, 2) == 4  # 60 cubes: 1 + 4 + 16 < 60 <= 85
+    assert tree_levels(3_000_000, 50_000, 3) == 3  # 1 + 8 + 64 >= 60
+    assert tree_levels(0, 1, 1) == 1
