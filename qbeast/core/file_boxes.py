@@ -77,27 +77,44 @@ class FileBoxes:
         Per column, the share of the subject's range that another file's range covers (a point
         range: 1 if inside, else 0; an unstated bound: 1); the shares multiply over the columns
         and add up over the files. Files whose ranges only touch cover nothing.
+
+        Subjects are taken in chunks of neighbours on the first column, and each chunk is compared
+        only with the files whose first-column range meets the chunk's: for appends along a
+        growing key that is a handful of files, whatever the table's size.
         """
         chosen = np.asarray(subjects, dtype=np.int64)
         out = np.ones(len(chosen))
-        n = len(self.paths)
-        if n < 2 or not len(chosen):
+        if len(self.paths) < 2 or not len(chosen) or not self.lows.shape[1]:
             return out
-        chunk = max(1, _PAIRS_PER_CHUNK // (n * max(1, self.lows.shape[1])))
-        for start in range(0, len(chosen), chunk):
-            part = chosen[start:start + chunk]
-            lo, hi = self.lows[part][:, None, :], self.highs[part][:, None, :]
-            other_lo, other_hi = self.lows[None, :, :], self.highs[None, :, :]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                overlap = np.minimum(hi, other_hi) - np.maximum(lo, other_lo)
-                share = np.clip(overlap / (hi - lo), 0.0, 1.0)
-                point = (lo == hi) & (other_lo <= lo) & (lo <= other_hi)
-            share = np.where(lo == hi, point.astype(float), share)
-            share = np.where(np.isnan(lo) | np.isnan(other_lo), 1.0, share)
-            covered = share.prod(axis=2)
-            covered[np.arange(len(part)), part] = 0.0  # the subject itself is the leading 1
-            out[start:start + len(part)] += covered.sum(axis=1)
+        first_lo, first_hi = self.lows[:, 0], self.highs[:, 0]
+        unstated = np.isnan(first_lo)
+        order = np.argsort(np.where(unstated[chosen], -np.inf, first_lo[chosen]), kind="stable")
+        # a chunk of neighbours, small enough that chunk x candidates fits the pair budget
+        size = max(1, _PAIRS_PER_CHUNK // (len(self.paths) * self.lows.shape[1]))
+        for start in range(0, len(order), size):
+            part = order[start:start + size]
+            rows = chosen[part]
+            if unstated[rows].any():
+                candidates = np.arange(len(self.paths))
+            else:
+                low, high = first_lo[rows].min(), first_hi[rows].max()
+                candidates = np.flatnonzero(unstated | ((first_lo <= high) & (first_hi >= low)))
+            out[part] += self._covered(rows, candidates)
         return out
+
+    def _covered(self, rows: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Per subject row, the summed covered shares of the ``candidates`` other than itself."""
+        lo, hi = self.lows[rows][:, None, :], self.highs[rows][:, None, :]
+        other_lo, other_hi = self.lows[candidates][None, :, :], self.highs[candidates][None, :, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            overlap = np.minimum(hi, other_hi) - np.maximum(lo, other_lo)
+            share = np.clip(overlap / (hi - lo), 0.0, 1.0)
+            point = (lo == hi) & (other_lo <= lo) & (lo <= other_hi)
+        share = np.where(lo == hi, point.astype(float), share)
+        share = np.where(np.isnan(lo) | np.isnan(other_lo), 1.0, share)
+        covered = share.prod(axis=2)
+        covered[rows[:, None] == candidates[None, :]] = 0.0  # the subject itself is the leading 1
+        return covered.sum(axis=1)
 
 
 def tree_levels(rows: int, cube_size: int, dimensions: int) -> int:

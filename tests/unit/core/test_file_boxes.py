@@ -56,15 +56,58 @@ def test_unstated_bounds_cover_everything():
     assert np.isnan(strings.lows[3, 0]) and strings.lows[4, 0] < strings.highs[4, 0]
 
 
-def test_large_inputs_are_compared_in_chunks():
+def _brute_force(lows: np.ndarray, highs: np.ndarray) -> np.ndarray:
+    """The coverage by the definition, every pair compared (NaN bounds: cover everything)."""
+    n, d = lows.shape
+    out = np.ones(n)
+    for i in range(n):
+        for j in range(n):
+            if i == j:
+                continue
+            product = 1.0
+            for c in range(d):
+                lo, hi, olo, ohi = lows[i, c], highs[i, c], lows[j, c], highs[j, c]
+                if np.isnan(lo) or np.isnan(olo):
+                    share = 1.0
+                elif lo == hi:
+                    share = float(olo <= lo <= ohi)
+                else:
+                    share = max(0.0, min(hi, ohi) - max(lo, olo)) / (hi - lo)
+                product *= share
+            out[i] += product
+    return out
+
+
+@pytest.mark.parametrize("budget", [1 << 22, 64])
+def test_chunks_and_neighbour_pruning_give_the_definition(monkeypatch, budget):
+    """Subjects go in chunks of neighbours on the first column, each compared only with the files
+    whose first-column range meets the chunk's: the sums are those of every pair compared."""
+    import qbeast.core.file_boxes as fb
+
+    monkeypatch.setattr(fb, "_PAIRS_PER_CHUNK", budget)
     rng = np.random.default_rng(1)
-    lows = rng.random(3_000)
-    files = [(str(i), _stats(1, x=(float(lo), float(lo) + 0.01))) for i, lo in enumerate(lows)]
-    boxes = FileBoxes.from_stats(files, ["x"], TYPES)
-    every = boxes.coverage(range(3_000))
-    lo, hi = lows[:, None], lows[:, None] + 0.01
-    share = np.clip(np.minimum(hi, hi.T) - np.maximum(lo, lo.T), 0, None) / 0.01
-    assert np.allclose(every, share.sum(axis=1))
+    n = 120
+    lows = rng.random((n, 2)) * 10
+    highs = lows + rng.random((n, 2)) * np.array([0.3, 4.0])
+    highs[::7] = lows[::7]  # point ranges
+    lows[5, 0] = highs[5, 0] = np.nan  # a file that does not state its first column
+    lows[9, 1] = highs[9, 1] = np.nan
+    files = [(str(i), _stats(1, x=(lows[i, 0], highs[i, 0]), u=(lows[i, 1], highs[i, 1])))
+             for i in range(n)]
+    for i in (5,):
+        files[i] = (str(i), _stats(1, u=(lows[i, 1], highs[i, 1])))
+    files[9] = ("9", _stats(1, x=(lows[9, 0], highs[9, 0])))
+    boxes = FileBoxes.from_stats(files, ["x", "u"], {"x": ("x", "double"), "u": ("u", "double")})
+    subjects = list(rng.permutation(n)[:80])
+    expected = _brute_force(boxes.lows, boxes.highs)[subjects]
+    assert np.allclose(boxes.coverage(subjects), expected)
+
+
+def test_many_files_along_a_growing_key_compare_only_with_neighbours():
+    n = 20_000  # every pair would be 400M comparisons; neighbours only, a few per file
+    files = [(str(d), _stats(1, x=(float(d), d + 0.5), u=(0, 1000))) for d in range(n)]
+    boxes = FileBoxes.from_stats(files, ["x", "u"], TYPES)
+    assert boxes.coverage(range(n)).tolist() == [1.0] * n
 
 
 def test_tree_levels_count_the_levels_of_full_cubes():
