@@ -40,6 +40,8 @@ from qbeast.snapshot import QbeastSnapshot
 
 #: The commitInfo operation of optimize (a layout, a revision merge or the staging step).
 OPTIMIZE_OPERATION = "OPTIMIZE"
+#: files a spot of an appended file may meet beyond a laid-out tree's levels and stay in place
+_SPREAD = 0.5
 
 
 def is_layout_of(operation: str | None, parameters: Mapping[str, object] | None,
@@ -197,9 +199,11 @@ class Placement:
     """Which files of a table a layout would improve, judged by their Delta min/max on the latest
     revision's indexed columns (:mod:`qbeast.core.file_boxes`).
 
-    A file is *misplaced* when a query at a random spot of it meets more files than a query
-    anywhere meets in a laid-out tree of the table's rows (:func:`tree_levels`), or when it holds
-    fewer than half a cube of rows (small files are compacted whatever their place). Appends of
+    A file is *misplaced* when a query at a random spot of it meets more than half a file more
+    than a query anywhere meets in a laid-out tree of the table's rows (:func:`tree_levels`; the
+    half file absorbs the partly filled levels of real trees and the few late rows an append along
+    a growing key lays over its neighbours), or when it holds fewer than half a cube of rows
+    (small files are compacted whatever their place). Appends of
     overlapping rows are misplaced from the first one on (each lies over every level of the tree
     below it); appends along a growing key meet only themselves, or their neighbours where late
     rows overlap them, and stay.
@@ -236,7 +240,8 @@ class Placement:
             coverage = self.boxes.coverage(index)
             rows = self.boxes.rows[index]
             for path, cover, count in zip(todo, coverage, rows):
-                self._verdicts[path] = bool(cover > self.levels or 0 <= count < self.small_rows)
+                self._verdicts[path] = bool(cover > self.levels + _SPREAD
+                                            or 0 <= count < self.small_rows)
         return {p for p in paths if self._verdicts.get(p, True)}
 
 

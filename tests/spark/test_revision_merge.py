@@ -17,7 +17,7 @@ import pytest
 import qbeast
 from qbeast.errors import InvalidOptionError
 from qbeast.index.thresholds import is_laid_out
-from qbeast.operations.tiering import appended_since_layout, received_since_layout
+from qbeast.operations.tiering import Placement, appended_since_layout, received_since_layout
 from qbeast.snapshot import QbeastSnapshot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -159,6 +159,31 @@ def test_appends_over_rows_already_there_count_for_the_layout(spark, tmp_path):
     assert set(before[0]) <= set(rows) and len(rows) == 18_000 + 9_000
     for f, ids in before[1].items():
         assert set(ids) <= set(samples[f])
+
+
+def test_an_append_as_large_as_the_table_over_its_keys_is_misplaced(spark, tmp_path):
+    """The same keys written again lie over every level of the tree already there: a spot of an
+    appended file meets the table's files and the append's own, about twice what a laid-out tree
+    of all the rows gives, so every appended file is misplaced and the layout brings the files a
+    point query reads back down."""
+    path = str(tmp_path / "t")
+    qbeast.write(spark.range(8_000), path, "id", cube_size=100)
+    first = {f.path for f in QbeastSnapshot.load(path).files()}
+    qbeast.write(spark.range(8_000), path, "id", mode="append")
+    snapshot = QbeastSnapshot.load(path)
+    appended = {f.path for f in snapshot.files()} - first
+    placement = Placement.of(snapshot)
+    assert appended and placement.misplaced(appended) == appended
+    table = qbeast.QbeastTable.for_path(spark, path)
+
+    def point_files() -> float:
+        return sum(len(table.read_plan(filter=f"id = {i}").files) for i in range(0, 8_000, 97)) / 83
+
+    before = point_files()
+    laid = table.optimize()
+    assert laid.commits and is_laid_out(QbeastSnapshot.load(path).index_status(1))
+    assert point_files() < 0.7 * before
+    assert table.to_df().count() == 16_000
 
 
 def test_a_large_closed_revision_hands_over_only_what_it_received(spark, tmp_path):

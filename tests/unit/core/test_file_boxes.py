@@ -113,7 +113,9 @@ def test_many_files_along_a_growing_key_compare_only_with_neighbours():
 def test_tree_levels_count_the_levels_of_full_cubes():
     assert tree_levels(10, 50_000, 2) == 1  # one file
     assert tree_levels(50_000, 50_000, 2) == 1
-    assert tree_levels(50_001, 50_000, 2) == 2
-    assert tree_levels(3_000_000, 50_000, 2) == 4  # 60 cubes: 1 + 4 + 16 < 60 <= 85
-    assert tree_levels(3_000_000, 50_000, 3) == 3  # 1 + 8 + 64 >= 60
+    assert tree_levels(249_999, 50_000, 2) == 1  # the second level is not full yet
+    assert tree_levels(250_000, 50_000, 2) == 2  # 1 + 4 cubes
+    assert tree_levels(3_000_000, 50_000, 2) == 3  # 60 cubes: 1 + 4 + 16 <= 60 < 85
+    assert tree_levels(3_000_000, 50_000, 3) == 2  # 1 + 8 <= 60 < 73
+    assert tree_levels(1_600, 100, 1) == 4  # 1 + 2 + 4 + 8 <= 16 < 31
     assert tree_levels(0, 1, 1) == 1
