@@ -203,10 +203,11 @@ class Placement:
     than a query anywhere meets in a laid-out tree of the table's rows (:func:`tree_levels`; the
     half file absorbs the partly filled levels of real trees and the few late rows an append along
     a growing key lays over its neighbours), or when it holds fewer than half a cube of rows
-    (small files are compacted whatever their place). Appends of
-    overlapping rows are misplaced from the first one on (each lies over every level of the tree
-    below it); appends along a growing key meet only themselves, or their neighbours where late
-    rows overlap them, and stay.
+    (small files are compacted whatever their place). An append of overlapping rows meets the
+    tree below it and its own levels: it is misplaced once the two together are deeper than one
+    tree of all the rows (an append as large as the table over the same keys already is), and a
+    second one over it adds its levels again. Appends along a growing key meet only themselves,
+    or their neighbours where late rows overlap them, and stay.
     """
 
     boxes: FileBoxes
