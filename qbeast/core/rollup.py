@@ -37,8 +37,8 @@ def rollup(sizes: Mapping[CubeId, int], limit: int) -> dict[CubeId, CubeId]:
     ``sizes`` holds an estimated or exact row count per populated cube; ``limit`` is the row count
     below which a group is merged into its parent (qbeast-spark uses the desired cube size). The
     root is never merged; a root group still below ``limit`` at the end takes in the smallest
-    other group (:func:`_absorb_small_root_group`). Parent groups are created on demand, so a cube whose ancestors are all
-    absent can still travel up to the root.
+    other group (:func:`_absorb_small_root_group`). Parent groups are created on demand, so a
+    cube whose ancestors are all absent can still travel up to the root.
     """
     if _checked_dimensions(sizes, limit) is None:
         return {}

@@ -35,7 +35,7 @@ from typing import Any
 
 from qbeast.commit import add_file, delete_new_files
 from qbeast.core.cube_id import CubeId
-from qbeast.core.revision import Revision, fits_within
+from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within
 from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
@@ -304,7 +304,7 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
     placement = Placement.of(snapshot) if ratio is not None else None
     in_place = [] if placement is None or merge_all else [
         rid for rid, files in by_revision.items()
-        if rid not in (latest_id, 0) and files and not placement.misplaced(f.path for f in files)]
+        if rid not in (latest_id, STAGING_REVISION_ID) and files and not placement.misplaced(f.path for f in files)]
     plan = plan_old_revisions(snapshot.revisions, live, latest_id, None if merge_all else ratio,
                               in_place)
     notes.extend(plan.notes)
