@@ -297,14 +297,22 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
         notes.append("the table has no indexed revision yet (optimize revision_id=0 indexes "
                      "its staging files)")
         return commits
+    placements: dict[int, Placement] = {}
+
+    def placement_of(current: QbeastSnapshot) -> Placement:
+        """The placement of ``current``: every file's stats are read once per table version."""
+        if current.version not in placements:
+            placements[current.version] = Placement.of(current)
+        return placements[current.version]
+
     by_revision = snapshot.files_by_revision()
     live = {rid: sum(int(f.size or 0) for f in files) for rid, files in by_revision.items()}
     # the budgeted maintenance rewrites only what a layout would improve; merge_revisions=True
     # merges whatever fits
-    placement = Placement.of(snapshot) if ratio is not None else None
-    in_place = [] if placement is None or merge_all else [
+    in_place = [] if ratio is None or merge_all else [
         rid for rid, files in by_revision.items()
-        if rid not in (latest_id, STAGING_REVISION_ID) and files and not placement.misplaced(f.path for f in files)]
+        if rid not in (latest_id, STAGING_REVISION_ID) and files
+        and not placement_of(snapshot).misplaced(f.path for f in files)]
     plan = plan_old_revisions(snapshot.revisions, live, latest_id, None if merge_all else ratio,
                               in_place)
     notes.extend(plan.notes)
@@ -315,14 +323,13 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
             snapshot = QbeastSnapshot.load(snapshot.table_path)
     if ratio is not None:
         for rid in plan.close:
-            placement = Placement.of(snapshot)
-            commit = _close_revision(spark, snapshot, rid, notes, placement)
+            commit = _close_revision(spark, snapshot, rid, notes, placement_of(snapshot))
             if commit is not None:
                 commits.append(commit)
                 snapshot = QbeastSnapshot.load(snapshot.table_path)
     chosen = _still_to_lay_out(snapshot, latest_id, snapshot.revision_files(latest_id), notes)
     if chosen and ratio is not None:
-        chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes, Placement.of(snapshot))
+        chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes, placement_of(snapshot))
     if chosen:
         commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen))
     return commits
