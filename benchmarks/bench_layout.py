@@ -230,6 +230,30 @@ def _exact_sample_counts(spark, files: list[str], columns: tuple[str, ...]) -> d
     return {f: int(row[f"f{i}"] or 0) for i, f in enumerate(FRACTIONS)}
 
 
+def tie_spread(sum_squares: int, rows: int, fraction: float) -> float:
+    """Standard deviation of a sample's count, relative to ``f x N``, that ties alone cause.
+
+    Rows sharing one weight (equal indexed keys, or nulls in every indexed column, which hash to
+    the seed) enter a sample together. Were the distinct weights uniformly random, each group of
+    ``g`` rows would enter with probability ``f``, so the count's variance is
+    ``f (1 - f) sum g^2``: with unique keys that is the binomial ``f (1 - f) N``, with ties more.
+    A count goal tighter than about two of these cannot hold for every seed of the data.
+    """
+    return math.sqrt(fraction * (1 - fraction) * sum_squares) / (fraction * rows)
+
+
+def _hash_ties(spark, files: list[str], columns: tuple[str, ...]) -> dict[str, Any]:
+    """How the source rows share weights: distinct weights, the largest group and sum of g^2."""
+    from pyspark.sql import functions as F
+
+    groups = (spark.read.parquet(*files).groupBy(F.hash(*[F.col(c) for c in columns]).alias("h"))
+              .count())
+    row = groups.agg(F.count(F.lit(1)).alias("weights"), F.max("count").alias("largest"),
+                     F.sum(F.col("count") * F.col("count")).alias("sum_squares")).collect()[0]
+    return {"distinct_weights": int(row["weights"]), "largest_group": int(row["largest"]),
+            "sum_squares": int(row["sum_squares"])}
+
+
 def _measure_reads(spark, path: str, columns: tuple[str, ...], rows: int, exact: dict[float, int],
                    queries: list[dict[str, Any]], timestamps: set[str]) -> dict[str, Any]:
     from pyspark.sql import functions as F
@@ -366,7 +390,8 @@ def run_worker(args) -> dict[str, Any]:
         reads = _measure_reads(spark, path, columns, data.rows, exact,
                                box_queries(values, columns), timestamps)
         out["sets"].append({"name": spec["name"], "rows": data.rows, "columns": list(columns),
-                            "cube_size": cube, "write_s": min(times), "write_times": times, **reads})
+                            "cube_size": cube, "write_s": min(times), "write_times": times,
+                            "ties": _hash_ties(spark, data.files, columns), **reads})
         logger.info("%s %s: write %.1fs, %s", args.label, spec["name"], min(times), reads["table"])
     days, cube = incremental_days(args.quick)
     columns = INCREMENTAL_COLUMNS
@@ -381,7 +406,8 @@ def run_worker(args) -> dict[str, Any]:
                            day_queries(values, len(days)) + box_queries(values, columns), {"event_time"})
     out["incremental"] = {"days": len(days), "rows": rows, "columns": list(columns), "cube_size": cube,
                           "maintenance": maintain, "write_s": write_s, "maintenance_s": maintain_s,
-                          "bytes_appended": appended, "bytes_rewritten": rewritten, **reads}
+                          "bytes_appended": appended, "bytes_rewritten": rewritten,
+                          "ties": _hash_ties(spark, files, columns), **reads}
     logger.info("%s incremental: %s", args.label, reads["table"])
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
@@ -664,6 +690,25 @@ def render(results: dict) -> str:
                 cells.append(f"{text}{_ok(s['ratio'] <= GOAL_RATIO)}" if big else f"({text})")
             err = max(s["count_error"] for s in fig["samples"])
             lines.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {err:.2%} |")
+    lines += ["", "Count error, signed, against what ties among the weights alone make a count vary "
+              "by. Rows with equal indexed keys (or nulls in every indexed column, which hash to the "
+              "seed) share one weight and enter a sample together; *tie sd* is the standard "
+              "deviation of the count, relative to f × N, that this sharing gives were the distinct "
+              "weights random (`tie_spread`). With unique keys it is the binomial one.", "",
+              "| data set | rows | distinct weights | largest tie (rows) | "
+              + " | ".join(f"f={f}" for f in FRACTIONS) + " | tie sd at f=0.01 / 0.1 |",
+              "|---|---|---|---|" + "---|" * len(FRACTIONS) + "---|"]
+    for name, _, branch, _ in _set_rows(results):
+        ties = branch.get("ties")
+        if not ties:
+            continue
+        rows = branch["rows"]
+        errors = " | ".join(f"{(s['rows'] - s['fraction'] * rows) / (s['fraction'] * rows):+.2%}"
+                            for s in branch["samples"])
+        spread = " / ".join(f"{tie_spread(ties['sum_squares'], rows, f):.2%}" for f in (0.01, 0.1))
+        lines.append(f"| {name} | {rows:,} | {ties['distinct_weights']:,} | "
+                     f"{ties['largest_group']:,} ({ties['largest_group'] / rows:.2%}) | {errors} | "
+                     f"{spread} |")
     lines += ["", "Files (and blocks, where the planner reports them) the samples open (with band "
               "row groups, many only up to a prefix: the bytes above count what is read):", "",
               "| data set | version | files | " + " | ".join(f"f={f}" for f in FRACTIONS) + " |",

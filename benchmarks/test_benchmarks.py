@@ -133,3 +133,21 @@ def test_report_header_names_a_dirty_tree_and_the_load():
         "; 1-minute load average 0.2 at the start and 2.0 at the end "
         "(about 2 is the benchmark's own Spark work)")
     assert bench_layout._load({}) == ""
+
+
+def test_tie_spread_is_the_binomial_one_for_unique_keys_and_matches_tied_draws():
+    import numpy as np
+
+    import bench_layout
+
+    rows, f = 40_000, 0.1
+    assert bench_layout.tie_spread(rows, rows, f) == pytest.approx(np.sqrt((1 - f) / (f * rows)))
+    # 3,000 groups of 12 rows (TPC-DS tickets share their keys) and one group of 4,000 (nulls)
+    sizes = np.array([12] * 3_000 + [4_000])
+    n = int(sizes.sum())
+    predicted = bench_layout.tie_spread(int((sizes * sizes).sum()), n, f)
+    rng = np.random.default_rng(7)
+    counts = np.array([sizes[rng.random(sizes.size) < f].sum() for _ in range(4_000)])
+    measured = counts.std() / (f * n)
+    assert measured == pytest.approx(predicted, rel=0.05)
+    assert predicted > 5 * bench_layout.tie_spread(n, n, f)
