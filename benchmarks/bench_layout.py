@@ -37,8 +37,8 @@ Figures, per version and data set:
   the full run's and one more run per round);
 * incremental: revisions with live files, bytes written by maintenance per byte appended.
 
-Run ``.venv/bin/python benchmarks/bench_layout.py`` (about 8 minutes on 2 cores; ``--quick`` for
-small data). Raw results go to ``.data/layout-results.json``, the report to
+Run ``.venv/bin/python benchmarks/bench_layout.py`` (about 15 minutes on 2 cores, 21 with
+``--write-rounds 4``; ``--quick`` for small data). Raw results go to ``.data/layout-results.json``, the report to
 ``results/layout.md``.
 """
 from __future__ import annotations
