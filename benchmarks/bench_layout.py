@@ -38,8 +38,8 @@ Figures, per version and data set:
 * incremental: revisions with live files, bytes written by maintenance per byte appended.
 
 Run ``.venv/bin/python benchmarks/bench_layout.py`` (about 15 minutes on 2 cores, 21 with
-``--write-rounds 4``; ``--quick`` for small data). Raw results go to ``.data/layout-results.json``, the report to
-``results/layout.md``.
+``--write-rounds 4``; ``--quick`` for small data). Raw results go to
+``.data/layout-results.json``, the report to ``results/layout.md``.
 """
 from __future__ import annotations
 
@@ -217,19 +217,6 @@ def _table_facts(path: str) -> dict[str, Any]:
             "revisions_live": len(revisions), "blocks": blocks}
 
 
-def _exact_sample_counts(spark, files: list[str], columns: tuple[str, ...]) -> dict[float, int]:
-    """Rows of the source with ``hash(cols) < Weight(f)`` for every fraction (one Spark job)."""
-    from pyspark.sql import functions as F
-
-    from qbeast.core.weight import weight_from_fraction
-
-    weight = F.hash(*[F.col(c) for c in columns])
-    aggs = [F.sum((weight < weight_from_fraction(f)).cast("long")).alias(f"f{i}")
-            for i, f in enumerate(FRACTIONS)]
-    row = spark.read.parquet(*files).agg(*aggs).collect()[0]
-    return {f: int(row[f"f{i}"] or 0) for i, f in enumerate(FRACTIONS)}
-
-
 def tie_spread(sum_squares: int, rows: int, fraction: float) -> float:
     """Standard deviation of a sample's count, relative to ``f x N``, that ties alone cause.
 
@@ -242,16 +229,25 @@ def tie_spread(sum_squares: int, rows: int, fraction: float) -> float:
     return math.sqrt(fraction * (1 - fraction) * sum_squares) / (fraction * rows)
 
 
-def _hash_ties(spark, files: list[str], columns: tuple[str, ...]) -> dict[str, Any]:
-    """How the source rows share weights: distinct weights, the largest group and sum of g^2."""
+def _source_weights(spark, files: list[str], columns: tuple[str, ...]) -> tuple[dict[float, int],
+                                                                               dict[str, Any]]:
+    """The source's weights, in one Spark job over its rows grouped by ``hash(cols)``: the exact
+    count of ``hash < Weight(f)`` for every fraction, and how rows share weights (distinct
+    weights, the largest group, the sum of g^2 that :func:`tie_spread` takes)."""
     from pyspark.sql import functions as F
+
+    from qbeast.core.weight import weight_from_fraction
 
     groups = (spark.read.parquet(*files).groupBy(F.hash(*[F.col(c) for c in columns]).alias("h"))
               .count())
+    below = [F.sum(F.when(F.col("h") < weight_from_fraction(f), F.col("count")).otherwise(0))
+             .alias(f"f{i}") for i, f in enumerate(FRACTIONS)]
     row = groups.agg(F.count(F.lit(1)).alias("weights"), F.max("count").alias("largest"),
-                     F.sum(F.col("count") * F.col("count")).alias("sum_squares")).collect()[0]
-    return {"distinct_weights": int(row["weights"]), "largest_group": int(row["largest"]),
-            "sum_squares": int(row["sum_squares"])}
+                     F.sum(F.col("count") * F.col("count")).alias("sum_squares"), *below).collect()[0]
+    exact = {f: int(row[f"f{i}"] or 0) for i, f in enumerate(FRACTIONS)}
+    ties = {"distinct_weights": int(row["weights"]), "largest_group": int(row["largest"] or 0),
+            "sum_squares": int(row["sum_squares"] or 0)}
+    return exact, ties
 
 
 def _measure_reads(spark, path: str, columns: tuple[str, ...], rows: int, exact: dict[float, int],
@@ -274,7 +270,7 @@ def _measure_reads(spark, path: str, columns: tuple[str, ...], rows: int, exact:
         samples.append({"fraction": f, "files": io.files, "bytes": io.bytes, "rows": count,
                         "blocks": getattr(plan, "blocks_read", None),
                         "ratio": io.bytes / (f * facts["bytes"]),
-                        "count_error": abs(count - f * rows) / (f * rows)})
+                        "count_error": (count - f * rows) / (f * rows)})
     boxes_out = []
     for q in queries:
         predicate = box_sql(q["box"], timestamps)
@@ -386,12 +382,12 @@ def run_worker(args) -> dict[str, Any]:
             times.append(seconds)
         values = _values(data.files, columns)
         timestamps = {c for c in columns if c == "event_time"}
-        exact = _exact_sample_counts(spark, data.files, columns)
+        exact, ties = _source_weights(spark, data.files, columns)
         reads = _measure_reads(spark, path, columns, data.rows, exact,
                                box_queries(values, columns), timestamps)
         out["sets"].append({"name": spec["name"], "rows": data.rows, "columns": list(columns),
                             "cube_size": cube, "write_s": min(times), "write_times": times,
-                            "ties": _hash_ties(spark, data.files, columns), **reads})
+                            "ties": ties, **reads})
         logger.info("%s %s: write %.1fs, %s", args.label, spec["name"], min(times), reads["table"])
     days, cube = incremental_days(args.quick)
     columns = INCREMENTAL_COLUMNS
@@ -401,13 +397,13 @@ def run_worker(args) -> dict[str, Any]:
     files = [f for d in days for f in d.files]
     values = _values(files, columns)
     rows = sum(d.rows for d in days)
-    exact = _exact_sample_counts(spark, files, columns)
+    exact, ties = _source_weights(spark, files, columns)
     reads = _measure_reads(spark, path, columns, rows, exact,
                            day_queries(values, len(days)) + box_queries(values, columns), {"event_time"})
     out["incremental"] = {"days": len(days), "rows": rows, "columns": list(columns), "cube_size": cube,
                           "maintenance": maintain, "write_s": write_s, "maintenance_s": maintain_s,
                           "bytes_appended": appended, "bytes_rewritten": rewritten,
-                          "ties": _hash_ties(spark, files, columns), **reads}
+                          "ties": ties, **reads}
     logger.info("%s incremental: %s", args.label, reads["table"])
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
@@ -688,7 +684,7 @@ def render(results: dict) -> str:
                 big = s["fraction"] * fig["table"]["bytes"] >= peers["target_file_bytes"]
                 text = f"{s['ratio']:.2f}"
                 cells.append(f"{text}{_ok(s['ratio'] <= GOAL_RATIO)}" if big else f"({text})")
-            err = max(s["count_error"] for s in fig["samples"])
+            err = max(abs(s["count_error"]) for s in fig["samples"])
             lines.append(f"| {name} | {label} | " + " | ".join(cells) + f" | {err:.2%} |")
     lines += ["", "Count error, signed, against what ties among the weights alone make a count vary "
               "by. Rows with equal indexed keys (or nulls in every indexed column, which hash to the "
@@ -703,8 +699,7 @@ def render(results: dict) -> str:
         if not ties:
             continue
         rows = branch["rows"]
-        errors = " | ".join(f"{(s['rows'] - s['fraction'] * rows) / (s['fraction'] * rows):+.2%}"
-                            for s in branch["samples"])
+        errors = " | ".join(f"{s['count_error']:+.2%}" for s in branch["samples"])
         spread = " / ".join(f"{tie_spread(ties['sum_squares'], rows, f):.2%}" for f in (0.01, 0.1))
         lines.append(f"| {name} | {rows:,} | {ties['distinct_weights']:,} | "
                      f"{ties['largest_group']:,} ({ties['largest_group'] / rows:.2%}) | {errors} | "
