@@ -25,6 +25,7 @@ _LAZY = {
     "is_connect_session": ("qbeast.spark.session", "is_connect_session"),
     "register": ("qbeast.spark.datasource", "register"),
     "create_table": ("qbeast.spark.datasource", "create_table"),
+    "stale_catalog_metadata": ("qbeast.spark.datasource", "stale_catalog_metadata"),
     # the rules integrations (the dbt adapter) build on
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
     "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),

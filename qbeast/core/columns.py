@@ -55,3 +55,51 @@ def canonical_type(field_json: Mapping[str, Any]) -> str:
         return value
 
     return json.dumps(strip(field_json["type"]), sort_keys=True)
+
+
+#: Column-metadata keys starting with this belong to the engine. None is written any more
+#: (a projection copies column metadata into the next table, so it cannot say which table a
+#: column belongs to); every writer and reader drops the ones older versions left behind.
+ENGINE_METADATA_PREFIX = "qbeast."
+
+
+def _is_engine_key(key: str) -> bool:
+    return key.startswith(ENGINE_METADATA_PREFIX)
+
+
+def _strip_type(json_type: Any) -> Any:
+    """A JSON type with the engine's keys removed from the metadata of nested struct fields."""
+    if not isinstance(json_type, Mapping):
+        return json_type
+    kind = json_type.get("type")
+    if kind == "struct":
+        return {**json_type, "fields": [_strip_field(f) for f in json_type.get("fields", [])]}
+    if kind == "array":
+        return {**json_type, "elementType": _strip_type(json_type.get("elementType"))}
+    if kind == "map":
+        return {**json_type, "keyType": _strip_type(json_type.get("keyType")),
+                "valueType": _strip_type(json_type.get("valueType"))}
+    return json_type
+
+
+def _strip_field(field: Mapping[str, Any]) -> dict[str, Any]:
+    stripped = {**field, "type": _strip_type(field.get("type"))}
+    if "metadata" in field:
+        stripped["metadata"] = {k: v for k, v in (field["metadata"] or {}).items()
+                                if not _is_engine_key(k)}
+    return stripped
+
+
+def without_engine_metadata(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` (Spark's JSON struct) with every ``qbeast.*`` column-metadata key removed, at
+    every nesting level; other metadata (comments, column mapping, generated columns) is kept."""
+    return {**schema, "fields": [_strip_field(f) for f in schema.get("fields", [])]}
+
+
+def engine_metadata_columns(schema: Mapping[str, Any] | None) -> list[str]:
+    """Top-level columns whose metadata (theirs or a nested field's) holds a ``qbeast.*`` key."""
+    if not schema:
+        return []
+    stripped = without_engine_metadata(schema)
+    return [f["name"] for f, clean in zip(schema.get("fields", []), stripped["fields"])
+            if json.dumps(f, sort_keys=True) != json.dumps(clean, sort_keys=True)]

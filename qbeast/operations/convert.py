@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from qbeast.core.columns import without_engine_metadata
 from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revision
 from qbeast.core.transformers import parse_columns_to_index
 from qbeast.core.types import qdatatype_from_spark_name
@@ -296,6 +297,9 @@ def _spark_schema(spark, files: list[str]) -> dict:
             f"Spark cannot read the parquet files of {folder} as one table (for instance a column "
             f"has different types in different files): {root_cause(exc)}"
         ) from exc
+    # the files' footers keep the column metadata of the DataFrame that wrote them, which may
+    # be a Qbeast table's (older versions stored its location there): none of it is the engine's
+    inferred = without_engine_metadata(inferred)
     for field in inferred["fields"]:
         field["nullable"] = True
     return inferred

@@ -30,6 +30,7 @@ before anything is written.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import time
@@ -39,6 +40,7 @@ from typing import Any
 
 from qbeast.commit import WrittenFile, add_file, commit_files
 from qbeast.core import expressions as ex
+from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
 from qbeast.core.revision import updated_configuration
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile
@@ -576,11 +578,15 @@ class _Operation:
                 elif blocks:  # every row gone, but a block must stay: an empty file carries it
                     adds.append(add_file(_empty_file(table_dir, self.schema, t.origin, blocks), rid))
         metadata = None
+        if engine_metadata_columns(snapshot.delta.schema):  # left by an older version: dropped
+            metadata = dataclasses.replace(
+                snapshot.delta.metadata,
+                schema_string=json.dumps(without_engine_metadata(snapshot.delta.schema)))
         if appended is not None:
             adds += [add_file(w, appended.revision.revision_id) for w in appended.written]
             if appended.new_revision:
                 metadata = dataclasses.replace(
-                    snapshot.delta.metadata,
+                    metadata or snapshot.delta.metadata,
                     configuration=updated_configuration(snapshot.configuration, appended.revision))
         result = RowLevelResult(
             path=self.path, operation=self.name, version=None, rows_deleted=counts[DELETE],

@@ -12,6 +12,10 @@ is applied without touching data:
    ``minWeight``, ``maxWeight``, ``elementCount`` as JSON numbers, and ``replicated`` true exactly
    when the old ``state`` was ``REPLICATED`` or ``ANNOUNCED``.
 
+Column metadata under ``qbeast.`` in the table schema (older versions of this engine copied a
+table location there from the table a model read) is removed in the same commit: no reader uses
+it, and every projection would copy it on.
+
 Blocks keyed ``cube`` instead of ``cubeId`` (the form the published format document describes,
 which qbeast-spark itself rejects) are re-keyed in the same pass.
 
@@ -32,6 +36,7 @@ import json
 import logging
 from dataclasses import dataclass
 
+from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
 from qbeast.core.blocks import BLOCKS_TAG, REVISION_TAG, Block, TagFormat, decode_tags
 from qbeast.core.revision import LAST_REVISION_KEY, REPLICATED_SET_PREFIX
 from qbeast.delta.actions import AddFile
@@ -67,11 +72,13 @@ class UpgradeResult(OperationResult):
     version: int | None
     removed_properties: tuple[str, ...]
     changes: tuple[TagChange, ...]
+    #: columns whose schema metadata held ``qbeast.*`` keys (removed)
+    cleaned_columns: tuple[str, ...] = ()
 
     @property
     def needed(self) -> bool:
         """True when the table held outdated metadata."""
-        return bool(self.removed_properties or self.changes)
+        return bool(self.removed_properties or self.changes or self.cleaned_columns)
 
     @property
     def file_count(self) -> int:
@@ -88,6 +95,9 @@ class UpgradeResult(OperationResult):
             f"{len(self.removed_properties)} property(ies) removed"
         ]
         lines += [f"  remove property {key}" for key in self.removed_properties]
+        if self.cleaned_columns:
+            lines.append("  remove qbeast.* column metadata from "
+                         + ", ".join(self.cleaned_columns))
         for change in self.changes[:_SHOWN_CHANGES]:
             lines.append(f"  {change.path}: {change.new_tags[BLOCKS_TAG]}")
         if self.file_count > _SHOWN_CHANGES:
@@ -159,25 +169,33 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
             AddFile(add.path, dict(add.partition_values), add.size, add.modification_time,
                     False, add.stats, tags, dict(add.extra) if add.extra else None)
         )
-    phase.done(files=len(changes), properties=len(removed), active_files=snapshot.num_files)
-    result = UpgradeResult(log.table_path, dry_run, snapshot.version, None, removed, tuple(changes))
+    cleaned = tuple(engine_metadata_columns(snapshot.schema))
+    phase.done(files=len(changes), properties=len(removed), active_files=snapshot.num_files,
+               columns=len(cleaned))
+    result = UpgradeResult(log.table_path, dry_run, snapshot.version, None, removed, tuple(changes),
+                           cleaned)
     if not result.needed or dry_run:
         logger.info("upgrade %s: %s", log.table_path, result.summary_lines()[0])
         return result
     snapshot.check_writable()
     phase = Phase(logger, "upgrade", log.table_path, "commit")
     transaction = log.start_transaction(snapshot)
-    if removed:
+    if removed or cleaned:
         kept = {k: v for k, v in configuration.items() if k not in removed}
-        transaction.update_metadata(dataclasses.replace(snapshot.metadata, configuration=kept))
+        schema_string = (json.dumps(without_engine_metadata(snapshot.schema)) if cleaned
+                         else snapshot.metadata.schema_string)
+        transaction.update_metadata(dataclasses.replace(
+            snapshot.metadata, configuration=kept, schema_string=schema_string))
     # Re-adding the same paths replaces their tags; the commit must fail if another writer
     # removed one of them meanwhile, or the re-add would resurrect a deleted file.
     transaction.mark_files_read(a.path for a in new_adds)
     transaction.add_actions(new_adds)
     version = transaction.commit(
         UPGRADE_OPERATION,
-        {"removedProperties": list(removed), "retaggedFiles": len(changes)},
+        {"removedProperties": list(removed), "retaggedFiles": len(changes),
+         **({"cleanedColumns": list(cleaned)} if cleaned else {})},
         metrics={"numRetaggedFiles": len(changes), "numRemovedProperties": len(removed)},
     )
     phase.done(version=version, files=len(changes))
-    return UpgradeResult(log.table_path, False, snapshot.version, version, removed, tuple(changes))
+    return UpgradeResult(log.table_path, False, snapshot.version, version, removed, tuple(changes),
+                         cleaned)

@@ -26,13 +26,18 @@ record batches. Python workers have no JVM, so the sample's row filter ``lo <= h
 columns) < hi`` uses :mod:`qbeast.index.row_weights`, a bit-exact port of Spark's ``hash()``.
 
 Catalog tables: Spark does not hand a Python source the OPTIONS or LOCATION of a table created
-``USING qbeast`` (the options arrive empty), but it does hand over the table schema with its
-column metadata. :func:`create_table` therefore stores the table location in the metadata of
-every column (key ``qbeast.location``); the reader finds it there and reads the latest committed
-snapshot of that path on every query.
+``USING qbeast`` (the options arrive empty), only the table schema with its column metadata. Column
+metadata cannot identify a table by itself: every projection copies it into the table it builds.
+So :func:`create_table` stores, for tables this source reads, a marker on every column (key
+``qbeast.catalogTable``) that names both the location and the Delta table id (``metaData.id``)
+found there, and the reader believes it only when the table at that location still has that id
+and the catalog's columns are exactly that table's columns; anything else is refused with an
+error, never read. Catalog tables read by the JVM bridge carry no marker: Spark hands the bridge
+their ``LOCATION``.
 """
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -53,9 +58,10 @@ logger = logging.getLogger("qbeast.spark.datasource")
 SOURCE_NAME = "qbeast"
 #: The name of this Python source in sessions where the JVM bridge is ``qbeast``.
 PYTHON_SOURCE_NAME = "qbeast_python"
-LOCATION_KEY = "qbeast.location"
-#: A column comment of this form also carries the location (for DDL written by hand).
-LOCATION_COMMENT_PREFIX = LOCATION_KEY + "="
+#: The column-metadata key of a catalog table's marker for this source (see the module doc).
+CATALOG_MARKER_KEY = "qbeast.catalogTable"
+#: The key older versions stored a bare location under; ignored wherever it is found.
+LEGACY_LOCATION_KEY = "qbeast.location"
 OPTION_SAMPLE_FRACTION = "sampleFraction"
 OPTION_VERSION_AS_OF = "versionAsOf"
 #: The name of ``versionAsOf`` where Spark would take ``versionAsOf`` for its own time travel.
@@ -81,6 +87,27 @@ class ReadOptions:
     path: str
     sample_fraction: float | None
     version: int | None
+    #: for a catalog table read through its marker: the Delta table id the marker names
+    table_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CatalogMarker:
+    """What a catalog table read by this source keeps in its columns' metadata."""
+
+    location: str
+    table_id: str
+
+    def to_json(self) -> str:
+        return json.dumps({"location": self.location, "id": self.table_id}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: Any) -> CatalogMarker | None:
+        try:
+            obj = json.loads(str(text))
+            return cls(str(obj["location"]), str(obj["id"]))
+        except (ValueError, TypeError, KeyError):
+            return None
 
 
 def _option(options: Any, name: str) -> str | None:
@@ -90,17 +117,45 @@ def _option(options: Any, name: str) -> str | None:
     return None if value is None or str(value).strip() == "" else str(value).strip()
 
 
-def location_from_schema(schema: Any) -> str | None:
-    """The table location a catalog table carries in its columns' metadata (or comments)."""
-    for field in getattr(schema, "fields", None) or ():
-        metadata = field.metadata or {}
-        location = metadata.get(LOCATION_KEY)
-        if location:
-            return str(location)
-        comment = metadata.get("comment")
-        if isinstance(comment, str) and comment.startswith(LOCATION_COMMENT_PREFIX):
-            return comment[len(LOCATION_COMMENT_PREFIX):]
-    return None
+def catalog_marker(schema: Any) -> CatalogMarker | None:
+    """The marker of a catalog table, when every column carries the same one (else None).
+
+    :func:`create_table` marks every column; a schema where only some columns carry a marker
+    (or different ones) was put together from other tables' columns, and names none of them.
+    """
+    fields = list(getattr(schema, "fields", None) or ())
+    texts = {str((f.metadata or {}).get(CATALOG_MARKER_KEY)) for f in fields}
+    if len(texts) != 1 or not fields or (fields[0].metadata or {}).get(CATALOG_MARKER_KEY) is None:
+        return None
+    return CatalogMarker.from_json(texts.pop())
+
+
+def check_catalog_marker(options: ReadOptions, delta_metadata_id: str, table_schema: Mapping[str, Any],
+                         catalog_schema: Any) -> None:
+    """Refuse a catalog read whose marker does not describe the table it points at.
+
+    The marker's table id must be the id of the table at its location (a folder rebuilt as
+    another table, or a marker copied from elsewhere, is not believed), and the catalog's
+    columns must be that table's columns, in order.
+    """
+    if options.table_id is None:
+        return
+    problem = None
+    if options.table_id != delta_metadata_id:
+        problem = (f"it names Delta table id {options.table_id}, but {options.path} now holds "
+                   f"table id {delta_metadata_id}")
+    else:
+        ours = [str(f.name).lower() for f in getattr(catalog_schema, "fields", None) or ()]
+        theirs = [str(f["name"]).lower() for f in table_schema.get("fields", [])]
+        if ours != theirs:
+            problem = (f"the catalog table's columns {ours} are not the columns {theirs} of the "
+                       f"table at {options.path}")
+    if problem:
+        raise InvalidOptionError(
+            f"the qbeast catalog table's location marker is not believed: {problem}. Re-create the "
+            "catalog table with qbeast.create_table(spark, name, path) (in dbt: run its model or "
+            "qbeast_register_table), or read the table by path"
+        )
 
 
 def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
@@ -111,8 +166,10 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
     if unknown:
         logger.warning("ignoring unknown qbeast read options %s (known: %s)", unknown, KNOWN_OPTIONS)
     path = _option(options, "path")
+    table_id = None
     if path is None:
-        path = location_from_schema(schema)
+        marker = catalog_marker(schema)
+        path, table_id = (marker.location, marker.table_id) if marker else (None, None)
         given = [name for name in _PER_READ_OPTIONS if _option(options, name) is not None]
         if path and given:
             raise InvalidOptionError(
@@ -126,8 +183,10 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
     if not path:
         raise InvalidOptionError(
             "the qbeast data source needs the table location: use "
-            "spark.read.format('qbeast').load('<path>') or a catalog table created with "
-            "qbeast.create_table(spark, name, path)"
+            "spark.read.format('qbeast').load('<path>'), or re-create the catalog table with "
+            "qbeast.create_table(spark, name, path) in this session (in dbt: run its model or "
+            "qbeast_register_table); Spark does not pass a catalog table's LOCATION to the Python "
+            "data source, and tables registered by older versions or by SQL carry none it can use"
         )
     fraction_text = _option(options, OPTION_SAMPLE_FRACTION)
     fraction: float | None = None
@@ -155,7 +214,7 @@ def parse_read_options(options: Any, schema: Any = None) -> ReadOptions:
                 f"({version} vs {version_text}); give one of them"
             )
         version = int(version_text)
-    return ReadOptions(path, fraction, version)
+    return ReadOptions(path, fraction, version, table_id)
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -245,6 +304,8 @@ class QbeastDataSourceReader(DataSourceReader):
         from qbeast.spark.reader import load_snapshot, plan_read
 
         snapshot = load_snapshot(self.options.path, self.options.version)
+        check_catalog_marker(self.options, snapshot.delta.metadata.id, snapshot.delta.schema,
+                             self.schema)
         plan = plan_read(snapshot, fraction=self.options.sample_fraction)
         groups = group_files(plan.files)
         logger.info(
@@ -378,9 +439,11 @@ class QbeastDataSource(DataSource):
 
         from qbeast.spark.reader import load_snapshot
 
+        from qbeast.core.columns import without_engine_metadata
+
         options = parse_read_options(self.options)
         snapshot = load_snapshot(options.path, options.version)
-        return StructType.fromJson(snapshot.delta.schema)
+        return StructType.fromJson(without_engine_metadata(snapshot.delta.schema))
 
     def reader(self, schema: Any) -> DataSourceReader:
         return QbeastDataSourceReader(parse_read_options(self.options, schema), schema)
@@ -453,20 +516,25 @@ def _location_of(path: str) -> str:
     return local if "://" in local else os.path.abspath(local)
 
 
-def table_schema_with_location(schema: Any, path: str,
-                               column_comments: Mapping[str, str] | None = None) -> Any:
-    """``schema`` with the table location stored in every column's metadata.
+def catalog_schema(schema: Any, column_comments: Mapping[str, str] | None = None,
+                   marker: CatalogMarker | None = None) -> Any:
+    """The schema a catalog table records: the table's columns, no ``qbeast.*`` keys but the
+    ``marker`` (on every column) when the table is read by this Python source.
 
     ``column_comments`` (column name, any case -> text) become the columns' ``comment``
     metadata, which Spark shows as the column comments.
     """
     from pyspark.sql.types import StructField, StructType
 
-    location = _location_of(path)
+    from qbeast.core.columns import without_engine_metadata
+
+    clean = StructType.fromJson(without_engine_metadata(schema.jsonValue()))
     comments = {k.lower(): v for k, v in (column_comments or {}).items()}
     fields = []
-    for f in schema.fields:
-        metadata = {**(f.metadata or {}), LOCATION_KEY: location}
+    for f in clean.fields:
+        metadata = dict(f.metadata or {})
+        if marker is not None:
+            metadata[CATALOG_MARKER_KEY] = marker.to_json()
         if comments.get(f.name.lower()):
             metadata["comment"] = comments[f.name.lower()]
         fields.append(StructField(f.name, f.dataType, f.nullable, metadata))
@@ -486,15 +554,14 @@ def create_table(
 ) -> None:
     """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
 
-    The catalog keeps it as an external table with ``LOCATION path`` (what the JVM bridge
-    reads) and the location in every column's metadata too (what the Python data source reads),
-    so either implementation can read it. Queries always read the latest committed snapshot of
-    ``path``. With ``replace`` an existing table of that name is dropped first (dropping it never
-    deletes the data). ``column_comments`` travel in the schema (so no later statement rewrites
-    the column metadata that carries the location); ``properties`` (table properties) and the
-    table ``comment`` are set after the table exists, with quoted literals.
-    ``source="qbeast_python"`` makes a table read by the Python source in a session where the
-    bridge is ``qbeast``.
+    The catalog keeps it as an external table with ``LOCATION path``, which Spark hands to the
+    JVM bridge. Where this Python source reads it instead (``source="qbeast_python"``, or a
+    session without the bridge) every column also carries a marker naming the location and the
+    table's Delta id, checked on every read (module doc). Queries always read the latest
+    committed snapshot of ``path``. With ``replace`` an existing table of that name is dropped
+    first (dropping it never deletes the data). ``column_comments`` travel in the schema;
+    ``properties`` (table properties) and the table ``comment`` are set after the table
+    exists, with quoted literals.
     """
     from pyspark.sql.types import StructType
 
@@ -505,17 +572,17 @@ def create_table(
         raise InvalidOptionError(
             f"source {source!r} is unknown; allowed: {SOURCE_NAME}, {PYTHON_SOURCE_NAME}"
         )
-    register(spark)
+    python_read = register(spark) == "python" or source == PYTHON_SOURCE_NAME
     if source == PYTHON_SOURCE_NAME:
         register_python_source(spark, PYTHON_SOURCE_NAME)
     snapshot = load_snapshot(path)
-    schema = table_schema_with_location(StructType.fromJson(snapshot.delta.schema), path,
-                                        column_comments)
+    location = _location_of(path)
+    marker = CatalogMarker(location, snapshot.delta.metadata.id) if python_read else None
+    schema = catalog_schema(StructType.fromJson(snapshot.delta.schema), column_comments, marker)
     if replace:
         spark.sql(f"DROP TABLE IF EXISTS {name}")
-    # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data);
-    # the Python source takes the location from the column metadata, as Spark does not pass it.
-    spark.catalog.createTable(name, path=_location_of(path), source=source, schema=schema)
+    # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data)
+    spark.catalog.createTable(name, path=location, source=source, schema=schema)
     if properties:
         pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
         spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
@@ -525,50 +592,74 @@ def create_table(
 
 
 def create_table_sql(name: str, path: str, schema: Any) -> str:
-    """The ``CREATE TABLE ... USING qbeast`` statement equivalent to :func:`create_table`.
+    """The ``CREATE TABLE ... USING qbeast LOCATION ...`` statement for the table at ``path``.
 
-    Plain SQL cannot set column metadata, so this form carries the location in the first
-    column's comment (``qbeast.location=<path>``), which the reader also understands. Prefer
-    :func:`create_table` when a Python session is at hand: tools that rewrite column comments
-    (dbt's ``persist_docs``) would erase this one.
+    The JVM bridge reads such a table from its ``LOCATION``. The Python data source cannot
+    (Spark does not pass it the location): use :func:`create_table` where it reads.
     """
-    location = _location_of(path)
-    columns = []
-    for i, field in enumerate(schema.fields):
-        column = f"{quote_identifier(field.name)} {field.dataType.simpleString()}"
-        if i == 0:
-            column += f" COMMENT {sql_string(LOCATION_COMMENT_PREFIX + location)}"
-        columns.append(column)
-    return f"CREATE TABLE {name} ({', '.join(columns)}) USING {SOURCE_NAME}"
+    columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}"
+                        for f in schema.fields)
+    return (f"CREATE TABLE {name} ({columns}) USING {SOURCE_NAME} "
+            f"LOCATION {sql_string(_location_of(path))}")
 
 
 def describe_location(spark: Any, name: str) -> str | None:
-    """The Qbeast table path behind catalog table ``name`` (None if it carries none).
+    """The Qbeast table path behind catalog table ``name`` (None if it has none).
 
-    The location in the column metadata wins (what :func:`create_table` and hand-written DDL
-    store); a table created with plain ``CREATE TABLE ... USING qbeast LOCATION '<path>'`` (read
-    by the JVM bridge) has only its catalog ``LOCATION``.
+    The catalog's ``LOCATION``; for a table only the Python source can read, the location its
+    marker names.
     """
     from qbeast.delta.storage import local_path
 
-    from_metadata = location_from_schema(spark.table(name).schema)
-    if from_metadata is not None:
-        return from_metadata
     for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect():
         if row[0] == "Location" and row[1]:
             return local_path(str(row[1]))
-    return None
+    marker = catalog_marker(spark.table(name).schema)
+    return marker.location if marker is not None else None
+
+
+def stale_catalog_metadata(spark: Any, name: str) -> list[str]:
+    """Columns of catalog table ``name`` whose stored schema holds ``qbeast.*`` metadata that
+    does not belong there: anything in a table the bridge reads, anything but the marker in a
+    table the Python source reads. Such an entry (made by an older version) is re-created by
+    :func:`create_table`; reading it is correct either way."""
+    from qbeast.core.columns import engine_metadata_columns
+
+    schema = json.loads(_stored_catalog_schema_json(spark, name))
+    fields = schema.get("fields", [])
+    if all(CATALOG_MARKER_KEY in (f.get("metadata") or {}) for f in fields) and fields:
+        fields = [{**f, "metadata": {k: v for k, v in f["metadata"].items() if k != CATALOG_MARKER_KEY}}
+                  for f in fields]
+    return engine_metadata_columns({"fields": fields})
+
+
+def _stored_catalog_schema_json(spark: Any, name: str) -> str:
+    """The schema catalog table ``name`` stores (as Spark's JSON), metadata included.
+
+    Read from the session catalog itself: ``spark.table(name).schema`` is the schema the
+    relation reports, which the bridge cleans.
+    """
+    jvm_session = getattr(spark, "_jsparkSession", None)
+    if jvm_session is None:  # Spark Connect: the relation's schema is all a client can see
+        return str(spark.table(name).schema.json())
+    parser = jvm_session.sessionState().sqlParser()
+    identifier = parser.parseTableIdentifier(name)
+    return str(jvm_session.sessionState().catalog().getTableMetadata(identifier).schema().json())
 
 
 __all__ = [
     "QbeastDataSource",
     "QbeastDataSourceReader",
+    "CatalogMarker",
     "ReadOptions",
+    "catalog_marker",
+    "catalog_schema",
+    "check_catalog_marker",
     "create_table",
     "create_table_sql",
     "describe_location",
-    "location_from_schema",
     "parse_read_options",
     "register",
     "register_python_source",
+    "stale_catalog_metadata",
 ]

@@ -6,8 +6,8 @@ here is the engine's own read planning (:func:`qbeast.spark.reader.plan_read`: s
 spaces, OTree walk, Delta stats) fed with what Spark hands over:
 
 * ``describe``: which table (location and version) a reference names, from the data source
-  options (``path``, ``versionAsOf`` / ``qbeastVersionAsOf``, ``sampleFraction``) and the catalog
-  schema (whose column metadata may carry the location), and its schema;
+  options (``path`` — a catalog table's ``LOCATION`` or the path of a read —,
+  ``versionAsOf`` / ``qbeastVersionAsOf``, ``sampleFraction``), and its schema;
 * ``list_files``: the files of one scan, from its data filters as SQL text
   (``Expression.sql()``: ``(x >= 100.0D)``, ``(zone IN (1, 2))``, ``(hash(a, b) < -1717986918)``).
   Filters are parsed with the engine's predicate parser; a weight filter on the indexed columns
@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast.core import expressions as ex
+from qbeast.core.columns import without_engine_metadata
 from qbeast.core.sql import row_weight_sql
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.errors import UnsupportedFeatureError
@@ -42,7 +43,6 @@ from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.datasource import (
     KNOWN_OPTIONS,
     PYTHON_SOURCE_NAME,
-    location_from_schema,
     parse_read_options,
 )
 from qbeast.spark.filters import parse_sql_predicate, weight_bounds
@@ -154,20 +154,20 @@ def clear_cache() -> None:
 def describe(options: Mapping[str, str], catalog_schema: Mapping[str, Any] | None) -> Described:
     """Resolve a read's table, version, schema and sample from its options and catalog schema.
 
-    The location comes from the catalog schema's column metadata when it carries one (tables
-    registered by :func:`qbeast.spark.datasource.create_table`, also by hand-written DDL whose
-    managed location is not the data), else from the ``path`` option (a catalog table's
-    ``LOCATION``, or the path of a read by path).
+    The location is the ``path`` option and nothing else: Spark passes a catalog table's
+    ``LOCATION`` there, and a read by path its path. Column metadata never names the table: a
+    projection copies it from the table it read into the next one, so a table built from
+    another would read as that other table. The catalog schema only lends its columns' comments.
     """
-    from pyspark.sql.types import StructType
-
-    schema_type = StructType.fromJson(dict(catalog_schema)) if catalog_schema else None
     known = {name.lower() for name in KNOWN_OPTIONS}  # a catalog's storage properties are not ours
     options = {str(k): str(v) for k, v in options.items() if str(k).lower() in known}
-    location = location_from_schema(schema_type) if schema_type is not None else None
-    if location is not None:
-        options = {k: v for k, v in options.items() if k.lower() != "path"}
-        options["path"] = location
+    if not any(k.lower() == "path" for k in options):
+        raise InvalidOptionError(
+            "a qbeast table read needs the table's location: read by path "
+            "(spark.read.format('qbeast').load('<path>')) or create the catalog table with a "
+            "LOCATION (qbeast.create_table(spark, name, path), or CREATE TABLE ... USING qbeast "
+            "LOCATION '<path>')"
+        )
     read = parse_read_options(options)
     table = TableRef(DeltaLog.for_path(read.path).table_path, read.version)  # absolute, no file:
     snap = snapshot(table)
@@ -201,13 +201,14 @@ def _check_files_read_as_they_are(table: TableRef, snap: QbeastSnapshot) -> None
 
 
 def _with_catalog_metadata(schema: Mapping[str, Any], catalog: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The table's schema with the column metadata the catalog keeps (comments, location).
+    """The table's schema with the column metadata the catalog keeps (``persist_docs`` comments).
 
-    Spark stores the schema a provider reports when it creates a catalog table; keeping the
-    catalog's metadata keeps ``persist_docs`` comments and the location the fallback reads.
+    ``qbeast.*`` keys are dropped from both sides: older versions stored a table location
+    there, and whatever reads this relation would copy it into the tables it builds.
     """
-    fields = [dict(f) for f in schema.get("fields", [])]
+    fields = [dict(f) for f in without_engine_metadata(schema).get("fields", [])]
     if catalog:
+        catalog = without_engine_metadata(catalog)
         by_name = {str(f["name"]).lower(): f for f in catalog.get("fields", [])}
         for field in fields:
             extra = by_name.get(str(field["name"]).lower(), {}).get("metadata") or {}

@@ -35,7 +35,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast.commit import add_file
-from qbeast.core.columns import canonical_type, schema_fields
+from qbeast.core.columns import (
+    canonical_type,
+    engine_metadata_columns,
+    schema_fields,
+    without_engine_metadata,
+)
 from qbeast.core.revision import (
     LAST_REVISION_KEY,
     updated_configuration,
@@ -307,14 +312,21 @@ def _align_schema(df: Any, state: TableState, mode: str,
     On append every column the data shares with the table must have the same type; columns the
     table lacks are an error unless ``merge_schema`` (then they are appended to the schema);
     table columns the data lacks are written as nulls.
+
+    Column metadata under ``qbeast.`` is dropped from the data and from the schema committed:
+    a projection copies column metadata from the table it read, so the engine keeps nothing
+    there. A table whose schema still carries such keys (written by an older version) has its
+    schema committed again without them ("changed").
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import StructField, StructType
 
+    df = _without_engine_metadata(df)
     incoming = StructType([StructField(f.name, f.dataType, True, f.metadata) for f in df.schema])
     if not state.exists or mode == "overwrite" or state.schema is None:
         return df, incoming.json(), True
-    table_schema = StructType.fromJson(state.schema)
+    stale = bool(engine_metadata_columns(state.schema))
+    table_schema = StructType.fromJson(without_engine_metadata(state.schema))
     table_fields = schema_fields(state.schema)
     by_name = {f.name: f for f in incoming.fields}
     for name, field in by_name.items():
@@ -338,7 +350,23 @@ def _align_schema(df: Any, state: TableState, mode: str,
         F.col(quote_identifier(f.name)) if f.name in by_name else F.lit(None).cast(f.dataType).alias(f.name)
         for f in target.fields
     ]
-    return df.select(*columns), target.json(), bool(new)
+    return df.select(*columns), target.json(), bool(new) or stale
+
+
+def _without_engine_metadata(df: Any) -> Any:
+    """``df`` with the ``qbeast.*`` keys dropped from its columns' metadata (a no-op projection
+    when there are none), so that neither the log nor the parquet footers keep them."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    schema = df.schema.jsonValue()
+    if not engine_metadata_columns(schema):
+        return df
+    clean = StructType.fromJson(without_engine_metadata(schema))
+    return df.select(*[
+        F.col(quote_identifier(f.name)).cast(f.dataType).alias(f.name, metadata=f.metadata)
+        for f in clean.fields
+    ])
 
 
 __all__ = ["WriteResult", "write"]

@@ -13,7 +13,7 @@ from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
 from qbeast.delta.storage import file_uri
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import sql_planner
-from qbeast.spark.datasource import table_schema_with_location
+from qbeast.spark.datasource import CatalogMarker, catalog_schema
 from qbeast.spark.sql_planner import TableRef
 
 
@@ -36,17 +36,22 @@ def test_describe_reads_location_version_and_sample_from_options_and_catalog(spa
     assert old.table == TableRef(table.path, 0)
     assert old.sample_filter == table.sample_predicate(0.1)
 
-    # a catalog schema that carries the location wins over the path (a managed table's folder)
-    catalog = table_schema_with_location(table.to_df().schema, table.path)
-    fields = catalog.jsonValue()
-    fields["fields"][0]["metadata"]["comment"] = "the id"
-    described = sql_planner.describe({"path": "/warehouse/somewhere/else"}, fields)
+    # the path (the catalog's LOCATION) names the table, whatever the column metadata says: a
+    # projection copies it from another table (the legacy key and a Python-source marker alike)
+    other = "/warehouse/somewhere/else"
+    catalog = catalog_schema(table.to_df().schema, {"id": "the id"},
+                             CatalogMarker(other, "another-table-id")).jsonValue()
+    catalog["fields"][1]["metadata"]["qbeast.location"] = other
+    described = sql_planner.describe({"path": table.path}, catalog)
     assert described.table.location == table.path
-    assert described.schema["fields"][0]["metadata"]["comment"] == "the id"  # persist_docs kept
+    assert described.schema["fields"][0]["metadata"] == {"comment": "the id"}  # persist_docs kept
+    assert all(not k.startswith("qbeast.") for f in described.schema["fields"] for k in f["metadata"])
+    with pytest.raises(InvalidOptionError, match="needs the table's location"):
+        sql_planner.describe({}, catalog)
 
     with pytest.raises(InvalidOptionError, match="sampleFraction must be a number between 0 and 1"):
         sql_planner.describe({"path": table.path, "sampleFraction": "1.5"}, None)
-    with pytest.raises(InvalidOptionError, match="needs the table location"):
+    with pytest.raises(InvalidOptionError, match="needs the table's location"):
         sql_planner.describe({}, None)
 
 

@@ -371,7 +371,7 @@ class QbeastAdapter(SparkAdapter):
         with _engine_errors(model_config.model, "optimize_after_run"):
             optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
                 max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
-        logger.info(f"qbeast optimize {relation} after the write:\n{optimized}")
+        logger.debug(f"qbeast optimize {relation} after the write:\n{optimized}")
         return bool(optimized.commits)
 
     def _append_or_overwrite(self, df: Any, folder: str, mode: str, merge_schema: bool,
@@ -440,8 +440,14 @@ class QbeastAdapter(SparkAdapter):
                                relation: QbeastRelation, location: str,
                                model_config: QbeastModelConfig) -> None:
         """Re-create ``relation``'s catalog entry unless ``existing`` still describes the table at
-        ``location`` (schema, comments, properties), and record the name for ``qbeast describe``."""
-        if not catalog_entry_current(existing, location, model_config, self._table_schema(location)):
+        ``location`` (schema, comments, properties), and record the name for ``qbeast describe``.
+
+        An entry whose stored schema still holds ``qbeast.*`` column metadata (registered by an
+        older version) is re-created too: reads ignore it, but nothing should copy it on."""
+        import qbeast
+
+        current = catalog_entry_current(existing, location, model_config, self._table_schema(location))
+        if not current or qbeast.stale_catalog_metadata(spark, relation.render()):
             self._register_qbeast_table(spark, relation, location, model_config)
         self._names(record=(relation, location))
 
