@@ -34,7 +34,7 @@ from typing import Any
 from qbeast.core import expressions as ex
 from qbeast.core.band_row_groups import PieceLayout
 from qbeast.core.blocks import TagFormat
-from qbeast.core.columns import column_types
+from qbeast.core.columns import column_types, without_engine_metadata
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_blocks
@@ -218,7 +218,9 @@ def plan_read(
         hash_columns = sample_columns(snapshot)
     delta = snapshot.delta
     layout = scan_schema(delta)  # refuses features a scan would misread
-    schema_json = json.dumps(delta.schema)
+    # the schema reads hand on: no qbeast.* column metadata (an older version's table may have
+    # some in its log), or every DataFrame read from the table would carry it into the next one
+    schema_json = json.dumps(without_engine_metadata(delta.schema))
     types = column_types(delta.schema)
 
     chosen: list[tuple[int, Any]] = []
