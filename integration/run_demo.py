@@ -144,17 +144,19 @@ def _scan_summary(line: str) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
-    engine_log = logging.getLogger("qbeast")  # progress of the demo and the engine, not py4j's chatter
-    previous = (engine_log.level, engine_log.propagate)
-    engine_log.addHandler(handler)
-    engine_log.setLevel(logging.INFO)
-    engine_log.propagate = False  # a root handler (set up by a library) would print every line twice
+    # The demo's own steps only: the engine's progress goes to dbt's log (logs/dbt.log, at
+    # debug level), and dbt prints its own lines.
+    demo_log = logging.getLogger(log.name)
+    previous = (demo_log.level, demo_log.propagate)
+    demo_log.addHandler(handler)
+    demo_log.setLevel(logging.INFO)
+    demo_log.propagate = False  # a root handler (set up by a library) would print every line twice
     try:
         return _run(parse_args(argv))
     finally:  # callers in the same process (tests) get their logging back as it was
-        engine_log.removeHandler(handler)
-        engine_log.setLevel(previous[0])
-        engine_log.propagate = previous[1]
+        demo_log.removeHandler(handler)
+        demo_log.setLevel(previous[0])
+        demo_log.propagate = previous[1]
 
 
 def _run(args: argparse.Namespace) -> int:

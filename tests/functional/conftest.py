@@ -43,6 +43,21 @@ def dbt_profile_target(spark) -> Dict[str, Any]:  # noqa: ARG001 - started befor
     return qbeast_target()
 
 
+@pytest.fixture(autouse=True)
+def _engine_logging_restored():
+    """dbt in this process routes the ``qbeast`` logger to its own log (no propagation, see
+    ``engine_log``), as a dbt process needs; later tests of the run capture engine records with
+    ``caplog`` through the root logger, so the logger is put back after each test."""
+    import logging
+
+    engine = logging.getLogger("qbeast")
+    saved = (engine.level, engine.propagate, list(engine.handlers))
+    yield
+    engine.setLevel(saved[0])
+    engine.propagate = saved[1]
+    engine.handlers[:] = saved[2]
+
+
 def pytest_collection_modifyitems(items):
     """Mark every test collected below this folder as a dbt test (selectable with -m dbt)."""
     for item in items:

@@ -49,6 +49,10 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
         first_cwd,
     )
     assert demo.returncode == 0, demo.stdout[-4000:] + demo.stderr[-4000:]
+    # the console has dbt's lines and the demo's: no engine log lines, no JSON log records
+    console = (demo.stdout + demo.stderr).splitlines()
+    assert not [line for line in console if " qbeast." in line and "qbeast.demo" not in line
+                or line.startswith(("INFO:", '{"ts"'))], "\n".join(console[:40])
     catalog = project / ".qbeast_demo"
     assert f"warehouse: file:{catalog / 'warehouse'}" in demo.stdout
     for table in ("events", "daily_category_revenue", "country_funnel"):

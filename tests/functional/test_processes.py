@@ -10,6 +10,7 @@ import json
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -122,3 +123,72 @@ def test_catalog_held_by_another_process_fails_fast_with_one_line(spark, tmp_pat
     assert "Traceback" not in output and "\tat " not in output and "HiveException" not in output
     assert elapsed < 60, f"took {elapsed:.0f}s"  # dbt's own start-up; no Spark driver is started
     assert len(output.splitlines()) < 25, output
+
+
+FAST = "{{ config(materialized='qbeast', columns_to_index=['id']) }} select id, id * 2 as v from range(1000)"
+
+
+def _run_in_background(project: Path, outcomes: list, *args: str) -> threading.Thread:
+    """`dbt ARGS` in a thread of its own, which appends (exit code, seconds, output) when the
+    process ends: each process's time is its own, whatever the other one does."""
+    def run() -> None:
+        started = time.monotonic()
+        result = _dbt(project, *args)
+        outcomes.append((result.returncode, time.monotonic() - started, result.stdout + result.stderr))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_two_runs_started_together_one_wins_the_other_fails_at_once(tmp_path):
+    """Two `dbt run`s on one project, started together and 0.5 s apart: before either driver
+    opens the Derby catalog. One builds the models; the other fails with the one-line message
+    within 5 s of reaching its connection (no Spark driver, no Hive traces), and the tables are
+    those of the winner."""
+    project = _project(tmp_path / "proj")
+    (project / "models" / "slow.sql").write_text(FAST)
+    table = project / ".qbeast" / "warehouse" / "proc.db" / "slow"
+    parsed = _dbt(project, "parse")  # both runs then start from the same parsed project
+    assert parsed.returncode == 0, parsed.stdout[-2000:]
+    for gap_s in (0.0, 0.5):
+        outcomes: list = []
+        first = _run_in_background(project, outcomes, "run")
+        time.sleep(gap_s)
+        second = _run_in_background(project, outcomes, "run")
+        first.join(TIMEOUT_S)
+        second.join(TIMEOUT_S)
+        winners = [o for o in outcomes if o[0] == 0]
+        losers = [o for o in outcomes if o[0] != 0]
+        assert len(winners) == 1 and len(losers) == 1, [o[2][-2000:] for o in outcomes]
+        code, elapsed, output = losers[0]
+        assert "is in use by another process" in output, output[-3000:]
+        assert f"{project / '.qbeast'}" in output
+        assert "Traceback" not in output and "\tat " not in output and "HiveException" not in output
+        assert len(output.splitlines()) < 25, output
+        assert elapsed < 5, f"took {elapsed:.1f}s:\n{output}"
+        assert "PASS=2" in winners[0][2]
+        rows = qbeast.QbeastTable.for_path(None, str(table)).snapshot().delta.num_records
+        assert rows == 1000
+        assert _console_clean(winners[0][2]), winners[0][2]
+
+    # a failing model: its message on the console, PySpark's JSON record in the Spark log, and
+    # the engine's progress of the models before it in dbt's own log at debug level
+    (project / "models" / "broken.sql").write_text(
+        "{{ config(materialized='qbeast', columns_to_index=['id']) }} "
+        "select id, no_such_column from {{ ref('slow') }}")
+    failed = _dbt(project, "run", "--select", "broken")
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == 1 and "model broken: [UNRESOLVED_COLUMN" in output, output[-3000:]
+    assert _console_clean(output), output
+    assert "SQLQueryContextLogger" in (project / ".qbeast" / "spark.log").read_text()
+    dbt_log = (project / "logs" / "dbt.log").read_text()
+    assert "[debug]" in dbt_log and "qbeast.spark.writer: write " in dbt_log
+
+
+def _console_clean(output: str) -> bool:
+    """dbt's lines only: no JSON log records, no Java traces, no engine log lines."""
+    return not [line for line in output.splitlines()
+                if line.startswith(('{"ts"', "INFO:", "WARNING:qbeast")) or "\tat " in line
+                or "Py4JJavaError" in line]
+

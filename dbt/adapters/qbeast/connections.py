@@ -23,14 +23,14 @@ from dbt_common.exceptions import DbtRuntimeError
 
 from qbeast import is_connect_session
 
-from dbt.adapters.qbeast import interrupts
+from dbt.adapters.qbeast import catalog_lock, engine_log, interrupts
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
     connection_spark_conf,
     console_log_level,
-    embedded_catalog_holder,
     project_root_of,
+    spark_log_file,
     uses_embedded_metastore,
 )
 
@@ -153,9 +153,11 @@ def _dbt_debug() -> bool:
 
 
 def catalog_busy_message(catalog: Path, lock_file: Path) -> str:
+    pid = catalog_lock.holder_pid(lock_file)
+    who = f"process {pid}" if pid is not None else "another process"
     return (
         f"the embedded catalog {catalog} is in use by another process (another dbt command, "
-        "an IDE or a notebook on this project: it holds "
+        f"an IDE or a notebook on this project: {who} holds "
         f"{lock_file}); the embedded catalog admits one process at a time. Wait for that "
         "process to finish, or give the processes a shared catalog (a Hive metastore service or "
         "a Spark Connect server, see docs/cluster.md)"
@@ -219,8 +221,10 @@ class QbeastConnectionManager(SparkConnectionManager):
                     f"({exc.strerror}); allowed values: a folder path (it holds the embedded "
                     "catalog and the warehouse)"
                 ) from None
+        engine_log.route_engine_log()
+        engine_log.route_pyspark_error_log(spark_log_file(catalog))
         if uses_embedded_metastore(credentials.server_side_parameters) and not _driver_running():
-            holder = embedded_catalog_holder(catalog)
+            holder = catalog_lock.hold(catalog)
             if holder is not None:
                 raise QbeastCatalogBusyError(catalog_busy_message(catalog, holder))
         handle = QbeastSession(conf)

@@ -111,13 +111,18 @@ def console_log_level(debug: bool, environ: Mapping[str, str]) -> str:
     return "warn" if debug else "fatal"
 
 
+def spark_log_file(catalog: Path) -> Path:
+    """The log file of the driver (and of PySpark's error records) for ``catalog``."""
+    return catalog / "spark.log"
+
+
 def quiet_log_options(catalog: Path, console_level: str) -> list:
     """Java options that load the adapter's log4j2 configuration (see spark-log4j2.properties)."""
     order = LOG_LEVELS
     root = console_level if order.index(console_level) < order.index("warn") else "warn"
     return [
         f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
-        f"-Dqbeast.log.file={catalog / 'spark.log'}",
+        f"-Dqbeast.log.file={spark_log_file(catalog)}",
         f"-Dqbeast.log.consoleLevel={console_level}",
         f"-Dqbeast.log.rootLevel={root}",
     ]
