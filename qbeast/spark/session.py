@@ -24,6 +24,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -185,6 +186,52 @@ def partition_count(df: Any) -> int:
 
     highest = df.select(F.spark_partition_id().alias("p")).agg(F.max("p").alias("p")).first()["p"]
     return 1 if highest is None else int(highest) + 1
+
+
+#: Session confs held by running engine steps: (session, key) -> [holders, previous, value].
+_held_confs: dict[tuple[int, str], list[Any]] = {}
+_held_confs_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def scoped_confs(spark: Any, confs: Mapping[str, str]) -> Iterator[None]:
+    """Set session confs for the duration of the block; put the previous values back after.
+
+    Session confs are shared by every thread of the session (dbt runs models in threads on one
+    session). Blocks that overlap on one session share the values: the first one saves the
+    previous value and sets it, the last one to end puts it back. Saving and restoring per block
+    would let a block that starts inside another save the other's value as "previous" (and so
+    lose the user's), and put a value back while the other still writes with it. Two blocks
+    asking different values for one key at the same time are refused.
+    """
+    session = id(spark)
+    entered: list[tuple[int, str]] = []
+    try:
+        with _held_confs_lock:
+            for key, value in confs.items():
+                held = _held_confs.get((session, key))
+                if held is not None and held[2] != str(value):
+                    raise RuntimeError(
+                        f"session conf {key} is held at {held[2]!r} by another engine step of this "
+                        f"session; this one needs {value!r}"
+                    )
+                if held is None:
+                    held = _held_confs[(session, key)] = [0, spark.conf.get(key, None), str(value)]
+                    spark.conf.set(key, str(value))
+                held[0] += 1
+                entered.append((session, key))
+        yield
+    finally:
+        with _held_confs_lock:
+            for slot in entered:
+                held = _held_confs[slot]
+                held[0] -= 1
+                if held[0] == 0:
+                    del _held_confs[slot]
+                    if held[1] is None:
+                        spark.conf.unset(slot[1])
+                    else:
+                        spark.conf.set(slot[1], held[1])
 
 
 @contextlib.contextmanager

@@ -39,7 +39,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -60,7 +60,7 @@ from qbeast.spark import settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
 from qbeast.spark.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.row_groups import join_pieces
-from qbeast.spark.session import restored_confs
+from qbeast.spark.session import scoped_confs
 from qbeast.spark.write_options import (
     ASSIGNMENT_COLUMN,
     CUBE_COLUMN,
@@ -100,15 +100,6 @@ def parquet_options(spark) -> dict[str, str]:
     """
     version = settings.PARQUET_VERSION.read(spark)
     return {"compression": "snappy", "parquet.writer.version": _WRITER_VERSIONS[version]}
-
-
-@contextlib.contextmanager
-def scoped_confs(spark, confs: dict[str, str]) -> Iterator[None]:
-    """Set session confs for the duration of the block and put the previous values back."""
-    with restored_confs(spark, confs):
-        for key, value in confs.items():
-            spark.conf.set(key, value)
-        yield
 
 
 def write_plan_files(

@@ -274,7 +274,7 @@ def larger_arrow_batches(spark: Any) -> Iterator[None]:
         current = int(previous) if previous is not None else 10_000
     except ValueError:
         current = 10_000
-    if 0 < current < WRITE_ARROW_BATCH_ROWS:
+    if 0 < current <= WRITE_ARROW_BATCH_ROWS:  # equal: another write holds it, share it
         with scoped_confs(spark, {_ARROW_BATCH_KEY: str(WRITE_ARROW_BATCH_ROWS)}):
             yield
     else:

@@ -147,3 +147,52 @@ def test_optimize_whose_files_were_removed_is_a_true_conflict(spark, tmp_path, m
         qbeast.QbeastTable.for_path(spark, path).optimize(revision_id=1)
     assert check_index(spark, path) == {1: 600}
     assert len(_ids(spark, path)) == 600
+
+
+def test_writes_in_threads_of_one_session_keep_each_others_and_the_users_settings(spark, tmp_path):
+    """dbt runs models in threads that share one session. The settings a write needs for its
+    jobs (one file per task, microsecond timestamps) hold until the last overlapping write ends,
+    and the user's own values come back after."""
+    import datetime as dt
+    import threading
+
+    import pyarrow.parquet as pq
+
+    from qbeast import QbeastTable
+    from qbeast.spark.session import restored_confs
+
+    keys = {"spark.sql.files.maxRecordsPerFile": "777",
+            "spark.sql.parquet.outputTimestampType": "INT96",
+            # raised by each write for all its jobs: the two writes surely overlap there
+            "spark.sql.execution.arrow.maxRecordsPerBatch": "5000"}
+    start = threading.Barrier(2)
+    errors: list = []
+
+    def write(name: str, rows: int) -> None:
+        data = spark.range(0, rows).selectExpr(
+            "id", "cast(id % 50 as int) as k",
+            "timestamp_seconds(1700000000 + id) as ts")
+        try:
+            start.wait(timeout=60)
+            qbeast.write(data, str(tmp_path / name), "id,k", cube_size=2000, mode="overwrite")
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    with restored_confs(spark, list(keys)):
+        for key, value in keys.items():
+            spark.conf.set(key, value)
+        threads = [threading.Thread(target=write, args=(f"t{i}", 6000 + 1000 * i)) for i in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(600)
+        assert not errors, errors
+        assert {key: spark.conf.get(key) for key in keys} == keys
+    for i in range(2):
+        table = QbeastTable.for_path(spark, str(tmp_path / f"t{i}"))
+        assert table.to_df().count() == 6000 + 1000 * i
+        assert table.to_df().agg({"ts": "max"}).first()[0] == dt.datetime.fromtimestamp(
+            1700000000 + 5999 + 1000 * i)
+        for add in table.snapshot().delta.files.values():
+            column = pq.ParquetFile(str(tmp_path / f"t{i}" / add.path)).schema.column(2)
+            assert column.physical_type == "INT64", (add.path, column)  # micros, not INT96
