@@ -101,5 +101,4 @@ def engine_metadata_columns(schema: Mapping[str, Any] | None) -> list[str]:
     if not schema:
         return []
     stripped = without_engine_metadata(schema)
-    return [f["name"] for f, clean in zip(schema.get("fields", []), stripped["fields"])
-            if json.dumps(f, sort_keys=True) != json.dumps(clean, sort_keys=True)]
+    return [f["name"] for f, clean in zip(schema.get("fields", []), stripped["fields"]) if f != clean]

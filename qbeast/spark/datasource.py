@@ -60,8 +60,6 @@ SOURCE_NAME = "qbeast"
 PYTHON_SOURCE_NAME = "qbeast_python"
 #: The column-metadata key of a catalog table's marker for this source (see the module doc).
 CATALOG_MARKER_KEY = "qbeast.catalogTable"
-#: The key older versions stored a bare location under; ignored wherever it is found.
-LEGACY_LOCATION_KEY = "qbeast.location"
 OPTION_SAMPLE_FRACTION = "sampleFraction"
 OPTION_VERSION_AS_OF = "versionAsOf"
 #: The name of ``versionAsOf`` where Spark would take ``versionAsOf`` for its own time travel.
@@ -625,7 +623,7 @@ def stale_catalog_metadata(spark: Any, name: str) -> list[str]:
     :func:`create_table`; reading it is correct either way."""
     from qbeast.core.columns import engine_metadata_columns
 
-    schema = json.loads(_stored_catalog_schema_json(spark, name))
+    schema = json.loads(stored_catalog_schema_json(spark, name))
     fields = schema.get("fields", [])
     if all(CATALOG_MARKER_KEY in (f.get("metadata") or {}) for f in fields) and fields:
         fields = [{**f, "metadata": {k: v for k, v in f["metadata"].items() if k != CATALOG_MARKER_KEY}}
@@ -633,7 +631,7 @@ def stale_catalog_metadata(spark: Any, name: str) -> list[str]:
     return engine_metadata_columns({"fields": fields})
 
 
-def _stored_catalog_schema_json(spark: Any, name: str) -> str:
+def stored_catalog_schema_json(spark: Any, name: str) -> str:
     """The schema catalog table ``name`` stores (as Spark's JSON), metadata included.
 
     Read from the session catalog itself: ``spark.table(name).schema`` is the schema the
@@ -662,4 +660,5 @@ __all__ = [
     "register",
     "register_python_source",
     "stale_catalog_metadata",
+    "stored_catalog_schema_json",
 ]

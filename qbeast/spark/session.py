@@ -189,8 +189,15 @@ def partition_count(df: Any) -> int:
 
 
 #: Session confs held by running engine steps: (session, key) -> [holders, previous, value].
-_held_confs: dict[tuple[int, str], list[Any]] = {}
+_held_confs: dict[tuple[Any, str], list[Any]] = {}
 _held_confs_lock = threading.Lock()
+
+
+def _conf_owner(spark: Any) -> Any:
+    """What owns ``spark``'s runtime confs: the JVM session (two Python wrappers of one session
+    share them), or the Python object where there is no JVM handle (Spark Connect)."""
+    jvm_session = getattr(spark, "_jsparkSession", None)
+    return ("jvm", jvm_session.hashCode()) if jvm_session is not None else ("python", id(spark))
 
 
 @contextlib.contextmanager
@@ -204,8 +211,8 @@ def scoped_confs(spark: Any, confs: Mapping[str, str]) -> Iterator[None]:
     lose the user's), and put a value back while the other still writes with it. Two blocks
     asking different values for one key at the same time are refused.
     """
-    session = id(spark)
-    entered: list[tuple[int, str]] = []
+    session = _conf_owner(spark)
+    entered: list[tuple[Any, str]] = []
     try:
         with _held_confs_lock:
             for key, value in confs.items():

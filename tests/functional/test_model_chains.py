@@ -22,7 +22,9 @@ import pytest
 from dbt.tests.util import run_dbt
 
 import qbeast
-from qbeast.spark.datasource import describe_location
+from qbeast.spark.datasource import describe_location, stored_catalog_schema_json
+
+from .conftest import catalog_provider
 
 RAW = """
 {{ config(materialized='qbeast', columns_to_index=['order_id', 'cust'], cube_size=500) }}
@@ -122,30 +124,17 @@ def _stats(spark, relation_sql: str, key: str, columns: str = "*") -> Stats:
     return int(row.n), int(row.keys), int(row.checksum)
 
 
-def _stored_schema(spark, name: str) -> str:
-    """The schema the session catalog stores for ``name`` (metadata included), as JSON."""
-    session = spark._jsparkSession
-    identifier = session.sessionState().sqlParser().parseTableIdentifier(name)
-    return str(session.sessionState().catalog().getTableMetadata(identifier).schema().json())
-
-
-def _read_by_path(spark, name: str) -> Tuple[str, str]:
+def _read_by_path(spark, project, name: str) -> Tuple[str, str]:
     """(path read registered as a temporary view, provider) of catalog table ``name``."""
-    provider = catalog_facts_of(spark, name).get("Provider", "")
-    location = describe_location(spark, name)
+    provider = catalog_provider(project, name)
+    location = describe_location(spark, f"{project.test_schema}.{name}")
     assert location, name
-    view = f"by_path_{name.split('.')[-1]}"
+    view = f"by_path_{name}"
     if provider == "qbeast":
         spark.read.format("qbeast").load(location).createOrReplaceTempView(view)
     else:
         spark.read.parquet(location).createOrReplaceTempView(view)
     return view, provider
-
-
-def catalog_facts_of(spark, name: str) -> Dict[str, str]:
-    schema, table = name.split(".")
-    (row,) = spark.sql(f"show table extended in {schema} like '{table}'").collect()
-    return dict(line.split(": ", 1) for line in row.information.splitlines() if ": " in line)
 
 
 class TestChainsReadAsThemselves:
@@ -184,9 +173,10 @@ class TestChainsReadAsThemselves:
             by_table = _stats(spark, relation, key)
             assert through_ref[name] == by_table, f"{name}: ref() and spark.table() disagree"
             if name != "a_view":  # a view has no path
-                view, provider = _read_by_path(spark, relation)
+                view, provider = _read_by_path(spark, project, name)
                 assert _stats(spark, view, key) == by_table, f"{name}: its path reads other rows"
-                assert "qbeast." not in _stored_schema(spark, relation), f"{name}: catalog schema"
+                assert "qbeast." not in stored_catalog_schema_json(spark, relation), \
+                    f"{name}: catalog schema"
                 if provider == "qbeast":
                     log = qbeast.QbeastTable.for_path(spark, describe_location(spark, relation))
                     assert "qbeast." not in json.dumps(log.snapshot().delta.schema), f"{name}: log"

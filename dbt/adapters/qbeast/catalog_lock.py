@@ -65,11 +65,3 @@ def holder_pid(lock_file: Path) -> Optional[int]:
     except OSError:
         return None
     return int(text) if text.isdigit() else None
-
-
-def release_all() -> None:
-    """Give every catalog this process holds back (tests; a process exiting needs nothing)."""
-    with _guard:
-        for fd in _held.values():
-            os.close(fd)
-        _held.clear()
