@@ -172,7 +172,7 @@ def measure_files(spark, paths: dict[str, str]) -> tuple[list[tuple], dict[str, 
 def time_scans(spark, paths: dict[str, str], repeat: int) -> tuple[float, float]:
     """Median seconds of a full scan via the qbeast source and via native parquet (alternating)."""
     from qbeast import QbeastTable
-    from qbeast.spark.datasource import register
+    from qbeast.spark.read.datasource import register
 
     register(spark)
     plan = QbeastTable.for_path(spark, paths["qbeast"]).read_plan()

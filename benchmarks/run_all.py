@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     for noisy in ("qbeast.spark", "qbeast.delta", "qbeast.operations", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The writer's phases (stats, estimation, write, commit) show progress inside long writes.
-    logging.getLogger("qbeast.spark.writer").setLevel(logging.INFO)
+    logging.getLogger("qbeast.spark.write.writer").setLevel(logging.INFO)
     settings = QUICK if args.quick else FULL if args.full else SMOKE
     results = run(settings, only)
     raw = save_raw(results)

@@ -13,8 +13,8 @@ __version__ = "0.1.0"
 
 _LAZY = {
     # writing, reading and table operations
-    "write": ("qbeast.spark.writer", "write"),
-    "WriteResult": ("qbeast.spark.writer", "WriteResult"),
+    "write": ("qbeast.spark.write.writer", "write"),
+    "WriteResult": ("qbeast.spark.write.writer", "WriteResult"),
     "QbeastTable": ("qbeast.table", "QbeastTable"),
     "convert_to_qbeast": ("qbeast.operations.convert", "convert_to_qbeast"),
     "upgrade_format": ("qbeast.operations.upgrade", "upgrade_format"),
@@ -23,9 +23,9 @@ _LAZY = {
     # sessions and catalog tables
     "get_or_create_session": ("qbeast.spark.session", "get_or_create_session"),
     "is_connect_session": ("qbeast.spark.session", "is_connect_session"),
-    "register": ("qbeast.spark.datasource", "register"),
-    "create_table": ("qbeast.spark.datasource", "create_table"),
-    "stale_catalog_metadata": ("qbeast.spark.datasource", "stale_catalog_metadata"),
+    "register": ("qbeast.spark.read.datasource", "register"),
+    "create_table": ("qbeast.spark.read.datasource", "create_table"),
+    "stale_catalog_metadata": ("qbeast.spark.read.datasource", "stale_catalog_metadata"),
     # the rules integrations (the dbt adapter) build on
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
     "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),

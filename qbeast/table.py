@@ -18,9 +18,9 @@ from typing import Any
 
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.filters import normalize_predicate, parse_sql_predicate, to_spark_column
+from qbeast.spark.read.predicates import normalize_predicate, parse_sql_predicate, to_spark_column
 from qbeast.snapshot import NotAQbeastTableError
-from qbeast.spark.reader import (
+from qbeast.spark.read.planner import (
     ReadPlan,
     load_snapshot,
     plan_dataframe,
@@ -97,7 +97,7 @@ class QbeastTable:
         may share between the references to one table in a query. Raises for a plain Delta table,
         whose rows have no weight.
         """
-        from qbeast.spark.reader import sample_weight_range, weight_filter_sql
+        from qbeast.spark.read.planner import sample_weight_range, weight_filter_sql
 
         if fraction is None:
             raise InvalidOptionError("sample fraction must be a number in [0, 1], got None")

@@ -470,7 +470,7 @@ def scenario_full_disk(spark, root: Path, size: str = "6m", big_rows: int = 300_
 def scenario_read_only_folder(spark, root: Path) -> dict[str, Any]:
     """The table's file system turns read-only between the data files and the commit."""
     import qbeast
-    import qbeast.spark.writer as writer_module
+    import qbeast.spark.write.writer as writer_module
     from qbeast.errors import QbeastError
     from qbeast.snapshot import QbeastSnapshot
 

@@ -18,7 +18,7 @@ from qbeast.delta.actions import now_ms
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.vacuum import vacuum as delta_vacuum
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.write_options import STAGING_PREFIX
+from qbeast.spark.write.options import STAGING_PREFIX
 from qbeast.operations.common import (
     OperationResult,
     check_bool,

@@ -54,7 +54,7 @@ from qbeast.operations.tiering import (
 from qbeast.progress import Phase
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.write_options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
+from qbeast.spark.write.options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
 
 logger = logging.getLogger("qbeast.operations.optimize")
 
@@ -387,7 +387,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     revision still commutes with this commit, and every row keeps its weight: a sample returns
     the same rows before and after. The sources' files are removed with ``dataChange=false``.
     """
-    from qbeast.spark.write_steps import index_rows
+    from qbeast.spark.write.steps import index_rows
 
     table = snapshot.table_path
     latest = snapshot.latest_revision
@@ -448,8 +448,8 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
                       chosen: list[AddFile]) -> RevisionOptimization:
     from pyspark.sql import functions as F
 
-    from qbeast.spark.assignment_udf import assignment_udf, weight_column
-    from qbeast.spark.write_steps import weight_bands, write_files
+    from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
+    from qbeast.spark.write.steps import weight_bands, write_files
 
     table = snapshot.table_path
     rid = revision.revision_id
@@ -491,7 +491,7 @@ def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> A
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
     from pyspark.sql.types import StructType
 
-    from qbeast.spark.reader import spark_path
+    from qbeast.spark.read.planner import spark_path
 
     schema = StructType.fromJson(snapshot.delta.schema)
     return spark.read.schema(schema).parquet(*[spark_path(snapshot.delta.file_path(f)) for f in files])
@@ -504,7 +504,7 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
                    chosen: list[AddFile]) -> RevisionOptimization:
     """Index the rows of staging files into the latest revision (opening one when they grow
     its space, or revision 1 on a converted table), as an indexed append would."""
-    from qbeast.spark.write_steps import index_rows
+    from qbeast.spark.write.steps import index_rows
 
     table = snapshot.table_path
     phase = _phase(table, "staging")

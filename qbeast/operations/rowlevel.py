@@ -13,10 +13,10 @@ affected rows and adds their replacements, plus the indexed append of new rows:
    those are rewritten.
 3. **rewrite** — each affected file is replaced by one file holding its remaining rows (updated
    in place when the indexed columns keep their values), every row in the cube it was written
-   to, the blocks recounted (:mod:`qbeast.spark.rewrite`, :mod:`qbeast.index.file_blocks`).
+   to, the blocks recounted (:mod:`qbeast.spark.changes.rewrite`, :mod:`qbeast.index.file_blocks`).
    Staging files stay staging files.
 4. **append** — inserted rows, and updated rows whose indexed columns changed (their weight and
-   cube change), go through the indexed append (:func:`qbeast.spark.write_steps.index_rows`),
+   cube change), go through the indexed append (:func:`qbeast.spark.write.steps.index_rows`),
    which opens a new revision when they grow the indexed space.
 5. **commit** — removes, adds and (for a new revision) metadata in one transaction
    (:func:`qbeast.commit.commit_files`: a failed commit deletes the new files), with the
@@ -416,7 +416,7 @@ class _Operation:
 
     def candidates(self, predicate: ex.Expression) -> list[AddFile]:
         """The files the read planner keeps for ``predicate`` (every revision, staging too)."""
-        from qbeast.spark.reader import plan_read
+        from qbeast.spark.read.planner import plan_read
 
         phase = self.phase("candidates")
         plan = plan_read(self.snapshot, predicate=predicate)
@@ -461,7 +461,7 @@ class _Operation:
         """The rows of the affected files, each with its origin (index into ``uris``)."""
         from pyspark.sql import functions as F
 
-        from qbeast.spark.rewrite import ORIGIN_COLUMN
+        from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
 
         adds = [self.add_of(u) for u in uris]
         self.staging_origins = [i for i, a in enumerate(adds) if self.snapshot.revision_of(a) == 0]
@@ -478,7 +478,7 @@ class _Operation:
         """
         from pyspark.sql import functions as F
 
-        from qbeast.spark.rewrite import ORIGIN_COLUMN
+        from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
 
         indexed: list[str] = []
         for rid in sorted(self.snapshot.revisions):
@@ -503,8 +503,8 @@ class _Operation:
         """Rewrite the affected files, append the new rows, commit; the operation's result."""
         from pyspark.sql import functions as F
 
-        from qbeast.spark.rewrite import ORIGIN_COLUMN, RewriteTarget, rewrite_files
-        from qbeast.spark.write_steps import index_rows
+        from qbeast.spark.changes.rewrite import ORIGIN_COLUMN, RewriteTarget, rewrite_files
+        from qbeast.spark.write.steps import index_rows
 
         snapshot = self.snapshot
         table_dir = snapshot.delta.log.table_path
@@ -694,7 +694,7 @@ def _source_keys(source: Any, keys: list[str], op: _Operation, unique: bool = Tr
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from qbeast.spark.filters import normalize_predicate
+    from qbeast.spark.read.predicates import normalize_predicate
 
     not_null = F.lit(True)
     for k in keys:

@@ -4,7 +4,7 @@ Python data sources cannot prune columns and ship every row through Python. The 
 small jar (sources in ``jvm/``, built by ``make`` with ``javac`` against the installed pyspark,
 shipped inside the wheel as ``qbeast/jars/qbeast-bridge.jar``) with a V1 relation provider named
 ``qbeast``, a ``FileIndex`` and an optimizer rule. It holds no format logic: the ``FileIndex`` asks
-the Python planner of :mod:`qbeast.spark.sql_planner` (registered here as a Py4J callback object on
+the Python planner of :mod:`qbeast.spark.read.sql_planner` (registered here as a Py4J callback object on
 the driver) which files each scan needs, and the rule asks it for a sample's row filter.
 
 :func:`register` decides, once per session, which implementation of ``qbeast`` the session uses:
@@ -12,7 +12,7 @@ the driver) which files each scan needs, and the rule asks it for a sample's row
 * **the bridge** when the session is a classic one (a JVM in this process) and the jar is
   loaded or loadable: :func:`session_conf` puts it on ``spark.jars`` and ``spark.sql.extensions``
   when the engine builds a session, and :func:`register` adds it to a running session;
-* **the Python data source** (:mod:`qbeast.spark.datasource`) otherwise: Spark Connect sessions
+* **the Python data source** (:mod:`qbeast.spark.read.datasource`) otherwise: Spark Connect sessions
   (the planner would have to run in the server's driver), no jar in the installation (built
   without a JDK), ``spark.qbeast.sqlBridge=false``, or a JVM that cannot load it. One log line
   says why.
@@ -20,7 +20,7 @@ the driver) which files each scan needs, and the rule asks it for a sample's row
 Both cannot hold the name ``qbeast`` in one session (Spark refuses a Python source named like a
 JVM one with ``DATA_SOURCE_ALREADY_EXISTS``), so a session where the jar is loaded always uses the
 bridge; the Python source stays available there as ``qbeast_python`` through
-:func:`qbeast.spark.datasource.register_python_source` (for comparisons).
+:func:`qbeast.spark.read.datasource.register_python_source` (for comparisons).
 """
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def _answer(call: str, action: Any) -> str:
 class PythonPlanner:
     """``io.dbtqbeast.bridge.Planner`` implemented in Python (a Py4J callback object).
 
-    Py4J runs each call in its own Python thread; :mod:`qbeast.spark.sql_planner` is thread-safe.
+    Py4J runs each call in its own Python thread; :mod:`qbeast.spark.read.sql_planner` is thread-safe.
     """
 
     class Java:
@@ -113,7 +113,7 @@ class PythonPlanner:
 
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
         from qbeast.delta.storage import file_uri
-        from qbeast.spark import sql_planner
+        from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             schema = json.loads(catalog_schema_json) if catalog_schema_json else None
@@ -130,7 +130,7 @@ class PythonPlanner:
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
         from qbeast.delta.storage import file_uri
-        from qbeast.spark import sql_planner
+        from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
@@ -140,7 +140,7 @@ class PythonPlanner:
         return _answer("listFiles", run)
 
     def sampleFilter(self, table_json: str, lower: float, upper: float) -> str:  # noqa: N802
-        from qbeast.spark import sql_planner
+        from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
@@ -149,7 +149,7 @@ class PythonPlanner:
         return _answer("sampleFilter", run)
 
     def tableSize(self, table_json: str) -> str:  # noqa: N802
-        from qbeast.spark import sql_planner
+        from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             return {"bytes": sql_planner.table_size(sql_planner.TableRef.from_json(json.loads(table_json)))}
@@ -195,7 +195,7 @@ def register(spark: Any) -> str:
     data source. Idempotent and cheap: call it once per session (sessions made with
     ``newSession()`` need their own call, as the rule and registrations are per session).
     """
-    from qbeast.spark.datasource import register_python_source
+    from qbeast.spark.read.datasource import register_python_source
     from qbeast.spark.session import is_connect_session
 
     if is_connect_session(spark):

@@ -14,7 +14,7 @@ from typing import Any
 from qbeast.core.defaults import DEFAULT_CUBE_SIZE as FORMAT_DEFAULT_CUBE_SIZE
 from qbeast.core.defaults import REVISION_HEADROOM_PERCENT
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.write_options import check_non_negative_int, check_positive_int
+from qbeast.spark.write.options import check_non_negative_int, check_positive_int
 
 # This module is imported with every session (qbeast.spark.session): it must stay light.
 

@@ -82,7 +82,7 @@ def test_worker_python_hides_the_installed_engine_but_imports_the_archive(tmp_pa
     hidden = subprocess.run([python, "-c", "import qbeast"], capture_output=True, text=True, timeout=60)
     assert hidden.returncode != 0 and "installed engine is hidden" in hidden.stderr
     probe = (f"import sys; sys.path.insert(0, {str(engine_archive())!r}); "
-             "import qbeast.spark.writer, qbeast.core.cube_id; print(qbeast.__file__)")
+             "import qbeast.spark.write.writer, qbeast.core.cube_id; print(qbeast.__file__)")
     shipped = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60)
     assert shipped.returncode == 0, shipped.stderr
     assert shipped.stdout.strip() == f"{engine_archive()}/qbeast/__init__.py"

@@ -183,7 +183,7 @@ def test_two_runs_started_together_one_wins_the_other_fails_at_once(tmp_path):
     assert _console_clean(output), output
     assert "SQLQueryContextLogger" in (project / ".qbeast" / "spark.log").read_text()
     dbt_log = (project / "logs" / "dbt.log").read_text()
-    assert "[debug]" in dbt_log and "qbeast.spark.writer: write " in dbt_log
+    assert "[debug]" in dbt_log and "qbeast.spark.write.writer: write " in dbt_log
 
 
 def _console_clean(output: str) -> bool:

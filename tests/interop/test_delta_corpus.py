@@ -250,7 +250,7 @@ PYTHON_SOURCE_TABLES = {
 @pytest.mark.parametrize("name", sorted(PYTHON_SOURCE_TABLES))
 def test_python_data_source_reads_the_same_rows(spark, corpus, name: str) -> None:
     """The Python data source (pyarrow, ``qbeast_python``) plans through the same scan layout."""
-    from qbeast.spark.datasource import PYTHON_SOURCE_NAME, register_python_source
+    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, register_python_source
     from qbeast.table import QbeastTable
 
     register_python_source(spark, PYTHON_SOURCE_NAME)
@@ -272,7 +272,7 @@ def test_sql_reads_the_same_rows_or_refuse_by_name(spark, corpus, name: str) -> 
     refused with the readers that can, never read as nulls."""
     from qbeast.delta.errors import UnsupportedFeatureError
     from qbeast.delta.scan import scan_schema
-    from qbeast.spark.datasource import register
+    from qbeast.spark.read.datasource import register
     from qbeast.table import QbeastTable
 
     table, refused = corpus[name], PYTHON_SOURCE_TABLES[name]

@@ -1,6 +1,6 @@
 """After delete / update / merge, delta-rs and DuckDB read exactly the rows the engine reads.
 
-The rewritten files are written by pyarrow (``qbeast.spark.rewrite``), the appended ones by
+The rewritten files are written by pyarrow (``qbeast.spark.changes.rewrite``), the appended ones by
 Spark: both must carry every type of the table (decimals, dates, timestamps, shorts, arrays,
 structs, nulls) so that every reader sees the same rows, and their Delta stats must bound the
 data (readers skip files with them).

@@ -94,7 +94,7 @@ def files_read(df: Any) -> list[int]:
 
 
 def _scans_since(start: int) -> list[Any]:
-    from qbeast.spark import sql_planner
+    from qbeast.spark.read import sql_planner
 
     return sql_planner.recent_scans(since=start)
 
@@ -106,8 +106,8 @@ def _ids(df: Any) -> list[int]:
 def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks") -> dict[str, Any]:
     """Run every check on the table at ``path`` (written by :func:`write_table`); plain data."""
     import qbeast
-    from qbeast.spark import sql_planner
-    from qbeast.spark.datasource import PYTHON_SOURCE_NAME, create_table
+    from qbeast.spark.read import sql_planner
+    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, create_table
 
     table = qbeast.QbeastTable.for_path(spark, path)
     assert qbeast.register(spark) == "jvm", "this report needs the JVM read bridge"

@@ -22,7 +22,7 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.datasource import (
+from qbeast.spark.read.datasource import (
     PYTHON_SOURCE_NAME,
     create_table,
     create_table_sql,
@@ -229,7 +229,7 @@ def test_catalog_table_from_plain_sql(spark, table_path):
 def test_files_are_spread_over_tasks_without_splitting_any():
     from types import SimpleNamespace
 
-    from qbeast.spark.datasource import group_files
+    from qbeast.spark.read.datasource import group_files
 
     files = [SimpleNamespace(path=f"f{i}", size=size) for i, size in enumerate([50, 10, 10, 10, 5, 5, 5, 5, 200])]
     groups = group_files(files)

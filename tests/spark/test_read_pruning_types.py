@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 import qbeast
 from qbeast import QbeastTable
 from qbeast.core.weight import weight_from_fraction
-from qbeast.spark.datasource import register
+from qbeast.spark.read.datasource import register
 
 SCHEMA = "id BIGINT, s STRING, d DATE, ts TIMESTAMP"
 UTC = dt.timezone.utc

@@ -1,4 +1,4 @@
-"""The planner the JVM read bridge calls (``qbeast.spark.sql_planner``), without the JVM side.
+"""The planner the JVM read bridge calls (``qbeast.spark.read.sql_planner``), without the JVM side.
 
 What each call answers for the options, catalog schemas and filter texts Spark hands over; the
 bridge end to end is ``test_sql_bridge.py``.
@@ -12,9 +12,9 @@ from qbeast import QbeastTable
 from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
 from qbeast.delta.storage import file_uri
 from qbeast.errors import InvalidOptionError
-from qbeast.spark import sql_planner
-from qbeast.spark.datasource import CatalogMarker, catalog_schema
-from qbeast.spark.sql_planner import TableRef
+from qbeast.spark.read import sql_planner
+from qbeast.spark.read.datasource import CatalogMarker, catalog_schema
+from qbeast.spark.read.sql_planner import TableRef
 
 
 @pytest.fixture(scope="module")

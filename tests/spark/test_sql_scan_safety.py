@@ -18,7 +18,7 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.spark.bridge import bridge_active, jar_path
-from qbeast.spark.datasource import PYTHON_SOURCE_NAME, create_table, register, register_python_source
+from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, create_table, register, register_python_source
 
 #: The implementation under test -> the data source name it answers to in the test session.
 SOURCES = {"jvm": "qbeast", "python": PYTHON_SOURCE_NAME}

@@ -16,7 +16,7 @@ import qbeast
 from qbeast import QbeastTable
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.datasource import (
+from qbeast.spark.read.datasource import (
     PYTHON_SOURCE_NAME,
     create_table,
     register_python_source,
@@ -154,7 +154,7 @@ def test_marker_copied_onto_other_columns_is_not_believed(spark, tables):
 
 
 def test_read_options_name_no_table_without_a_path():
-    from qbeast.spark.datasource import parse_read_options
+    from qbeast.spark.read.datasource import parse_read_options
 
     with pytest.raises(InvalidOptionError, match="needs the table location"):
         parse_read_options({}, None)

@@ -20,7 +20,7 @@ from qbeast.index.row_weights import spark_hash
 from qbeast.index.thresholds import is_laid_out
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.bridge import bridge_active, prefix_scan
-from qbeast.spark.datasource import create_table
+from qbeast.spark.read.datasource import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_checks import check_index, check_weight_bands  # noqa: E402
@@ -95,7 +95,7 @@ def test_run_written_files_described_by_a_scan_match_the_tally(spark, tmp_path, 
 
     _write(spark, str(tmp_path / "tallied"), "rowGroups")
     monkeypatch.setattr(write_steps, "new_block_tally", lambda spark: None)
-    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+    with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
         _write(spark, str(tmp_path / "scanned"), "rowGroups")
     assert "describing the files by a scan" in caplog.text
     assert "row_group_runs=True" in caplog.text
@@ -104,7 +104,7 @@ def test_run_written_files_described_by_a_scan_match_the_tally(spark, tmp_path, 
 
 def test_the_run_writer_writes_one_staging_file_per_output_file(spark, tmp_path, caplog):
     """No piece is a file of its own: the staging write produces the published files."""
-    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+    with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
         _write(spark, str(tmp_path / "t"), "rowGroups")
     assert "row_group_runs=True" in caplog.text
     assert "band pieces joined" not in caplog.text
@@ -290,7 +290,7 @@ def test_a_failed_join_leaves_no_open_file_in_the_jvm(spark, tmp_path):
     """parquet-mr's writer is aborted when a piece cannot be appended: the error reaches the
     caller, and the driver JVM keeps no stream open on the half-written target."""
     from qbeast.core.band_row_groups import Piece
-    from qbeast.spark.row_groups import join_pieces
+    from qbeast.spark.write.row_groups import join_pieces
 
     part = str(tmp_path / "piece-0.parquet")
     pq.write_table(pa.table({"id": pa.array(range(10), pa.int64())}), part)

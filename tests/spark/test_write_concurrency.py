@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import qbeast
-import qbeast.spark.writer as writer_module
+import qbeast.spark.write.writer as writer_module
 from qbeast.core.revision import revision_key
 from qbeast.delta.errors import ConcurrentDeleteReadError
 from qbeast.index.thresholds import is_laid_out

@@ -144,11 +144,11 @@ def test_estimation_sample_rows_session_conf(spark, tmp_path, caplog):
     key = "spark.qbeast.index.estimationSampleRows"
     with restored_confs(spark, [key]):
         spark.conf.set(key, "10000")
-        with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
             qbeast.write(df, str(tmp_path / "t"), "a,b", cube_size=1_000)
         assert "sampled_fraction=1.0 " in caplog.text  # 1,000 rows per cube of 1,000: all rows
         caplog.clear()
-        with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+        with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
             qbeast.write(df, str(tmp_path / "u"), "a,b", cube_size=10_000)
         assert "sampled_fraction=0.333333 " in caplog.text
         assert check_index(spark, str(tmp_path / "u")) == {1: 30_000}

@@ -253,9 +253,9 @@ def test_conflicting_overwrite_deletes_the_new_files(spark, tmp_path):
 
     from qbeast.delta.errors import ConcurrentAppendError
     from qbeast.rebase import PlannedCommit
-    from qbeast.spark.table_state import TableState
-    from qbeast.spark.write_options import WriteOptions
-    from qbeast.spark.writer import _commit
+    from qbeast.spark.write.table_state import TableState
+    from qbeast.spark.write.options import WriteOptions
+    from qbeast.spark.write.writer import _commit
 
     path = str(tmp_path / "t")
     qbeast.write(_df(spark, 300), path, "x", cube_size=100)

@@ -13,7 +13,7 @@ from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.index.assignment import build_write_plan
 from qbeast.index.tally import BlockTally, FlagTally, batch_blocks, batch_flags
-from qbeast.spark.spark_files import (
+from qbeast.spark.write.files import (
     new_block_tally,
     new_flag_tally,
     partition_keys,
@@ -103,7 +103,7 @@ def test_files_sharing_a_task_are_described_by_a_scan(spark, tmp_path, monkeypat
     from qbeast.spark import spark_files
 
     monkeypatch.setattr(spark_files, "partition_keys", lambda count: [0] * count)
-    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+    with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
         every = _write_every_way(spark, tmp_path)
     assert "describing the files by a scan" in caplog.text
     folder, rows = every["plain flags"]
@@ -116,7 +116,7 @@ def test_files_sharing_a_task_are_described_by_a_scan(spark, tmp_path, monkeypat
 
 
 def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog):
-    with caplog.at_level("INFO", logger="qbeast.spark.writer"):
+    with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
         every = _write_every_way(spark, tmp_path)
     assert caplog.text.count("one_file_per_task=True") == 2  # the two plain variants
     assert caplog.text.count("one_file_per_task=False") == 3

@@ -1,4 +1,4 @@
-"""The encodings of the engine's pyarrow writes (:mod:`qbeast.spark.arrow_parquet`)."""
+"""The encodings of the engine's pyarrow writes (:mod:`qbeast.spark.write.arrow_parquet`)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from qbeast.spark.arrow_parquet import arrow_write_options
+from qbeast.spark.write.arrow_parquet import arrow_write_options
 
 N = 4000
 

@@ -100,7 +100,7 @@ def test_modules_every_spark_process_imports_stay_light():
     read, and dbt imports the session helper on every invocation: pulling the log layer or
     pyarrow into them cost each read about 0.3 s (measured by benchmarks/bench_sql.py)."""
     probe = (
-        "import sys, qbeast.spark.datasource, qbeast.spark.session\n"
+        "import sys, qbeast.spark.read.datasource, qbeast.spark.session\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyarrow' "
         "or m.startswith(('qbeast.delta', 'qbeast.index', 'qbeast.snapshot'))))\n"
     )

@@ -31,8 +31,8 @@ from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import resolve_file_path
 from qbeast.spark import settings
-from qbeast.spark.spark_files import StagedFiles
-from qbeast.spark.write_options import WEIGHT_COLUMN
+from qbeast.spark.write.files import StagedFiles
+from qbeast.spark.write.options import WEIGHT_COLUMN
 
 #: Internal column naming the old file (its index in the list of targets) a row comes from.
 ORIGIN_COLUMN = "_qbeast_origin"
@@ -109,7 +109,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
     A file written in band pieces (``rowGroups`` layout) is rewritten in the same pieces, its
     remaining rows regrouped by the old pieces' weights, so samples still read a prefix of it.
     The new file is encoded as a Spark write of the session's page ``version`` would encode it
-    (:func:`qbeast.spark.arrow_parquet.arrow_write_options`).
+    (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
     """
 
     def rewrite(table):
@@ -120,8 +120,8 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
 
         from qbeast.core.band_row_groups import encode_pieces, split_by_floors
         from qbeast.delta.stats import footer_stats
-        from qbeast.spark.arrow_parquet import arrow_write_options
-        from qbeast.spark.row_groups import read_piece_layout, write_pieces_with_arrow
+        from qbeast.spark.write.arrow_parquet import arrow_write_options
+        from qbeast.spark.write.row_groups import read_piece_layout, write_pieces_with_arrow
         from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
         from qbeast.index.points import table_points
 

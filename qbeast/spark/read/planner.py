@@ -44,9 +44,9 @@ from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.row_groups import read_piece_layout
+from qbeast.spark.write.row_groups import read_piece_layout
 
-logger = logging.getLogger("qbeast.spark.reader")
+logger = logging.getLogger("qbeast.spark.read.planner")
 
 #: Tag generations whose blocks cannot drive the OTree walk (read as plain Delta until upgraded).
 _UNINDEXED_FORMATS = frozenset({TagFormat.LEGACY_FLAT, TagFormat.NO_BLOCKS})
@@ -203,7 +203,7 @@ def plan_read(
     """Plan a read of ``snapshot`` sampled to ``fraction`` and pruned by ``predicate``.
 
     ``predicate`` must already name the table's columns with literals of their types
-    (:func:`qbeast.spark.filters.normalize_predicate` and friends produce that).
+    (:func:`qbeast.spark.read.predicates.normalize_predicate` and friends produce that).
     ``weight_range`` ``[lo, hi)`` of ``hash(indexed columns)`` is the other way to ask for a
     sample (the SQL bridge finds it in a scan's filters); give it or ``fraction``, not both.
     """

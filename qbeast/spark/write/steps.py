@@ -1,6 +1,6 @@
 """The steps of an indexing write, public for reuse by ``qbeast.operations`` (optimize).
 
-``qbeast.spark.writer.write`` chains them: :func:`analyze` (estimation pass -> :class:`WritePlan`),
+``qbeast.spark.write.writer.write`` chains them: :func:`analyze` (estimation pass -> :class:`WritePlan`),
 :func:`write_files` (assignment + file writing -> one :class:`~qbeast.commit.WrittenFile` per
 file), :func:`with_threshold_markers` (the blocks that record lowered thresholds); then
 :func:`qbeast.commit.add_file` and :func:`qbeast.commit.commit_files` turn the files into one
@@ -38,25 +38,25 @@ from qbeast.index.estimation import (
 from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import settings
-from qbeast.spark.arrow_jobs import map_in_arrow
-from qbeast.spark.assignment_udf import weight_column
-from qbeast.spark.spark_files import (
+from qbeast.spark.write.arrow_jobs import map_in_arrow
+from qbeast.spark.write.assignment_udf import weight_column
+from qbeast.spark.write.files import (
     float_stats_columns,
     new_block_tally,
     new_flag_tally,
     scoped_confs,
     write_plan_files,
 )
-from qbeast.spark.write_options import WEIGHT_COLUMN, WriteOptions
+from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
 
-logger = logging.getLogger("qbeast.spark.writer")
+logger = logging.getLogger("qbeast.spark.write.writer")
 
 #: Seed of the estimation sample, so that the same input and partitioning give the same layout.
 ESTIMATION_SEED = 1_879_048_193
 
 
 def write_phase(path: str, name: str) -> Phase:
-    """A :class:`qbeast.progress.Phase` of a write, logged on ``qbeast.spark.writer``."""
+    """A :class:`qbeast.progress.Phase` of a write, logged on ``qbeast.spark.write.writer``."""
     return Phase(logger, "write", path, name)
 
 
@@ -167,7 +167,7 @@ ONE_TASK_PER_FILE_ROWS = 50_000
 
 def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     """Number of write tasks: one per plan file when they are large, else one per output file
-    when those are few or large, else 4 per core (see :func:`qbeast.spark.spark_files.
+    when those are few or large, else 4 per core (see :func:`qbeast.spark.write.files.
     write_plan_files` for what each count writes)."""
     files = plan.output_file_count
     tasks = max(1, min(files, 4 * parallelism(spark)))
@@ -184,7 +184,7 @@ def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, 
                 rows: int | None = None) -> list[WrittenFile]:
     """Assignment, shuffle by file and Spark's parquet writer; returns one description per file.
 
-    See ``qbeast.spark.spark_files``: only the indexed columns and the weight cross to Python.
+    See ``qbeast.spark.write.files``: only the indexed columns and the weight cross to Python.
     ``rows`` (the input's row count, when known) lets large files get one task each.
     """
     tally = new_block_tally(data.sparkSession)
@@ -230,7 +230,7 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
     commit as their rewrites. ``rows_already_in_table``: the rows move within the table (a
     revision merge, the staging step), so the table's row count stays as it is.
     """
-    from qbeast.spark.revision_change import choose_revision, index_spec
+    from qbeast.spark.write.revision_change import choose_revision, index_spec
 
     path = snapshot.table_path
     latest = snapshot.latest_revision

@@ -31,7 +31,7 @@ def assignment_udf(revision: Revision, plan: WritePlan, *, tally: Any = None,
     ``tally``, a Spark accumulator of :class:`qbeast.index.tally.BlockTally`, receives per batch
     the row count and min weight of every (file, cube) met. With ``flags`` (a
     :class:`qbeast.index.tally.FlagTally` accumulator) the UDF takes one more argument, the
-    row's ``non_finite_mask`` (:mod:`qbeast.spark.spark_files`), and ORs it per file into
+    row's ``non_finite_mask`` (:mod:`qbeast.spark.write.files`), and ORs it per file into
     ``flags``.
     """
     import pyarrow as pa

@@ -21,7 +21,7 @@ as Spark's entire parquet write, so the rows never cross to Python here:
    row group at each piece and records the pieces in the footer (:func:`_write_runs`): nothing
    more to do here. Otherwise each piece is a staging file of its own, and the pieces of one
    output file are joined into one file whose row groups follow the bands
-   (:mod:`qbeast.spark.row_groups`, :mod:`qbeast.core.band_row_groups`);
+   (:mod:`qbeast.spark.write.row_groups`, :mod:`qbeast.core.band_row_groups`);
 4. **move** — each part file becomes ``<table>/<uuid>.parquet``; the staging folder is removed.
 
 Files hold only the user's columns; timestamps are written as ``TIMESTAMP_MICROS`` (Spark's
@@ -58,10 +58,10 @@ from qbeast.index.assignment import WritePlan
 from qbeast.index.tally import BlockTally, DictTally, FlagTally
 from qbeast.spark import settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
-from qbeast.spark.assignment_udf import assignment_udf, weight_column
-from qbeast.spark.row_groups import join_pieces
+from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
+from qbeast.spark.write.row_groups import join_pieces
 from qbeast.spark.session import scoped_confs
-from qbeast.spark.write_options import (
+from qbeast.spark.write.options import (
     ASSIGNMENT_COLUMN,
     CUBE_COLUMN,
     FILE_COLUMN,
@@ -69,7 +69,7 @@ from qbeast.spark.write_options import (
     WEIGHT_COLUMN,
 )
 
-logger = logging.getLogger("qbeast.spark.writer")
+logger = logging.getLogger("qbeast.spark.write.writer")
 
 #: Partition column of the staging write (a reserved column name, see write_options).
 STAGING_FILE_COLUMN = FILE_COLUMN
@@ -120,7 +120,7 @@ def write_plan_files(
     as runs of row groups with the bridge's run writer (at most one task per output file), or,
     without the jar, each piece as a staging file (one task per piece, or the pieces of an
     output file in one task) joined into the output file in band order
-    (:mod:`qbeast.spark.row_groups`). Either way the files returned are the output files.
+    (:mod:`qbeast.spark.write.row_groups`). Either way the files returned are the output files.
 
     With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
@@ -275,7 +275,7 @@ def _owner(plan: WritePlan, piece: Any) -> Any:
 
 def _first_pieces(plan: WritePlan) -> dict[int, int]:
     """Output file -> its first band piece: the plan file id a joined or run-written file
-    reports (the id :func:`qbeast.spark.write_steps.with_threshold_markers` keys files by)."""
+    reports (the id :func:`qbeast.spark.write.steps.with_threshold_markers` keys files by)."""
     assert plan.row_group_files is not None
     first: dict[int, int] = {}
     for piece, owner in enumerate(plan.row_group_files.tolist()):

@@ -53,7 +53,7 @@ from qbeast.errors import InvalidOptionError
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
     from qbeast.delta.scan import ScanSchema
 
-logger = logging.getLogger("qbeast.spark.datasource")
+logger = logging.getLogger("qbeast.spark.read.datasource")
 
 SOURCE_NAME = "qbeast"
 #: The name of this Python source in sessions where the JVM bridge is ``qbeast``.
@@ -299,7 +299,7 @@ class QbeastDataSourceReader(DataSourceReader):
         self.schema = schema
 
     def partitions(self) -> list[InputPartition]:
-        from qbeast.spark.reader import load_snapshot, plan_read
+        from qbeast.spark.read.planner import load_snapshot, plan_read
 
         snapshot = load_snapshot(self.options.path, self.options.version)
         check_catalog_marker(self.options, snapshot.delta.metadata.id, snapshot.delta.schema,
@@ -435,7 +435,7 @@ class QbeastDataSource(DataSource):
         """The table schema from the Delta log (for reads by path)."""
         from pyspark.sql.types import StructType
 
-        from qbeast.spark.reader import load_snapshot
+        from qbeast.spark.read.planner import load_snapshot
 
         from qbeast.core.columns import without_engine_metadata
 
@@ -563,7 +563,7 @@ def create_table(
     """
     from pyspark.sql.types import StructType
 
-    from qbeast.spark.reader import load_snapshot
+    from qbeast.spark.read.planner import load_snapshot
 
     check_table_name(name)
     if source not in (SOURCE_NAME, PYTHON_SOURCE_NAME):

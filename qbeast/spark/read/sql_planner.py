@@ -2,7 +2,7 @@
 
 The bridge's Java side knows nothing of the Qbeast format: its ``FileIndex`` asks this module
 which files a scan needs, and its optimizer rule asks what a sample's row filter is. Everything
-here is the engine's own read planning (:func:`qbeast.spark.reader.plan_read`: snapshot, query
+here is the engine's own read planning (:func:`qbeast.spark.read.planner.plan_read`: snapshot, query
 spaces, OTree walk, Delta stats) fed with what Spark hands over:
 
 * ``describe``: which table (location and version) a reference names, from the data source
@@ -40,13 +40,13 @@ from qbeast.delta.log import DeltaLog
 from qbeast.delta.scan import scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark.datasource import (
+from qbeast.spark.read.datasource import (
     KNOWN_OPTIONS,
     PYTHON_SOURCE_NAME,
     parse_read_options,
 )
-from qbeast.spark.filters import parse_sql_predicate, weight_bounds
-from qbeast.spark.reader import (
+from qbeast.spark.read.predicates import parse_sql_predicate, weight_bounds
+from qbeast.spark.read.planner import (
     PlannedFile,
     plan_read,
     sample_columns,
@@ -54,7 +54,7 @@ from qbeast.spark.reader import (
     weight_filter_sql,
 )
 
-logger = logging.getLogger("qbeast.spark.sql_planner")
+logger = logging.getLogger("qbeast.spark.read.sql_planner")
 
 #: Snapshots kept in memory (a few tables, a few versions each).
 SNAPSHOT_CACHE_SIZE = 16

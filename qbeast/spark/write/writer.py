@@ -12,7 +12,7 @@ cube-level aggregates and per-file descriptions reach the driver:
    to its cube and file (``qbeast.index.assignment``); rows are repartitioned by file and Spark's
    own parquet writer writes one file per group, then the files are moved to ``<uuid>.parquet``
    at the table root and described (size, Delta stats, blocks) from their footers and the
-   assignment counts (``qbeast.spark.spark_files``).
+   assignment counts (``qbeast.spark.write.files``).
 4. **commit** — one Delta transaction with all AddFiles (tags = revision + blocks), the metadata
    when a revision or the schema changes, the removal of every file on overwrite and the optional
    application transaction. Nothing is committed before every file is written, so a failed write
@@ -55,16 +55,16 @@ from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, roo
 from qbeast.rebase import DEFAULT_REPLAN_RETRIES, PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
-from qbeast.spark.revision_change import choose_revision, index_spec
-from qbeast.spark.table_state import TableState
-from qbeast.spark.write_options import (
+from qbeast.spark.write.revision_change import choose_revision, index_spec
+from qbeast.spark.write.table_state import TableState
+from qbeast.spark.write.options import (
     WriteOptions,
     check_mode,
     check_positive_int,
     check_storable_schema,
     check_txn,
 )
-from qbeast.spark.write_steps import (
+from qbeast.spark.write.steps import (
     analyze,
     larger_arrow_batches,
     with_threshold_markers,
@@ -72,7 +72,7 @@ from qbeast.spark.write_steps import (
     write_phase,
 )
 
-logger = logging.getLogger("qbeast.spark.writer")
+logger = logging.getLogger("qbeast.spark.write.writer")
 
 
 @dataclass(frozen=True)

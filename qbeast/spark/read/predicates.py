@@ -29,7 +29,7 @@ from qbeast.core.columns import column_types as json_column_types
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 
-logger = logging.getLogger("qbeast.spark.filters")
+logger = logging.getLogger("qbeast.spark.read.predicates")
 
 _INTEGRAL = {"byte", "short", "integer", "long", "tinyint", "smallint", "int", "bigint"}
 _FRACTIONAL = {"float", "double"}
