@@ -15,6 +15,7 @@ _LAZY = {
     # writing, reading and table operations
     "write": ("qbeast.spark.write.writer", "write"),
     "WriteResult": ("qbeast.spark.write.writer", "WriteResult"),
+    "CommitProperties": ("qbeast.commit", "CommitProperties"),
     "QbeastTable": ("qbeast.table", "QbeastTable"),
     "convert_to_qbeast": ("qbeast.operations.convert", "convert_to_qbeast"),
     "upgrade_format": ("qbeast.operations.upgrade", "upgrade_format"),

@@ -20,11 +20,102 @@ from typing import TYPE_CHECKING, Any
 from qbeast.core.blocks import Block, encode_tags
 from qbeast.delta.actions import AddFile, encode_relative_path, resolve_file_path
 from qbeast.delta.transaction import Transaction
+from qbeast.errors import InvalidOptionError, check_cancelled
 
 if TYPE_CHECKING:
     from qbeast.delta.log import DeltaLog
 
 logger = logging.getLogger("qbeast.commit")
+
+#: How many times a commit is re-planned after losing a race to a metadata or protocol change.
+DEFAULT_REPLAN_RETRIES = 10
+
+
+@dataclass(frozen=True)
+class CommitProperties:
+    """How a writing operation commits, the same for every one of them (write, optimize, convert,
+    delete, update, merge, delete+insert), as delta-rs's ``CommitProperties``:
+
+    * ``user_metadata``: text stored as the commit's ``commitInfo.userMetadata``;
+    * ``app_id`` / ``app_version``: an idempotent transaction (Delta's ``txn`` action). A write
+      whose application already committed this version or a later one is skipped;
+    * ``max_retries``: how many times a commit that lost a race to a concurrent metadata change
+      is re-planned and committed again (0: fail at once);
+    * ``cancelled``: a callable checked between an operation's phases and right before its
+      commit; when it returns True the operation stops with ``WriteCancelled``, deletes the files
+      it wrote and commits nothing (how dbt's Ctrl-C stops a run without racing a commit).
+
+    Values are checked when the object is made, so a bad one fails before any work.
+    """
+
+    user_metadata: str | None = None
+    app_id: str | None = None
+    app_version: int | None = None
+    max_retries: int = DEFAULT_REPLAN_RETRIES
+    cancelled: Callable[[], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if self.user_metadata is not None and not isinstance(self.user_metadata, str):
+            raise InvalidOptionError(
+                f"user_metadata must be a string, got {self.user_metadata!r}",
+                option="user_metadata", value=self.user_metadata, allowed="a string")
+        if (self.app_id is None) != (self.app_version is None):
+            raise InvalidOptionError(
+                "app_id and app_version must be given together (idempotent writes), got "
+                f"app_id={self.app_id!r}, app_version={self.app_version!r}",
+                option="app_id" if self.app_id is None else "app_version",
+                value=None, allowed="both app_id and app_version, or neither")
+        if self.app_id is not None and (not isinstance(self.app_id, str) or not self.app_id):
+            raise InvalidOptionError(f"app_id must be a non-empty string, got {self.app_id!r}",
+                                     option="app_id", value=self.app_id, allowed="a non-empty string")
+        version = self.app_version
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
+            raise InvalidOptionError(f"app_version must be an integer >= 0, got {version!r}",
+                                     option="app_version", value=version, allowed="an integer >= 0")
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise InvalidOptionError(f"max_retries must be an integer >= 0, got {retries!r}",
+                                     option="max_retries", value=retries, allowed="an integer >= 0")
+        if self.cancelled is not None and not callable(self.cancelled):
+            raise InvalidOptionError(
+                f"cancelled must be a callable returning a bool, got {self.cancelled!r}",
+                option="cancelled", value=self.cancelled, allowed="a callable returning a bool")
+
+    @property
+    def transaction(self) -> tuple[str, int] | None:
+        """The idempotent transaction ``(app_id, app_version)``, or None."""
+        if self.app_id is None or self.app_version is None:
+            return None
+        return self.app_id, self.app_version
+
+    def info(self) -> dict[str, Any] | None:
+        """The extra ``commitInfo`` fields these properties add (``userMetadata``), or None."""
+        return None if self.user_metadata is None else {"userMetadata": self.user_metadata}
+
+    def check_cancelled(self, what: str, before: str) -> None:
+        """Raise ``WriteCancelled`` when the caller's ``cancelled`` callback says to stop."""
+        check_cancelled(self.cancelled, what, before)
+
+
+def commit_properties(given: CommitProperties | None = None, **shorthands: Any) -> CommitProperties:
+    """The properties of one call: ``given`` or the defaults, with the entry point's shorthand
+    keyword arguments (``user_metadata``, ``cancelled``, ``txn_app_id``/``txn_version``) folded in.
+
+    A shorthand may not contradict ``given``: the call is refused naming both.
+    """
+    if given is not None and not isinstance(given, CommitProperties):
+        raise InvalidOptionError(
+            f"commit_properties must be a qbeast.CommitProperties, got {type(given).__name__}",
+            option="commit_properties", value=given, allowed="a qbeast.CommitProperties")
+    names = {"txn_app_id": "app_id", "txn_version": "app_version"}
+    fields = {names.get(k, k): v for k, v in shorthands.items() if v is not None}
+    base = given or CommitProperties()
+    clash = sorted(k for k, v in fields.items() if getattr(base, k) not in (None, v))
+    if clash:
+        raise InvalidOptionError(
+            f"{clash} given both as keyword arguments and in commit_properties; give each once",
+            option=clash[0], value=fields[clash[0]], allowed="one of the two places")
+    return replace(base, **fields) if fields else base
 
 
 @dataclass(frozen=True)

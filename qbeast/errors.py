@@ -5,7 +5,7 @@ adapter can all raise and catch the same types without depending on each other.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -18,8 +18,29 @@ class QbeastError(Exception):
 class InvalidOptionError(QbeastError, ValueError):
     """A user-supplied option, argument or configuration value is not acceptable.
 
-    The message always names the option and the allowed values.
+    The message always names the option and the allowed values. Where the error is about one
+    option, it also carries them as fields, so that an integration (the dbt adapter) words its
+    own message from ``option``, ``value`` and ``allowed`` instead of rewriting this text:
+
+    * ``option``: the engine's name of the option or argument (``"cube_size"``);
+    * ``value``: the value given (``None`` when the problem is a missing value);
+    * ``allowed``: what would have been accepted: a list of choices, or a phrase
+      (``"a positive integer"``).
     """
+
+    def __init__(self, message: str, *, option: str | None = None, value: Any = None,
+                 allowed: Any = None) -> None:
+        super().__init__(message)
+        self.option = option
+        self.value = value
+        self.allowed = allowed
+
+    def __reduce__(self) -> Any:  # keeps the fields across pickling (Spark tasks, processes)
+        return (_rebuild_invalid_option, (type(self), str(self), self.option, self.value, self.allowed))
+
+
+def _rebuild_invalid_option(cls: type, message: str, option: Any, value: Any, allowed: Any) -> Any:
+    return cls(message, option=option, value=value, allowed=allowed)
 
 
 class FormatError(QbeastError, ValueError):

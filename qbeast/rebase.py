@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from qbeast.commit import commit_files, delete_new_files
+from qbeast.commit import DEFAULT_REPLAN_RETRIES, commit_files, delete_new_files
 from qbeast.core.blocks import REVISION_TAG
 from qbeast.core.columns import canonical_type
 from qbeast.core.revision import Revision, updated_configuration
@@ -46,9 +46,6 @@ from qbeast.delta.transaction import Transaction
 from qbeast.snapshot import QbeastSnapshot
 
 logger = logging.getLogger("qbeast.rebase")
-
-#: How many times a commit is re-planned after losing a race to a metadata or protocol change.
-DEFAULT_REPLAN_RETRIES = 10
 
 
 @dataclass

@@ -18,7 +18,7 @@ from typing import Any
 
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.read.predicates import normalize_predicate, parse_sql_predicate, to_spark_column
+from qbeast.spark.read.predicates import user_predicate
 from qbeast.snapshot import NotAQbeastTableError
 from qbeast.spark.read.planner import (
     ReadPlan,
@@ -86,7 +86,7 @@ class QbeastTable:
     ) -> ReadPlan:
         """The files a read would open (and its row filters), without reading anything."""
         snapshot = self.snapshot(version)
-        predicate, _ = self._predicate(snapshot, filter)
+        predicate, _ = user_predicate(snapshot, filter)
         return plan_read(snapshot, fraction=fraction, predicate=predicate)
 
     def sample_predicate(self, fraction: float, version: int | None = None) -> str:
@@ -130,7 +130,7 @@ class QbeastTable:
 
     def _read(self, fraction: float | None, filter: Any, version: int | None):  # noqa: A002
         snapshot = self.snapshot(version)
-        predicate, row_filter = self._predicate(snapshot, filter)
+        predicate, row_filter = user_predicate(snapshot, filter)
         plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
         if not isinstance(filter, str):
             return plan_dataframe(self.spark, plan, [row_filter] if row_filter is not None else [])
@@ -145,24 +145,6 @@ class QbeastTable:
                 f"filter {filter!r} is not a valid SQL predicate over the table's columns "
                 f"{columns}: {reason.strip()}"
             ) from exc
-
-    @staticmethod
-    def _predicate(snapshot: Any, filter: Any) -> tuple[ex.Expression, Any]:  # noqa: A002
-        """(pruning predicate, row filter) for a user's ``filter`` argument."""
-        if filter is None:
-            return ex.AlwaysTrue(), None
-        from pyspark.sql.types import StructType
-
-        schema = StructType.fromJson(snapshot.delta.schema)
-        if isinstance(filter, str):
-            return parse_sql_predicate(filter, schema), filter
-        if isinstance(filter, ex.Expression):
-            normalized = normalize_predicate(filter, schema)
-            return normalized, to_spark_column(filter, schema)
-        raise InvalidOptionError(
-            f"filter must be a SQL predicate string or a qbeast.core.expressions predicate, "
-            f"got {type(filter).__name__}"
-        )
 
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 

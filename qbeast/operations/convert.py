@@ -287,7 +287,7 @@ def _spark_schema(spark, files: list[str]) -> dict:
     from pyspark.errors import PySparkException
 
     try:
-        from qbeast.spark.read.planner import spark_path
+        from qbeast.spark.read.files import spark_path
 
         inferred = spark.read.option("mergeSchema", "true").parquet(
             *[spark_path(f) for f in files]).schema.jsonValue()

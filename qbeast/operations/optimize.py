@@ -489,12 +489,9 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
 
 def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
-    from pyspark.sql.types import StructType
+    from qbeast.spark.read.files import read_files
 
-    from qbeast.spark.read.planner import spark_path
-
-    schema = StructType.fromJson(snapshot.delta.schema)
-    return spark.read.schema(schema).parquet(*[spark_path(snapshot.delta.file_path(f)) for f in files])
+    return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files])
 
 
 # -- indexing the staging files -------------------------------------------------------------------

@@ -406,11 +406,11 @@ class _Operation:
         """(pruning predicate, Spark condition that is true exactly for matching rows)."""
         from pyspark.sql import functions as F
 
-        from qbeast.table import QbeastTable
+        from qbeast.spark.read.predicates import user_predicate
 
         if condition is None:
             return ex.AlwaysTrue(), F.lit(True)
-        predicate, row_filter = QbeastTable._predicate(self.snapshot, condition)
+        predicate, row_filter = user_predicate(self.snapshot, condition)
         column = F.expr(row_filter) if isinstance(row_filter, str) else row_filter
         return predicate, F.coalesce(column, F.lit(False))
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -44,6 +43,7 @@ from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+from qbeast.spark.read.files import spark_path
 from qbeast.spark.write.row_groups import read_piece_layout
 
 logger = logging.getLogger("qbeast.spark.read.planner")
@@ -337,18 +337,6 @@ def weight_filter_column(plan: ReadPlan):
     from pyspark.sql import functions as F
 
     return F.expr(weight_filter_sql(plan.hash_columns, plan.weight_range))
-
-
-_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
-
-
-def spark_path(location: str) -> str:
-    """A file location as Spark's file readers take it: glob characters escaped.
-
-    Spark expands ``{}``, ``[]``, ``*`` and ``?`` in the paths it is given; a data file whose
-    name holds one of them (legal in Delta, whose paths are URIs) is found only escaped.
-    """
-    return _GLOB_CHARACTERS.sub(r"\\\1", location)
 
 
 def _mapped_dataframe(spark: Any, plan: ReadPlan, schema: Any):

@@ -790,3 +790,25 @@ def to_spark_column(expr: ex.Expression, schema: Any):
             return F.col(quote_identifier(p.column)).isNotNull()
 
     return ex.visit(expr, ToColumn())
+
+
+def user_predicate(snapshot: Any, filter: Any) -> tuple[ex.Expression, Any]:  # noqa: A002
+    """(pruning predicate, row filter) of a user's ``filter`` argument on a table's snapshot.
+
+    ``filter`` is None (every row), a SQL predicate string (the row filter is the same text,
+    which Spark resolves) or a :mod:`qbeast.core.expressions` predicate (the row filter is its
+    Spark Column). Reads and row-level changes take their conditions through here.
+    """
+    if filter is None:
+        return ex.AlwaysTrue(), None
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromJson(snapshot.delta.schema)
+    if isinstance(filter, str):
+        return parse_sql_predicate(filter, schema), filter
+    if isinstance(filter, ex.Expression):
+        return normalize_predicate(filter, schema), to_spark_column(filter, schema)
+    raise InvalidOptionError(
+        f"filter must be a SQL predicate string or a qbeast.core.expressions predicate, "
+        f"got {type(filter).__name__}"
+    )
