@@ -71,6 +71,33 @@ def sql_bridge_report(spark, tmp_path_factory) -> tuple[str, dict]:
     return path, bridge_report(spark, path)
 
 
+#: where each kind of test lives, and the marker its files carry (``-m "not spark"`` and friends)
+_SPARK_DIRS = ("tests/spark/", "tests/interop/")
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook signature
+    """Refuse a run whose tests are filed or marked wrongly, so ``-m`` selections stay true.
+
+    * a test that takes the shared ``spark`` fixture carries the ``spark`` marker (set once per
+      file with ``pytestmark``), wherever it lives, dbt and cluster tests aside (their own markers
+      say they start Spark);
+    * a test under ``tests/spark`` uses Spark: a pure test belongs under ``tests/unit``, next to
+      the module it tests, where it runs without a JVM.
+    """
+    problems = []
+    for item in items:
+        where = item.nodeid.replace("\\", "/")
+        uses_spark = "spark" in getattr(item, "fixturenames", ())
+        marked = item.get_closest_marker("spark") is not None
+        elsewhere = item.get_closest_marker("dbt") or item.get_closest_marker("cluster")
+        if uses_spark and not marked and not elsewhere:
+            problems.append(f"{where}: uses the spark fixture without the spark marker")
+        if where.startswith("tests/spark/") and not marked:
+            problems.append(f"{where}: a test under tests/spark must be marked spark")
+    if problems:
+        raise pytest.UsageError("tests filed or marked wrongly:\n  " + "\n  ".join(problems))
+
+
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001 - pytest hook signature
     try:
         from pyspark.sql import SparkSession

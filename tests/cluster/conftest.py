@@ -46,10 +46,12 @@ DBT_SCRIPT = HERE / "cluster_dbt.py"
 
 
 def pytest_collection_modifyitems(items):
-    """Mark every test collected below this folder as a cluster test (selectable with -m)."""
+    """Mark every test collected below this folder as a cluster test (selectable with -m), and
+    slow: each starts a master, workers or a Connect server in other processes."""
     for item in items:
         if Path(str(item.fspath)).resolve().is_relative_to(HERE):
             item.add_marker(pytest.mark.cluster)
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

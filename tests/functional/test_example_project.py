@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from qbeast.spark.bridge import jar_path
@@ -36,6 +37,7 @@ def _small_driver(project: Path) -> None:
     (project / "profiles.yml").write_text(yaml.safe_dump(profiles))
 
 
+@pytest.mark.slow
 def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_path):
     project = copy_example_project(tmp_path / "demo")
     _small_driver(project)
@@ -104,6 +106,7 @@ def test_demo_exits_non_zero_when_a_step_fails(spark, tmp_path, capsys):
     assert "demo FAILED: `dbt seed` failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_example_project_parses_with_the_full_row_count(tmp_path):
     """The default variables (what `make demo` builds) give a million generated events."""
     project = copy_example_project(tmp_path / "demo")

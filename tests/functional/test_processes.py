@@ -14,9 +14,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 import qbeast
+
+pytestmark = pytest.mark.slow  # every test here runs dbt in other processes
 
 DBT = str(Path(sys.executable).with_name("dbt"))
 TIMEOUT_S = 600

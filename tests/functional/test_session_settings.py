@@ -104,6 +104,7 @@ def test_driver_logs_to_the_catalog_folder_and_the_console_stays_quiet(tmp_path)
     assert console_log_level(debug=False, environ={"QBEAST_SPARK_LOG_LEVEL": "loud"}) == "fatal"
 
 
+@pytest.mark.slow
 def test_embedded_catalog_holder_sees_another_process_lock(tmp_path):
     """Derby holds a POSIX lock on metastore_db/dbex.lck; another process's lock is reported."""
     assert embedded_catalog_holder(tmp_path) is None  # no catalog yet

@@ -16,7 +16,7 @@ from delta_interop_helpers import deltalake_view, our_view
 from qbeast.delta.log import DeltaLog
 
 deltalake = pytest.importorskip("deltalake", reason="deltalake is the reference Delta reader here")
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
 
 def _batch(start: int, n: int, part: str | None = None) -> pa.Table:

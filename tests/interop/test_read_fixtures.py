@@ -13,6 +13,8 @@ from qbeast import QbeastTable
 from qbeast.core.weight import weight_from_fraction
 from qbeast.spark.read.datasource import register
 
+pytestmark = [pytest.mark.spark, pytest.mark.interop]
+
 ECOMMERCE = "v07-ecommerce-300k"
 
 

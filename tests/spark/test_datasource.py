@@ -32,6 +32,8 @@ from qbeast.spark.read.datasource import (
     register_python_source,
 )
 
+pytestmark = pytest.mark.spark
+
 PY = PYTHON_SOURCE_NAME
 
 SCHEMA = "id BIGINT, x INT, ts TIMESTAMP, dec DECIMAL(10,2), s STRING, day DATE"

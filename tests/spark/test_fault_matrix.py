@@ -24,6 +24,7 @@ import fault_matrix as fm  # noqa: E402
 pytestmark = pytest.mark.spark
 
 
+@pytest.mark.slow
 def test_concurrent_appends_opening_revisions_all_commit(spark, tmp_path):
     path = str(tmp_path / "t")
     fm.create_table(spark, path, rows=200)
@@ -49,18 +50,21 @@ def test_concurrent_appends_opening_revisions_all_commit(spark, tmp_path):
     assert len(QbeastSnapshot.load(path).revisions) > 2  # batches opened revisions meanwhile
 
 
+@pytest.mark.slow
 def test_kill9_during_writes_leaves_the_last_commit(spark, tmp_path):
     figures = fm.scenario_kill9(spark, tmp_path, kills=1, rows=200, seed=3)
     assert figures["kills"] == 1  # many more kills: the log-level test and the script
     assert figures["batches committed"] >= 1  # the run before the kill committed its write
 
 
+@pytest.mark.slow
 def test_convert_while_delta_rs_appends(spark, tmp_path):
     pytest.importorskip("deltalake", reason="delta-rs is the concurrent appender here")
     figures = fm.scenario_convert_and_append(spark, tmp_path, appends=15)
     assert figures["versions"] == 17  # 1 + 15 appends + the conversion, none lost
 
 
+@pytest.mark.slow
 def test_full_disk_and_read_only_folder(spark, tmp_path):
     reason = fm.can_mount_tmpfs(tmp_path)
     if reason is not None:

@@ -31,6 +31,8 @@ from qbeast.spark.read.predicates import (
     weight_bounds,
 )
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = StructType(
     [
         StructField("user_id", IntegerType()),

@@ -17,6 +17,8 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture(scope="module")
 def original(spark, tmp_path_factory):

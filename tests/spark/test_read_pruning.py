@@ -25,6 +25,8 @@ from qbeast.core import expressions as ex
 from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = "id BIGINT, x INT, y DOUBLE, d DATE, s STRING"
 EPS = 1e-9
 

@@ -17,6 +17,8 @@ from qbeast import QbeastTable
 from qbeast.core.weight import weight_from_fraction
 from qbeast.spark.read.datasource import register
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = "id BIGINT, s STRING, d DATE, ts TIMESTAMP"
 UTC = dt.timezone.utc
 

@@ -17,6 +17,8 @@ from pyspark.sql import functions as F
 from qbeast.errors import UnsupportedTypeError
 from qbeast.index.row_weights import spark_hash
 
+pytestmark = pytest.mark.spark
+
 SCHEMA = (
     "i int, l bigint, d double, s string, dt date, ts timestamp, dec decimal(12,2), "
     "wdec decimal(38,3), b boolean, f float, sh smallint, by tinyint"

@@ -14,6 +14,8 @@ from qbeast.core.weight_bands import band_of
 from qbeast.index.thresholds import is_laid_out
 from qbeast.snapshot import QbeastSnapshot
 
+pytestmark = pytest.mark.spark
+
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 

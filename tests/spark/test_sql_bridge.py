@@ -20,9 +20,10 @@ from qbeast.spark.read.datasource import create_table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sql_bridge_checks import events, problems  # noqa: E402
 
-pytestmark = pytest.mark.skipif(
-    jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)"
-)
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -111,6 +112,7 @@ def test_bad_reads_fail_with_the_cause(spark, table_path, tmp_path):
         spark.read.format("qbeast").option("sampleFraction", "0.5").load(plain).count()
 
 
+@pytest.mark.slow
 def test_fallback_without_the_jar_and_loading_it_into_a_running_session(tmp_path):
     """In a fresh process: no jar -> the Python source (said once); a foreign session -> the jar."""
     import json

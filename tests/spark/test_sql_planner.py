@@ -16,6 +16,8 @@ from qbeast.spark.read import sql_planner
 from qbeast.spark.read.datasource import CatalogMarker, catalog_schema
 from qbeast.spark.read.sql_planner import TableRef
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture(scope="module")
 def table(spark, tmp_path_factory) -> QbeastTable:

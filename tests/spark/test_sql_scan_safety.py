@@ -20,6 +20,8 @@ from qbeast import QbeastTable
 from qbeast.spark.bridge import bridge_active, jar_path
 from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, create_table, register, register_python_source
 
+pytestmark = pytest.mark.spark
+
 #: The implementation under test -> the data source name it answers to in the test session.
 SOURCES = {"jvm": "qbeast", "python": PYTHON_SOURCE_NAME}
 NO_JAR = pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")

@@ -23,6 +23,8 @@ from qbeast.spark.read.datasource import (
     stale_catalog_metadata,
 )
 
+pytestmark = pytest.mark.spark
+
 LEGACY_KEY = "qbeast.location"
 
 

@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 
 import qbeast
 from qbeast.core.cube_id import CubeId
@@ -19,6 +20,8 @@ from qbeast.spark.write.files import (
     partition_keys,
     write_plan_files,
 )
+
+pytestmark = pytest.mark.spark
 
 
 def test_batch_blocks_and_tally_merge():

@@ -18,6 +18,7 @@ from qbeast.spark.bridge import JAR_NAME, jar_path
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
 def test_the_wheel_contains_the_bridge_jar(tmp_path):
     built = subprocess.run(

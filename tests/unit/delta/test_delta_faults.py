@@ -16,6 +16,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from qbeast.delta.log import DeltaLog
 
 CHILD = r"""
@@ -51,6 +53,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_kill9_during_commits_checkpoints_and_vacuum(tmp_path: Path) -> None:
     path = tmp_path / "t"
     path.mkdir()
