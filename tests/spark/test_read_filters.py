@@ -25,11 +25,8 @@ from pyspark.sql.types import (
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
-from qbeast.spark.read.predicates import (
-    normalize_predicate,
-    parse_sql_predicate,
-    weight_bounds,
-)
+from qbeast.spark.read.predicates import normalize_predicate
+from qbeast.spark.read.sql_parser import parse_sql_predicate, weight_bounds
 
 pytestmark = pytest.mark.spark
 
@@ -279,7 +276,7 @@ def test_random_sql_predicates_never_lose_rows():
 
 
 def test_epoch_functions_mean_what_spark_computes(spark):
-    from qbeast.spark.read.predicates import _SqlPredicateParser
+    from qbeast.spark.read.sql_parser import _SqlPredicateParser
 
     for call in ("timestamp_micros(1704067200123456)", "timestamp_millis(-86400001)",
                  "timestamp_seconds(1704153600.25)"):

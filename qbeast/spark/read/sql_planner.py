@@ -45,7 +45,7 @@ from qbeast.spark.read.datasource import (
     PYTHON_SOURCE_NAME,
     parse_read_options,
 )
-from qbeast.spark.read.predicates import parse_sql_predicate, weight_bounds
+from qbeast.spark.read.sql_parser import parse_sql_predicate, weight_bounds
 from qbeast.spark.read.planner import (
     PlannedFile,
     plan_read,
