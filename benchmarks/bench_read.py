@@ -172,11 +172,12 @@ def measure_files(spark, paths: dict[str, str]) -> tuple[list[tuple], dict[str, 
 def time_scans(spark, paths: dict[str, str], repeat: int) -> tuple[float, float]:
     """Median seconds of a full scan via the qbeast source and via native parquet (alternating)."""
     from qbeast import QbeastTable
+    from qbeast.spark.read.dataframe import spark_schema
     from qbeast.spark.read.datasource import register
 
     register(spark)
     plan = QbeastTable.for_path(spark, paths["qbeast"]).read_plan()
-    schema = plan.spark_schema()
+    schema = spark_schema(plan)
 
     def checksum(df) -> int:
         return df.selectExpr("sum(hash(*)) AS s", "count(*) AS n").first()["n"]

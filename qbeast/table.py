@@ -11,6 +11,10 @@ stats on any column) and is applied to the rows, so results equal a full scan pl
 
 The maintenance methods (``optimize``, ``vacuum``, ``history``, ``index_metrics``) are thin
 wrappers over :mod:`qbeast.operations`, where the work and the argument checks live.
+
+This module orchestrates and never imports pyspark (``tests/unit/test_layering.py`` checks it):
+the Spark work of a read is the read wing's (:mod:`qbeast.spark.read.planner` picks the files,
+:mod:`qbeast.spark.read.dataframe` builds the DataFrame), the rest is in the operations.
 """
 from __future__ import annotations
 
@@ -18,14 +22,17 @@ from typing import Any
 
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.read.predicates import user_predicate
 from qbeast.snapshot import NotAQbeastTableError
+from qbeast.spark.read.dataframe import user_filtered_dataframe
 from qbeast.spark.read.planner import (
     ReadPlan,
     load_snapshot,
-    plan_dataframe,
     plan_read,
+    sample_weight_range,
+    weight_filter_sql,
 )
+from qbeast.spark.read.predicates import user_predicate
+
 
 class QbeastTable:
     """A Qbeast (or plain Delta) table at a path, bound to a Spark session."""
@@ -97,8 +104,6 @@ class QbeastTable:
         may share between the references to one table in a query. Raises for a plain Delta table,
         whose rows have no weight.
         """
-        from qbeast.spark.read.planner import sample_weight_range, weight_filter_sql
-
         if fraction is None:
             raise InvalidOptionError("sample fraction must be a number in [0, 1], got None")
         weight_range = sample_weight_range(fraction)
@@ -132,19 +137,7 @@ class QbeastTable:
         snapshot = self.snapshot(version)
         predicate, row_filter = user_predicate(snapshot, filter)
         plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
-        if not isinstance(filter, str):
-            return plan_dataframe(self.spark, plan, [row_filter] if row_filter is not None else [])
-        from pyspark.errors import PySparkException
-
-        try:  # Spark parses and resolves the SQL text here
-            return plan_dataframe(self.spark, plan, [row_filter])
-        except PySparkException as exc:
-            columns = [f["name"] for f in snapshot.delta.schema["fields"]]
-            reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
-            raise InvalidOptionError(
-                f"filter {filter!r} is not a valid SQL predicate over the table's columns "
-                f"{columns}: {reason.strip()}"
-            ) from exc
+        return user_filtered_dataframe(self.spark, plan, filter, row_filter)
 
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 

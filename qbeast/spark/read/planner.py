@@ -1,8 +1,11 @@
 """Read planning: a table snapshot + a sample fraction + a predicate -> the files to open.
 
-Both readers share this plan: the DataFrame API (``QbeastTable.to_df`` / ``sample``), which hands
-the selected files to Spark's native parquet reader and filters rows with ``F.hash`` in the JVM,
-and the ``qbeast`` Python data source, which reads the same files with pyarrow.
+Every reader shares this plan: the DataFrame API (``QbeastTable.to_df`` / ``sample``), whose
+:mod:`qbeast.spark.read.dataframe` hands the selected files to Spark's native parquet reader and
+filters rows with ``F.hash`` in the JVM; the SQL planner the JVM read bridge asks; and the
+``qbeast`` Python data source, which reads the same files with pyarrow. The plan is plain data
+and this module never imports pyspark: planning runs in the Python planner process and in the
+table API, neither of which needs Spark to decide which files a read opens.
 
 Which files (FORMAT §7.2, §7.4):
 
@@ -37,13 +40,12 @@ from qbeast.core.columns import column_types, without_engine_metadata
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
 from qbeast.core.selection import select_blocks
-from qbeast.core.sql import quote_identifier, row_weight_sql
+from qbeast.core.sql import row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.read.files import spark_path
 from qbeast.spark.write.row_groups import read_piece_layout
 
 logger = logging.getLogger("qbeast.spark.read.planner")
@@ -103,12 +105,6 @@ class ReadPlan:
     def prefix_reads(self) -> bool:
         """Whether some file is read only up to a prefix (a reader must honour the lengths)."""
         return any(f.read_size is not None for f in self.files)
-
-    def spark_schema(self):
-        """The table schema as a ``pyspark.sql.types.StructType``."""
-        from pyspark.sql.types import StructType
-
-        return StructType.fromJson(json.loads(self.schema_json))
 
 
 def sample_weight_range(fraction: float | None) -> tuple[int, int] | None:
@@ -330,95 +326,8 @@ def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]
     return condition
 
 
-def weight_filter_column(plan: ReadPlan):
-    """The JVM row filter ``lo <= hash(cols) < hi`` of a sampled plan (None if not sampled)."""
-    if plan.weight_range is None:
-        return None
-    from pyspark.sql import functions as F
-
-    return F.expr(weight_filter_sql(plan.hash_columns, plan.weight_range))
-
-
-def _mapped_dataframe(spark: Any, plan: ReadPlan, schema: Any):
-    """The files of a partitioned or column-mapped table, read onto the table's columns.
-
-    Files are read with the physical data schema; each column is renamed (and its nested
-    fields, by a cast) to its display name, and partition columns become literals of each
-    file's partition values. Files sharing partition values share one scan.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-
-    layout = plan.layout
-    assert layout is not None
-    data_schema = StructType.fromJson(layout.data_schema)
-    by_name = {f.name: f for f in schema.fields}
-    physical = layout.physical_names
-    groups: dict[tuple[tuple[str, Any], ...], list[str]] = {}
-    for planned in plan.files:
-        groups.setdefault(planned.partition_values, []).append(spark_path(planned.path))
-    frames = []
-    for values, paths in groups.items():
-        constants = dict(values)
-        scan = spark.read.schema(data_schema).parquet(*paths)
-        columns = []
-        for column in schema.fields:
-            if column.name in constants:
-                literal = _partition_literal(constants[column.name])
-                columns.append(literal.cast(by_name[column.name].dataType).alias(column.name))
-            else:
-                source = F.col(quote_identifier(physical[column.name]))
-                if layout.mapping_mode != "none":
-                    source = source.cast(column.dataType)  # renames nested fields by position
-                columns.append(source.alias(column.name))
-        frames.append(scan.select(*columns))
-    df = frames[0]
-    for frame in frames[1:]:
-        df = df.unionAll(frame)
-    return df
-
-
-def _partition_literal(value: Any):
-    """A Spark literal of a typed partition value, independent of any session time zone.
-
-    Dates and timestamps go through ISO text (with ``+00:00`` for instants, none for
-    ``timestamp_ntz``) and are cast by the caller; Python's own datetime conversion would apply
-    the driver's local zone.
-    """
-    import datetime as dt
-
-    from pyspark.sql import functions as F
-
-    if isinstance(value, (dt.date, dt.datetime)):
-        return F.lit(value.isoformat())
-    if isinstance(value, bytes):
-        return F.lit(bytearray(value))
-    return F.lit(value)
-
-
-def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
-    """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
-
-    ``df.inputFiles()`` lists the planned files. ``row_filters`` are Spark Columns or SQL strings
-    applied after the sample filter (the user's predicate, so that results are exact).
-    """
-    schema = plan.spark_schema()
-    if not plan.files:
-        df = spark.createDataFrame([], schema)
-    elif plan.layout is None:
-        df = None
-        if plan.prefix_reads:  # read each file up to its planned length (bridge jar needed)
-            from qbeast.spark.bridge import prefix_scan
-
-            df = prefix_scan(spark, [(f.path, f.bytes_to_read, f.modification_time)
-                                     for f in plan.files], schema)
-        if df is None:
-            df = spark.read.schema(schema).parquet(*[spark_path(p) for p in plan.paths])
-    else:
-        df = _mapped_dataframe(spark, plan, schema)
-    weight_filter = weight_filter_column(plan)
-    if weight_filter is not None:
-        df = df.filter(weight_filter)
-    for condition in row_filters:
-        df = df.filter(condition)
-    return df
+def sample_filter_sql(hash_columns: Iterable[str], fraction: float) -> str:
+    """The SQL row filter of ``sample(fraction)`` over ``hash_columns``: ``true`` for a fraction
+    of 1, else :func:`weight_filter_sql` of :func:`sample_weight_range`."""
+    weight_range = sample_weight_range(fraction)
+    return "true" if weight_range is None else weight_filter_sql(hash_columns, weight_range)

@@ -50,7 +50,7 @@ from qbeast.spark.read.planner import (
     PlannedFile,
     plan_read,
     sample_columns,
-    sample_weight_range,
+    sample_filter_sql,
     weight_filter_sql,
 )
 
@@ -234,8 +234,7 @@ def sample_filter(table: TableRef, lower: float, upper: float, *, required: bool
         if not 0.0 <= float(value) <= 1.0:
             raise InvalidOptionError(f"sample {name} fraction must be in [0, 1], got {value!r}")
     if lower <= 0.0:
-        weight_range = sample_weight_range(float(upper))
-        return "true" if weight_range is None else weight_filter_sql(columns, weight_range)
+        return sample_filter_sql(columns, float(upper))
     lo = weight_from_fraction(float(lower))
     if upper >= 1.0:
         return f"{row_weight_sql(columns)} >= {lo}"
