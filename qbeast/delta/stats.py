@@ -177,11 +177,21 @@ def footer_stats(footer: pq.FileMetaData, *, non_finite: Collection[str] | None 
 
 def described_fields(schema: pa.Schema) -> list[pa.Field]:
     """The columns Delta stats describe: the first 32, nested ones left out."""
-    return [f for f in list(schema)[:STATS_COLUMN_LIMIT] if not _is_nested(f.type)]
+    return [f for f in list(schema)[:STATS_COLUMN_LIMIT] if is_described(f.type)]
+
+
+def is_described(kind: pa.DataType) -> bool:
+    """Whether a column of this Arrow type (among the first 32) is in the stats: not nested."""
+    return not _is_nested(kind)
 
 
 def has_min_max(kind: pa.DataType) -> bool:
-    """Whether a column of this Arrow type gets min/max bounds (numbers, dates, times, strings)."""
+    """Whether a column of this Arrow type gets min/max bounds (numbers, dates, times, strings).
+
+    The one rule of every writer: the Spark writer applies it to the Arrow type of each column
+    (:func:`qbeast.spark.write.describe.stats_fields`), so a ``timestamp_ntz`` column is bounded
+    however its file was described.
+    """
     return _has_min_max(kind)
 
 

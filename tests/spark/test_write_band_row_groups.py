@@ -45,11 +45,11 @@ def _write(spark, path: str, layout: str, writer: str = "runs") -> None:
     where the jar is loaded); ``joined``: each piece a staging file, joined on the driver (the
     path of sessions without the jar, e.g. Spark Connect).
     """
-    from qbeast.spark import spark_files
+    from qbeast.spark.write import staging
 
     with pytest.MonkeyPatch.context() as patch:
         if writer == "joined":
-            patch.setattr(spark_files, "run_parquet_format", lambda spark: None)
+            patch.setattr(staging, "run_parquet_format", lambda spark: None)
         spark.conf.set("spark.qbeast.index.weightBands", layout)
         try:
             qbeast.write(_data(spark), path, "a,b", cube_size=CUBE)
@@ -92,7 +92,7 @@ def test_run_written_files_described_by_a_scan_match_the_tally(spark, tmp_path, 
                                                                 caplog):
     """Without the block tally (Spark Connect, or a task counted twice) the scan of the written
     files gives each run-written file the same blocks: one per cube, over all its pieces."""
-    from qbeast.spark import write_steps
+    from qbeast.spark.write import steps as write_steps
 
     _write(spark, str(tmp_path / "tallied"), "rowGroups")
     monkeypatch.setattr(write_steps, "new_block_tally", lambda spark: None)

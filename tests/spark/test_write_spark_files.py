@@ -14,12 +14,8 @@ from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.index.assignment import build_write_plan
 from qbeast.index.tally import BlockTally, FlagTally, batch_blocks, batch_flags
-from qbeast.spark.write.files import (
-    new_block_tally,
-    new_flag_tally,
-    partition_keys,
-    write_plan_files,
-)
+from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally
+from qbeast.spark.write.staging import partition_keys, write_plan_files
 
 pytestmark = pytest.mark.spark
 
@@ -103,9 +99,9 @@ def test_partition_keys_send_each_file_to_its_own_partition(spark):
 def test_files_sharing_a_task_are_described_by_a_scan(spark, tmp_path, monkeypatch, caplog):
     """Should Spark's hash partitioning ever differ from partition_keys, files end up sharing part
     files: the tally disagrees with the footers and the scan describes what was written."""
-    from qbeast.spark import spark_files
+    from qbeast.spark.write import staging
 
-    monkeypatch.setattr(spark_files, "partition_keys", lambda count: [0] * count)
+    monkeypatch.setattr(staging, "partition_keys", lambda count: [0] * count)
     with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
         every = _write_every_way(spark, tmp_path)
     assert "describing the files by a scan" in caplog.text

@@ -31,7 +31,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import resolve_file_path
 from qbeast.spark import settings
-from qbeast.spark.write.files import StagedFiles
+from qbeast.spark.write.staging import StagedFiles
 from qbeast.spark.write.options import WEIGHT_COLUMN
 
 #: Internal column naming the old file (its index in the list of targets) a row comes from.

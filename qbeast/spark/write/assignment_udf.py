@@ -14,7 +14,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.sql import row_weight_sql
 from qbeast.index.assignment import WritePlan
 from qbeast.index.points import table_points
-from qbeast.index.tally import batch_blocks, batch_flags
+from qbeast.index.tally import BlockTally, DictTally, FlagTally, batch_blocks, batch_flags
 
 
 def weight_column(columns: Any) -> Any:
@@ -31,7 +31,7 @@ def assignment_udf(revision: Revision, plan: WritePlan, *, tally: Any = None,
     ``tally``, a Spark accumulator of :class:`qbeast.index.tally.BlockTally`, receives per batch
     the row count and min weight of every (file, cube) met. With ``flags`` (a
     :class:`qbeast.index.tally.FlagTally` accumulator) the UDF takes one more argument, the
-    row's ``non_finite_mask`` (:mod:`qbeast.spark.write.files`), and ORs it per file into
+    row's ``non_finite_mask`` (:mod:`qbeast.spark.write.describe`), and ORs it per file into
     ``flags``.
     """
     import pyarrow as pa
@@ -64,3 +64,26 @@ def assignment_udf(revision: Revision, plan: WritePlan, *, tally: Any = None,
         return F.arrow_udf(
             assign, "struct<file:int,cube:bigint>", PythonEvalType.SQL_SCALAR_ARROW_UDF
         )
+
+
+# -- the accumulators the UDF fills ---------------------------------------------------------------
+
+
+def _new_tally(spark: Any, param: DictTally) -> Any:
+    """A fresh accumulator, or ``None`` where the SparkContext is unreachable (Spark Connect)."""
+    try:
+        return spark.sparkContext.accumulator({}, param)
+    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
+        return None
+
+
+def new_block_tally(spark: Any) -> Any:
+    """A fresh :class:`BlockTally` accumulator for :func:`assignment_udf`'s ``tally``, or ``None``
+    on Spark Connect (the files are then described by a scan)."""
+    return _new_tally(spark, BlockTally())
+
+
+def new_flag_tally(spark: Any) -> Any:
+    """A fresh :class:`FlagTally` accumulator for :func:`assignment_udf`'s ``flags``, or ``None``
+    on Spark Connect."""
+    return _new_tally(spark, FlagTally())

@@ -23,7 +23,7 @@ CUBE_COLUMN = "_qbeast_cube"
 ASSIGNMENT_COLUMN = "_qbeast_assignment"
 RESERVED_COLUMNS = (WEIGHT_COLUMN, FILE_COLUMN, CUBE_COLUMN, ASSIGNMENT_COLUMN)
 #: Prefix of the folder inside the table folder where a write's files are produced before they
-#: are moved to the table root (``qbeast.spark.write.files``); vacuum removes abandoned ones.
+#: are moved to the table root (``qbeast.spark.write.staging``); vacuum removes abandoned ones.
 STAGING_PREFIX = "_qbeast_staging_"
 
 #: Spark types that can be stored in a Qbeast (Delta protocol 1/2) table as non-indexed columns.

@@ -2,7 +2,7 @@
 
 Spark's parquet writer closes a row group by size, not where a weight band ends. The
 ``rowGroups`` layout (:mod:`qbeast.core.band_row_groups`) therefore writes a file's pieces with
-the bridge jar's run writer where it can (:func:`qbeast.spark.write.files._write_runs`). Where
+the bridge jar's run writer where it can (:func:`qbeast.spark.write.staging._write_runs`). Where
 the jar is not loaded, it has Spark write each band piece as a staging file of its own and then
 appends the pieces' row groups, in band order, to one file:
 parquet-mr's ``ParquetFileWriter.appendFile`` copies the encoded column chunks byte for byte

@@ -39,14 +39,10 @@ from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import settings
 from qbeast.spark.write.arrow_jobs import map_in_arrow
-from qbeast.spark.write.assignment_udf import weight_column
-from qbeast.spark.write.files import (
-    float_stats_columns,
-    new_block_tally,
-    new_flag_tally,
-    scoped_confs,
-    write_plan_files,
-)
+from qbeast.spark.session import scoped_confs
+from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
+from qbeast.spark.write.describe import float_stats_columns
+from qbeast.spark.write.staging import write_plan_files
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
 
 logger = logging.getLogger("qbeast.spark.write.writer")
@@ -167,7 +163,7 @@ ONE_TASK_PER_FILE_ROWS = 50_000
 
 def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     """Number of write tasks: one per plan file when they are large, else one per output file
-    when those are few or large, else 4 per core (see :func:`qbeast.spark.write.files.
+    when those are few or large, else 4 per core (see :func:`qbeast.spark.write.staging.
     write_plan_files` for what each count writes)."""
     files = plan.output_file_count
     tasks = max(1, min(files, 4 * parallelism(spark)))
@@ -184,7 +180,7 @@ def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, 
                 rows: int | None = None) -> list[WrittenFile]:
     """Assignment, shuffle by file and Spark's parquet writer; returns one description per file.
 
-    See ``qbeast.spark.write.files``: only the indexed columns and the weight cross to Python.
+    See ``qbeast.spark.write.staging``: only the indexed columns and the weight cross to Python.
     ``rows`` (the input's row count, when known) lets large files get one task each.
     """
     tally = new_block_tally(data.sparkSession)

@@ -12,7 +12,7 @@ cube-level aggregates and per-file descriptions reach the driver:
    to its cube and file (``qbeast.index.assignment``); rows are repartitioned by file and Spark's
    own parquet writer writes one file per group, then the files are moved to ``<uuid>.parquet``
    at the table root and described (size, Delta stats, blocks) from their footers and the
-   assignment counts (``qbeast.spark.write.files``).
+   assignment counts (``qbeast.spark.write.staging``, ``qbeast.spark.write.describe``).
 4. **commit** — one Delta transaction with all AddFiles (tags = revision + blocks), the metadata
    when a revision or the schema changes, the removal of every file on overwrite and the optional
    application transaction. Nothing is committed before every file is written, so a failed write

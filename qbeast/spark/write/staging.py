@@ -1,4 +1,4 @@
-"""Writing a Qbeast write's data files with Spark's own parquet writer (JVM), and describing them.
+"""Writing a Qbeast write's data files with Spark's own parquet writer (JVM): staged, then published.
 
 Moving whole rows from the JVM into Python workers and encoding parquet there costs about as much
 as Spark's entire parquet write, so the rows never cross to Python here:
@@ -11,11 +11,9 @@ as Spark's entire parquet write, so the rows never cross to Python here:
    and Spark's writer neither sorts nor splits the rows. With fewer tasks than files, each task
    writes several files with ``partitionBy(file)`` (one ``_qbeast_file=<n>/`` folder per file,
    rows sorted by file within the task).
-2. **describe** — the staging files are read back (columnar, only what the stats need), the same
-   UDF gives each row its cube, and one grouped aggregate per (file, cube) yields the blocks
-   (row count, min weight) and the per-column null counts and min/max of the Delta stats.
-   Describing the files from what was written — not from a re-evaluation of the input — keeps
-   blocks and stats exact even for a non-deterministic input.
+2. **describe** — each staged file gets its row count, Delta stats and blocks from what was
+   written (:mod:`qbeast.spark.write.describe`: from the footers and the UDF's tally, or by a
+   scan of the staged files).
 3. **band pieces** (the ``rowGroups`` band layout only) — where the bridge jar is loaded, the
    rows of each output file are sorted by piece in their task and the bridge's run writer ends a
    row group at each piece and records the pieces in the footer (:func:`_write_runs`): nothing
@@ -44,7 +42,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from qbeast.commit import WrittenFile
@@ -52,27 +49,25 @@ from qbeast.core.band_row_groups import FOOTER_KEY, Piece
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
-from qbeast.delta.stats import STATS_COLUMN_LIMIT, footer_stats, stats_json
+from qbeast.delta.stats import footer_stats
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
-from qbeast.index.tally import BlockTally, DictTally, FlagTally
 from qbeast.spark import settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
-from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
-from qbeast.spark.write.row_groups import join_pieces
 from qbeast.spark.session import scoped_confs
-from qbeast.spark.write.options import (
-    ASSIGNMENT_COLUMN,
-    CUBE_COLUMN,
-    FILE_COLUMN,
-    STAGING_PREFIX,
-    WEIGHT_COLUMN,
+from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
+from qbeast.spark.write.describe import (
+    STAGING_FILE_COLUMN,
+    Described,
+    StagedRows,
+    describe_by_scan,
+    describe_from_footers,
+    non_finite_mask,
 )
+from qbeast.spark.write.options import ASSIGNMENT_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
+from qbeast.spark.write.row_groups import join_pieces
 
 logger = logging.getLogger("qbeast.spark.write.writer")
-
-#: Partition column of the staging write (a reserved column name, see write_options).
-STAGING_FILE_COLUMN = FILE_COLUMN
 
 #: Session confs the staging write pins: microsecond timestamps and no row-count split of a
 #: group into several files.
@@ -84,6 +79,10 @@ _WRITE_CONFS = {
 
 class FileWriteError(QbeastError):
     """The staging write did not produce exactly one file per group."""
+
+
+#: parquet-mr's ``parquet.writer.version`` for each value of ``spark.qbeast.write.parquetVersion``.
+_WRITER_VERSIONS = {"v1": "PARQUET_1_0", "v2": "PARQUET_2_0"}
 
 
 #: parquet-mr's ``parquet.writer.version`` for each value of ``spark.qbeast.write.parquetVersion``.
@@ -122,10 +121,10 @@ def write_plan_files(
     output file in one task) joined into the output file in band order
     (:mod:`qbeast.spark.write.row_groups`). Either way the files returned are the output files.
 
-    With a ``tally`` accumulator (:func:`new_block_tally`, classic sessions) the assignment UDF
+    With a ``tally`` accumulator (:func:`~qbeast.spark.write.assignment_udf.new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
-    rows again. With a ``flags`` accumulator (:func:`new_flag_tally`) the UDF also receives the
-    :func:`non_finite_mask` of each row and reports per file which float columns hold NaN or
+    rows again. With a ``flags`` accumulator (:func:`~qbeast.spark.write.assignment_udf.new_flag_tally`) the UDF also receives the
+    :func:`~qbeast.spark.write.describe.non_finite_mask` of each row and reports per file which float columns hold NaN or
     infinities, so that no scan of the new files is needed for that either. When the tally
     disagrees with the footers' row counts (a re-executed task counted twice) or is missing, the
     files are described by a grouped aggregate over them.
@@ -150,12 +149,12 @@ def write_plan_files(
                     "elapsed=%.2fs", staging, tasks, plain, runs_format is not None,
                     time.perf_counter() - started)
         parts = _staging_parts(staging, plain)
-        staged = _StagedRows(spark, data.schema, staging, plain)
+        staged = StagedRows(spark, data.schema, staging, plain)
         owners = plan.row_group_files if runs_format is not None else None
-        described = _from_footers(staged, parts, plan, tally, flags, owners=owners)
+        described = describe_from_footers(staged, parts, plan, tally, flags, owners=owners)
         if described is None:
             logger.info("block tally unavailable or inconsistent: describing the files by a scan")
-            described = _describe(staged, plan, revision)
+            described = describe_by_scan(staged, plan, revision)
         logger.info("files described: groups=%d elapsed=%.2fs", len(described),
                     time.perf_counter() - started)
         if plan.row_group_files is not None and runs_format is None:
@@ -284,7 +283,7 @@ def _first_pieces(plan: WritePlan) -> dict[int, int]:
 
 
 def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
-                      described: dict[int, _Described], plan: WritePlan) -> list[WrittenFile]:
+                      described: dict[int, Described], plan: WritePlan) -> list[WrittenFile]:
     """The ``rowGroups`` layout: join each output file's band pieces (plan files numbered in band
     order) into one file whose row groups follow the bands, then publish it.
 
@@ -414,168 +413,8 @@ def _task_of(file_id: Any, tasks: int) -> Any:
     return F.element_at(keys, file_id + 1)
 
 
-class _StagedRows:
-    """The rows of the staging write as a DataFrame with the file id as a column, either layout.
-
-    ``partitionBy`` layouts carry the file id in their folder names; one-file-per-task layouts in
-    the task number of their part file names (``part-<n>-...``), read from ``_metadata``.
-    """
-
-    def __init__(self, spark, schema, staging: str, plain: bool) -> None:
-        self.spark, self.schema, self.staging, self.plain = spark, schema, staging, plain
-
-    def has_files(self) -> bool:
-        pattern = "part-*.parquet" if self.plain else f"{STAGING_FILE_COLUMN}=*"
-        return os.path.isdir(self.staging) and bool(
-            glob.glob(os.path.join(glob.escape(self.staging), pattern)))
-
-    def frame(self, columns: Sequence[str] | None = None):
-        from pyspark.sql import functions as F
-        from pyspark.sql.types import IntegerType, StructField, StructType
-
-        if self.plain:
-            written = self.spark.read.schema(self.schema).parquet(self.staging)
-            task = F.regexp_extract(F.col("_metadata.file_name"), r"^part-(\d+)-", 1)
-            written = written.withColumn(STAGING_FILE_COLUMN, task.cast("int"))
-        else:
-            read_schema = StructType(
-                list(self.schema.fields) + [StructField(STAGING_FILE_COLUMN, IntegerType())])
-            written = self.spark.read.schema(read_schema).parquet(self.staging)
-        if columns is not None:
-            written = written.select(*[F.col(quote_identifier(c)) for c in columns],
-                                     F.col(STAGING_FILE_COLUMN))
-        return written
-
-
-def _all_nullable(assigned, schema):
-    """Declare every user column nullable, as the Delta schema does (Spark writes ``required``
-    parquet fields for non-nullable columns). The condition on the UDF's output cannot be folded
-    away by the optimizer and is always true."""
-    from pyspark.sql import functions as F
-
-    if all(f.nullable for f in schema.fields):
-        return assigned
-    file_known = F.col(STAGING_FILE_COLUMN).isNotNull()
-    user = {f.name for f in schema.fields}
-    return assigned.select(
-        *[F.col(quote_identifier(f.name)) if f.nullable
-          else F.when(file_known, F.col(quote_identifier(f.name))).alias(f.name, metadata=f.metadata)
-          for f in schema.fields],
-        *[F.col(c) for c in assigned.columns if c not in user],
-    )
-
-
-def _new_tally(spark: Any, param: DictTally) -> Any:
-    """A fresh accumulator, or ``None`` where the SparkContext is unreachable (Spark Connect)."""
-    try:
-        return spark.sparkContext.accumulator({}, param)
-    except Exception:  # noqa: BLE001 - Connect sessions have no SparkContext
-        return None
-
-
-def new_block_tally(spark):
-    """A fresh :class:`BlockTally` accumulator, or ``None`` on Spark Connect."""
-    return _new_tally(spark, BlockTally())
-
-
-def new_flag_tally(spark):
-    """A fresh :class:`FlagTally` accumulator, or ``None`` on Spark Connect."""
-    return _new_tally(spark, FlagTally())
-
-
-def non_finite_mask(schema):
-    """Per row, bit ``i`` set when the ``i``-th float column of the Delta stats is NaN or infinite.
-
-    Computed by Spark next to the weight, it crosses to Python with the indexed columns (one
-    long per row) so the assignment UDF can tell which files need their float bounds dropped.
-    """
-    from pyspark.sql import functions as F
-
-    mask = F.lit(0).cast("long")
-    for i, name in enumerate(float_stats_columns(schema)):
-        bad = F.coalesce(_non_finite(F.col(quote_identifier(name))), F.lit(False))
-        mask = mask.bitwiseOR(F.when(bad, F.lit(1 << i).cast("long")).otherwise(F.lit(0).cast("long")))
-    return mask
-
-
-def _non_finite(col):
-    """NaN or an infinity (null for null): values parquet statistics cannot bound."""
-    from pyspark.sql import functions as F
-
-    return F.isnan(col) | (F.abs(col) == float("inf"))
-
-
-def float_stats_columns(schema) -> list[str]:
-    """The float columns the Delta stats describe, in the order of :func:`non_finite_mask`'s bits."""
-    return [name for name, _, floating in _stats_fields(schema) if floating]
-
-
-#: What describing a file yields: its row count, Delta stats JSON, blocks, and the float columns
-#: holding NaN or infinities (their bounds are left out of the stats).
-_Described = tuple[int, str, tuple[Block, ...], frozenset[str]]
-
-
-def _blocks(found: list[tuple[int, Block]]) -> tuple[Block, ...]:
-    """A file's blocks in a stable order: by the cube ids of :meth:`WritePlan.assign`."""
-    return tuple(block for _, block in sorted(found, key=lambda item: item[0]))
-
-
-def _from_footers(staged: _StagedRows, parts: dict[int, str], plan: WritePlan,
-                  tally: Any, flags: Any = None, *,
-                  owners: np.ndarray | None = None) -> dict[int, _Described] | None:
-    """Per file id (rows, stats, blocks) from the tally and the footers; ``None`` if unusable.
-
-    The tally and the flags count per plan file; with ``owners`` (plan file -> staging file, for
-    band pieces written as runs of one file) a cube's counts over its pieces make one block.
-    """
-    if tally is None:
-        return None
-    counts = tally.value
-    masks = flags.value if flags is not None else None
-    if owners is not None:
-        counts = BlockTally().rekeyed(counts, lambda key: (int(owners[key[0]]), key[1]))
-        if masks is not None:
-            masks = FlagTally().rekeyed(masks, lambda piece: int(owners[piece]))
-    per_file: dict[int, list[tuple[int, Block]]] = {}
-    for (file_id, cube_id), (count, low) in counts.items():
-        cube, threshold = plan.cube_and_threshold(cube_id)
-        per_file.setdefault(file_id, []).append((cube_id, Block(cube, low, threshold, count)))
-    floats = float_stats_columns(staged.schema)  # the bit order of the flags
-    if masks is not None:
-        unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
-                  for file_id, mask in masks.items()}
-    else:
-        unsafe = _non_finite_columns(staged, floats)
-    out: dict[int, _Described] = {}
-    for file_id, part in parts.items():
-        meta = pq.ParquetFile(part).metadata
-        blocks = per_file.get(file_id, [])
-        if sum(b.element_count for _, b in blocks) != meta.num_rows:
-            return None
-        bad = frozenset(unsafe.get(file_id, set()))
-        stats = footer_stats(meta, non_finite=bad)
-        out[file_id] = (meta.num_rows, stats, _blocks(blocks), bad)
-    return out
-
-
-def _non_finite_columns(staged: _StagedRows, names: list[str]) -> dict[int, set[str]]:
-    """Per file id, the float columns holding NaN or infinities (parquet footers cannot tell)."""
-    from pyspark.sql import functions as F
-
-    if not names or not staged.has_files():
-        return {}
-    rows = (
-        staged.frame(names)
-        .groupBy(STAGING_FILE_COLUMN)
-        .agg(*[F.max(_non_finite(F.col(quote_identifier(n))).cast("int")).alias(f"b{i}")
-               for i, n in enumerate(names)])
-        .collect()
-    )
-    return {r[STAGING_FILE_COLUMN]: {n for i, n in enumerate(names) if r[f"b{i}"]} for r in rows}
-
-
 def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
-    """File id -> the single part file written for it (see :class:`_StagedRows` for the layouts)."""
+    """File id -> the single part file written for it (see :class:`StagedRows` for the layouts)."""
     parts: dict[int, str] = {}
     if not os.path.isdir(staging):
         return parts
@@ -604,80 +443,19 @@ def _staging_parts(staging: str, plain: bool) -> dict[int, str]:
     return parts
 
 
-def _describe(staged: _StagedRows, plan: WritePlan, revision: Revision) -> dict[int, _Described]:
-    """Per file id: (row count, Delta stats JSON, blocks), from one aggregate over the files."""
+def _all_nullable(assigned, schema):
+    """Declare every user column nullable, as the Delta schema does (Spark writes ``required``
+    parquet fields for non-nullable columns). The condition on the UDF's output cannot be folded
+    away by the optimizer and is always true."""
     from pyspark.sql import functions as F
 
-    if not staged.has_files():
-        return {}
-    written = staged.frame()
-    fields = _stats_fields(staged.schema)
-    indexed_columns = list(revision.columns)
-    indexed = [F.col(quote_identifier(c)) for c in indexed_columns]
-    assignment = assignment_udf(revision, plan)
-    aggregates = [F.count(F.lit(1)).alias("n"), F.min(WEIGHT_COLUMN).alias("w_min")]
-    for i, (field, bounded, floating) in enumerate(fields):
-        col = F.col(quote_identifier(field))
-        aggregates.append(F.count_if(col.isNull()).alias(f"n{i}"))
-        if bounded:
-            aggregates += [F.min(col).alias(f"lo{i}"), F.max(col).alias(f"hi{i}")]
-        if floating:
-            aggregates.append(F.max(_non_finite(col).cast("int"))
-                              .alias(f"bad{i}"))
-    grouped = (
-        written.select("*", weight_column(indexed_columns).alias(WEIGHT_COLUMN))
-        .select("*", assignment(*indexed, F.col(WEIGHT_COLUMN)).getField("cube").alias(CUBE_COLUMN))
-        .groupBy(STAGING_FILE_COLUMN, CUBE_COLUMN).agg(*aggregates)
-        .toArrow()
+    if all(f.nullable for f in schema.fields):
+        return assigned
+    file_known = F.col(STAGING_FILE_COLUMN).isNotNull()
+    user = {f.name for f in schema.fields}
+    return assigned.select(
+        *[F.col(quote_identifier(f.name)) if f.nullable
+          else F.when(file_known, F.col(quote_identifier(f.name))).alias(f.name, metadata=f.metadata)
+          for f in schema.fields],
+        *[F.col(c) for c in assigned.columns if c not in user],
     )
-    return _per_file(grouped, plan, [f for f, _, _ in fields])
-
-
-def _stats_fields(schema) -> list[tuple[str, bool, bool]]:
-    """(name, has min/max, is floating) of the columns the Delta stats describe.
-
-    Like ``qbeast.delta.stats.described_fields``: the first 32 columns, nested ones left out.
-    """
-    from pyspark.sql import types as T
-
-    bounded = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType,
-               T.DecimalType, T.DateType, T.TimestampType, T.StringType)
-    nested = (T.StructType, T.ArrayType, T.MapType)
-    return [
-        (f.name, isinstance(f.dataType, bounded), isinstance(f.dataType, (T.FloatType, T.DoubleType)))
-        for f in schema.fields[:STATS_COLUMN_LIMIT] if not isinstance(f.dataType, nested)
-    ]
-
-
-def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int, _Described]:
-    """Fold the (file, cube) aggregate rows into per-file counts, stats and blocks."""
-    columns = {name: grouped.column(name).to_pylist() for name in grouped.column_names}
-    files: dict[int, dict[str, Any]] = {}
-    for r in range(grouped.num_rows):
-        file_id = columns[STAGING_FILE_COLUMN][r]
-        acc = files.setdefault(file_id, {"n": 0, "nulls": {}, "lo": {}, "hi": {}, "bad": set(),
-                                         "blocks": []})
-        count = columns["n"][r]
-        acc["n"] += count
-        cube_id = int(columns[CUBE_COLUMN][r])
-        cube, threshold = plan.cube_and_threshold(cube_id)
-        acc["blocks"].append((cube_id, Block(cube, int(columns["w_min"][r]), threshold, count)))
-        for i, name in enumerate(names):
-            acc["nulls"][name] = acc["nulls"].get(name, 0) + columns[f"n{i}"][r]
-            bad = columns.get(f"bad{i}")
-            if bad is not None and bad[r]:
-                acc["bad"].add(name)
-            low, high = columns.get(f"lo{i}"), columns.get(f"hi{i}")
-            if low is None or high is None or low[r] is None:
-                continue
-            acc["lo"][name] = low[r] if name not in acc["lo"] else min(acc["lo"][name], low[r])
-            acc["hi"][name] = high[r] if name not in acc["hi"] else max(acc["hi"][name], high[r])
-    fields = [grouped.schema.field(f"lo{i}").with_name(name) if f"lo{i}" in columns
-              else pa.field(name, pa.null()) for i, name in enumerate(names)]
-    out: dict[int, _Described] = {}
-    for file_id, acc in files.items():
-        lows = {k: v for k, v in acc["lo"].items() if k not in acc["bad"]}
-        highs = {k: v for k, v in acc["hi"].items() if k not in acc["bad"]}
-        stats = stats_json(fields, acc["n"], acc["nulls"], lows, highs)
-        out[file_id] = (acc["n"], stats, _blocks(acc["blocks"]), frozenset(acc["bad"]))
-    return out
