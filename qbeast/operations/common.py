@@ -10,7 +10,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from qbeast.errors import InvalidOptionError
+from qbeast import checks
 
 class OperationResult:
     """Base of the operations' result dataclasses: ``to_dict`` and a readable ``__str__``.
@@ -38,27 +38,23 @@ def _plain(value: Any) -> Any:
     return value
 
 
+# The operations' argument checks are the engine's shared ones (qbeast.checks); these keep the
+# argument order the operations call them with (value first).
+
+
 def check_path(path: object, what: str = "path") -> str:
     """A non-empty table path string (local path or ``file:`` URI)."""
-    if not isinstance(path, str) or not path.strip():
-        raise InvalidOptionError(f"{what} must be a non-empty string naming a table folder, got {path!r}")
-    return path
+    return checks.check_path(what, path)
 
 
 def check_bool(value: object, name: str) -> bool:
     """A real bool: ``dry_run="false"`` from a template must not silently mean True."""
-    if not isinstance(value, bool):
-        raise InvalidOptionError(f"{name} must be true or false, got {value!r}")
-    return value
+    return checks.check_bool(name, value)
 
 
 def check_optional_int(value: object, name: str, minimum: int) -> int | None:
     """None, or an int >= ``minimum`` (bools rejected)."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidOptionError(f"{name} must be an integer >= {minimum} (or None), got {value!r}")
-    return value
+    return checks.check_optional_int(name, value, minimum)
 
 
 def format_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from qbeast.core.defaults import DEFAULT_CUBE_SIZE as FORMAT_DEFAULT_CUBE_SIZE
 from qbeast.core.defaults import REVISION_HEADROOM_PERCENT
+from qbeast.checks import check_int_at_least
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.write.options import check_non_negative_int, check_positive_int
 
 # This module is imported with every session (qbeast.spark.session): it must stay light.
 
@@ -49,15 +49,16 @@ class Setting:
             word = canonical.get(str(value).strip().lower())
             if word is None:
                 raise InvalidOptionError(
-                    f"{self.key} is {value!r}; allowed values: {', '.join(self.choices)}"
+                    f"{self.key} is {value!r}; allowed values: {', '.join(self.choices)}",
+                    option=self.key, value=value, allowed=list(self.choices),
                 )
             return word
-        check = check_non_negative_int if self.minimum == 0 else check_positive_int
         try:
             number: Any = int(value)
         except ValueError:
             number = value  # not an integer: the check reports the text as given
-        return check(f"Spark conf {self.key}", number)
+        return check_int_at_least(self.key, number, self.minimum if self.minimum is not None else 1,
+                                  what=f"Spark conf {self.key}")
 
     def read(self, spark: Any) -> Any:
         """The value in ``spark``'s session (a ``SparkSession``, or ``None``: the default)."""

@@ -37,8 +37,13 @@ def test_settings_parse_values_and_name_the_allowed_ones():
         cube.parse("0")
     with pytest.raises(InvalidOptionError, match="must be a positive integer, got 'lots'"):
         settings.BUFFER_CAPACITY.parse("lots")
-    with pytest.raises(InvalidOptionError, match="allowed values: auto, true, false"):
+    with pytest.raises(InvalidOptionError, match="allowed values: auto, true, false") as raised:
         settings.SHIP_ENGINE.parse("maybe")
+    assert (raised.value.option, raised.value.value) == (settings.SHIP_ENGINE.key, "maybe")
+    assert raised.value.allowed == ["auto", "true", "false"]
+    with pytest.raises(InvalidOptionError) as raised:
+        cube.parse("-3")
+    assert (raised.value.option, raised.value.value, raised.value.allowed) == (cube.key, -3, "a positive integer")
     session = _Session(spark_qbeast_index_defaultCubeSize="42")
     assert cube.read(session) == 42 and settings.BUFFER_CAPACITY.read(session) == 100_000
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from qbeast import checks
 from qbeast.errors import InvalidOptionError, UnsupportedTypeError, check_cancelled
 
 MODES = ("append", "overwrite")
@@ -80,27 +81,15 @@ class WriteOptions:
         check_cancelled(self.cancelled, f"write to {path}", phase)
 
 
-def check_positive_int(name: str, value: Any) -> int:
-    """``value`` if it is an int > 0, else an error naming ``name``."""
-    return _check_int_at_least(name, value, 1, "a positive integer")
-
-
-def check_non_negative_int(name: str, value: Any) -> int:
-    """``value`` if it is an int >= 0, else an error naming ``name``."""
-    return _check_int_at_least(name, value, 0, "an integer >= 0")
-
-
-def _check_int_at_least(name: str, value: Any, minimum: int, wording: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InvalidOptionError(f"{name} must be {wording}, got {value!r}")
-    return value
+#: The checks of write arguments are the engine's shared ones (one wording, structured fields);
+#: these names stay importable from here for the writer.
+check_positive_int = checks.check_positive_int
+check_non_negative_int = checks.check_non_negative_int
 
 
 def check_mode(mode: Any) -> str:
     """The normalized write mode (``append`` or ``overwrite``, case-insensitive)."""
-    if not isinstance(mode, str) or mode.lower() not in MODES:
-        raise InvalidOptionError(f"mode must be one of {list(MODES)}, got {mode!r}")
-    return mode.lower()
+    return checks.check_one_of("mode", mode, MODES, ignore_case=True)
 
 
 def check_txn(app_id: Any, version: Any) -> tuple[str, int] | None:
@@ -108,15 +97,16 @@ def check_txn(app_id: Any, version: Any) -> tuple[str, int] | None:
     if app_id is None and version is None:
         return None
     if app_id is None or version is None:
+        missing = "txn_app_id" if app_id is None else "txn_version"
         raise InvalidOptionError(
             "txn_app_id and txn_version must be given together (idempotent writes), got "
-            f"txn_app_id={app_id!r}, txn_version={version!r}"
+            f"txn_app_id={app_id!r}, txn_version={version!r}",
+            option=missing, value=None,
+            allowed="a value, given together with " + ("txn_version" if app_id is None else "txn_app_id"),
         )
-    if not isinstance(app_id, str) or not app_id:
-        raise InvalidOptionError(f"txn_app_id must be a non-empty string, got {app_id!r}")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
-        raise InvalidOptionError(f"txn_version must be an integer >= 0, got {version!r}")
-    return app_id, version
+    if not isinstance(app_id, str) or not app_id:  # blanks pass, as they always did
+        raise checks.invalid("txn_app_id", app_id, "a non-empty string", "a non-empty string")
+    return app_id, checks.check_non_negative_int("txn_version", version)
 
 
 def check_storable_schema(schema) -> None:
