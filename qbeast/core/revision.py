@@ -292,7 +292,8 @@ def staging_revision_for(first: Revision) -> Revision:
 
 def _check_cube_size(cube_size: Any) -> int:
     if isinstance(cube_size, bool) or not isinstance(cube_size, int) or cube_size <= 0:
-        raise InvalidOptionError(f"cubeSize must be a positive integer, got {cube_size!r}")
+        raise InvalidOptionError(f"cubeSize must be a positive integer, got {cube_size!r}",
+                                 option="cube_size", value=cube_size, allowed="a positive integer")
     return cube_size
 
 
@@ -337,7 +338,8 @@ def plan_transformers(latest: Revision, specs: str | Sequence[str] | Sequence[Co
     if names != latest.columns:
         raise InvalidOptionError(
             f"columnsToIndex {names} differs from the indexed columns {latest.columns} of revision "
-            f"{latest.revision_id}; changing the indexed columns requires mode='overwrite'"
+            f"{latest.revision_id}; changing the indexed columns requires mode='overwrite'",
+            option="columns_to_index", value=names, allowed=list(latest.columns),
         )
     transformers: list[Transformer] = []
     changed: list[bool] = []
@@ -367,7 +369,8 @@ def _fit(transformer: Transformer, stats: Mapping[str, Any], user_stats: Mapping
         lo, hi = transformer.stats_keys()
         raise InvalidOptionError(
             f"columnStats for column {transformer.column_name!r} must give both {lo!r} and {hi!r} with "
-            f"{lo} < {hi}; got {own}"
+            f"{lo} < {hi}; got {own}",
+            option="column_stats", value=own, allowed=f"both {lo!r} and {hi!r} with {lo} < {hi}",
         )
     return fitted.merge(from_user, rng)
 
@@ -443,7 +446,10 @@ def compute_revision_change(
             hint = f" as {keys[0]!r}" if keys else ""
             raise InvalidOptionError(
                 f"column {transformer.column_name!r} uses the {transformer.type_name!r} transformer, whose "
-                f"stats must be provided in columnStats{hint}"
+                f"stats must be provided in columnStats{hint}",
+                option="column_stats", value=None,
+                allowed=f"the stats of column {transformer.column_name!r}{hint} "
+                        f"(its {transformer.type_name!r} transformer needs them)",
             )
         transformations.append(chosen)
 

@@ -104,7 +104,9 @@ def _require_ordered(column: str, data_type: QDataType, type_name: str) -> None:
     if not data_type.is_ordered:
         raise InvalidOptionError(
             f"column {column!r} of type {data_type.sql_name} cannot use the {type_name!r} transformer; "
-            f"string columns allow: hashing, quantiles, histogram"
+            f"string columns allow: hashing, quantiles, histogram",
+            option="columns_to_index", value=f"{column}:{type_name}",
+            allowed=f"for {data_type.sql_name} column {column!r}: hashing, quantiles, histogram",
         )
 
 
@@ -180,7 +182,8 @@ def _quantiles_from_stats(stats: Mapping[str, Any], key: str) -> list[Any] | Non
     if value is None:
         return None
     if not isinstance(value, (list, tuple)):
-        raise InvalidOptionError(f"columnStats key {key!r} must be an array, got {value!r}")
+        raise InvalidOptionError(f"columnStats key {key!r} must be an array, got {value!r}",
+                                 option="column_stats", value={key: value}, allowed=f"an array for {key!r}")
     return list(value)
 
 
@@ -214,7 +217,10 @@ def _quantile_number(key: str, value: Any, data_type: QDataType) -> float:
     if isinstance(value, str) and data_type in (QDataType.TIMESTAMP, QDataType.DATE):
         return float(_parse_temporal(key, value, data_type))
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidOptionError(f"columnStats key {key!r} must hold finite numbers for {data_type.sql_name}, got {value!r}")
+        raise InvalidOptionError(
+            f"columnStats key {key!r} must hold finite numbers for {data_type.sql_name}, got {value!r}",
+            option="column_stats", value={key: value},
+            allowed=f"finite numbers in {key!r} ({data_type.sql_name} column)")
     return float(value)
 
 
@@ -222,7 +228,8 @@ def _build(key: str, factory: Any) -> Transformation:
     try:
         return factory()
     except FormatError as exc:
-        raise InvalidOptionError(f"columnStats key {key!r}: {exc}") from exc
+        raise InvalidOptionError(f"columnStats key {key!r}: {exc}", option="column_stats", value=key,
+                                 allowed=f"values of {key!r} that form a valid transformation ({exc})") from exc
 
 
 @dataclass(frozen=True)
@@ -245,7 +252,9 @@ class CDFStringQuantilesTransformer(Transformer):
         if values is None:
             return EmptyTransformation()
         if any(not isinstance(v, str) for v in values):
-            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {values!r}")
+            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {values!r}",
+                                     option="column_stats", value={key: values},
+                                     allowed=f"an array of strings in {key!r}")
         return _build(key, lambda: CDFStringQuantilesTransformation(tuple(values)))
 
     def to_json_obj(self) -> dict[str, Any]:
@@ -263,7 +272,10 @@ class StringHistogramTransformer(_TypedTransformer):
         if self.column_type is not QDataType.STRING:
             raise InvalidOptionError(
                 f"column {self.column_name!r} of type {self.column_type.sql_name} cannot use the 'histogram' "
-                f"transformer; it is only for string columns"
+                f"transformer; it is only for string columns",
+                option="columns_to_index", value=f"{self.column_name}:histogram",
+                allowed=f"for {self.column_type.sql_name} column {self.column_name!r}: linear, hashing, "
+                        "quantiles ('histogram' is only for string columns)",
             )
 
     def stats_keys(self) -> tuple[str, ...]:
@@ -279,7 +291,9 @@ class StringHistogramTransformer(_TypedTransformer):
         if values is None:
             return StringHistogramTransformation(DEFAULT_HISTOGRAM)
         if any(not isinstance(v, str) for v in values):
-            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {values!r}")
+            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {values!r}",
+                                     option="column_stats", value={key: values},
+                                     allowed=f"an array of strings in {key!r}")
         return _build(key, lambda: StringHistogramTransformation(tuple(values)))
 
 
@@ -325,7 +339,8 @@ def _normalize_type_name(type_name: str, column: str) -> str:
     if lowered not in TRANSFORMER_TYPES:
         raise InvalidOptionError(
             f"columnsToIndex: unknown transformer type {type_name!r} for column {column!r}; "
-            f"valid types: {', '.join(TRANSFORMER_TYPES)}"
+            f"valid types: {', '.join(TRANSFORMER_TYPES)}",
+            option="columns_to_index", value=f"{column}:{type_name}", allowed=list(TRANSFORMER_TYPES),
         )
     return lowered
 
@@ -357,28 +372,34 @@ def parse_columns_to_index(spec: str | Sequence[str]) -> list[ColumnSpec]:
         entries = list(spec)
     else:
         raise InvalidOptionError(
-            f"columnsToIndex must be a comma-separated string or a list of strings, got {spec!r}"
+            f"columnsToIndex must be a comma-separated string or a list of strings, got {spec!r}",
+            option="columns_to_index", value=spec, allowed="a comma-separated string or a list of strings",
         )
     result: list[ColumnSpec] = []
     seen: set[str] = set()
     for raw in entries:
         entry = raw.strip()
         if not entry:
-            raise InvalidOptionError(f"columnsToIndex {spec!r} has an empty column entry")
+            raise InvalidOptionError(f"columnsToIndex {spec!r} has an empty column entry",
+                                     option="columns_to_index", value=spec, allowed="no empty entry")
         parts = entry.split(":")
         if len(parts) > 2 or not parts[0].strip() or (len(parts) == 2 and not parts[1].strip()):
             raise InvalidOptionError(
                 f"columnsToIndex entry {entry!r} is malformed; use 'column' or 'column:type' with type one of "
-                f"{', '.join(TRANSFORMER_TYPES)}"
+                f"{', '.join(TRANSFORMER_TYPES)}",
+                option="columns_to_index", value=spec,
+                allowed=f"entries 'column' or 'column:type' with type one of {', '.join(TRANSFORMER_TYPES)}",
             )
         name = parts[0].strip()
         type_name = _normalize_type_name(parts[1].strip(), name) if len(parts) == 2 else None
         if name in seen:
-            raise InvalidOptionError(f"columnsToIndex lists column {name!r} more than once")
+            raise InvalidOptionError(f"columnsToIndex lists column {name!r} more than once",
+                                     option="columns_to_index", value=spec, allowed="each column at most once")
         seen.add(name)
         result.append(ColumnSpec(name, type_name))
     if not result:
-        raise InvalidOptionError("columnsToIndex is empty; name at least one column")
+        raise InvalidOptionError("columnsToIndex is empty; name at least one column",
+                                 option="columns_to_index", value=spec, allowed="at least one column")
     return result
 
 
@@ -404,11 +425,13 @@ def parse_column_stats(column_stats: Mapping[str, Any] | str | None,
         try:
             parsed = json.loads(column_stats)
         except json.JSONDecodeError as exc:
-            raise InvalidOptionError(f"columnStats is not valid JSON: {exc}") from exc
+            raise InvalidOptionError(f"columnStats is not valid JSON: {exc}", option="column_stats",
+                                     value=column_stats, allowed="a JSON object") from exc
     else:
         parsed = column_stats
     if not isinstance(parsed, Mapping):
-        raise InvalidOptionError(f"columnStats must be a JSON object, got {parsed!r}")
+        raise InvalidOptionError(f"columnStats must be a JSON object, got {parsed!r}",
+                                 option="column_stats", value=column_stats, allowed="a JSON object")
     accepted: dict[str, tuple[Transformer, str]] = {}
     for t in transformers:
         for key in t.stats_keys():
@@ -418,7 +441,9 @@ def parse_column_stats(column_stats: Mapping[str, Any] | str | None,
         if key not in accepted:
             raise InvalidOptionError(
                 f"columnStats key {key!r} does not match an indexed column's stat; "
-                f"valid keys: {', '.join(accepted) or '(none for these transformers)'}"
+                f"valid keys: {', '.join(accepted) or '(none for these transformers)'}",
+                option="column_stats", value={key: value},
+                allowed=f"keys {', '.join(accepted) or '(none for these indexed columns)'}",
             )
         if value is None:
             continue
@@ -434,20 +459,30 @@ def _stat_value(key: str, value: Any, suffix: str, transformer: Transformer) -> 
         if isinstance(value, str) and data_type in (QDataType.TIMESTAMP, QDataType.DATE):
             return _parse_temporal(key, value, data_type)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise InvalidOptionError(f"columnStats key {key!r} must be a number for {data_type.sql_name}, got {value!r}")
+            raise InvalidOptionError(
+                f"columnStats key {key!r} must be a number for {data_type.sql_name}, got {value!r}",
+                option="column_stats", value={key: value}, allowed=f"a number in {key!r} ({data_type.sql_name} column)")
         if data_type in (QDataType.TIMESTAMP, QDataType.DATE):
             raise InvalidOptionError(
                 f"columnStats key {key!r} must be a string like '2024-01-31 00:00:00.000000Z' "
-                f"for {data_type.sql_name}, got {value!r}"
+                f"for {data_type.sql_name}, got {value!r}",
+                option="column_stats", value={key: value},
+                allowed=f"a string like '2024-01-31 00:00:00.000000Z' in {key!r} ({data_type.sql_name} column)",
             )
         if data_type in (QDataType.INTEGER, QDataType.LONG) and isinstance(value, float):
-            raise InvalidOptionError(f"columnStats key {key!r} must be an integer for {data_type.sql_name}, got {value!r}")
+            raise InvalidOptionError(
+                f"columnStats key {key!r} must be an integer for {data_type.sql_name}, got {value!r}",
+                option="column_stats", value={key: value}, allowed=f"an integer in {key!r} ({data_type.sql_name} column)")
         return to_canonical(value, data_type, key)
     if not isinstance(value, list) or len(value) < 2:
-        raise InvalidOptionError(f"columnStats key {key!r} must be an array of at least 2 values, got {value!r}")
+        raise InvalidOptionError(f"columnStats key {key!r} must be an array of at least 2 values, got {value!r}",
+                                 option="column_stats", value={key: value},
+                                 allowed=f"an array of at least 2 values in {key!r}")
     if suffix == "histogram" or not data_type.is_ordered:
         if any(not isinstance(v, str) for v in value):
-            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {value!r}")
+            raise InvalidOptionError(f"columnStats key {key!r} must be an array of strings, got {value!r}",
+                                     option="column_stats", value={key: value},
+                                     allowed=f"an array of strings in {key!r}")
         return list(value)
     return [_quantile_number(key, v, data_type) for v in value]
 
@@ -463,7 +498,9 @@ def _parse_temporal(key: str, text: str, data_type: QDataType) -> int:
     except ValueError as exc:
         raise InvalidOptionError(
             f"columnStats key {key!r}: cannot read {text!r} as a {data_type.sql_name} "
-            f"(expected 'yyyy-MM-dd' or 'yyyy-MM-dd HH:mm:ss.SSSSSSZ')"
+            f"(expected 'yyyy-MM-dd' or 'yyyy-MM-dd HH:mm:ss.SSSSSSZ')",
+            option="column_stats", value={key: text},
+            allowed=f"'yyyy-MM-dd' or 'yyyy-MM-dd HH:mm:ss.SSSSSSZ' in {key!r} ({data_type.sql_name} column)",
         ) from exc
 
 

@@ -53,7 +53,8 @@ def index_spec(schema, columns_to_index: str | Sequence[str] | None, base: Revis
         if repeated:
             raise InvalidOptionError(
                 f"columnsToIndex names column {repeated[0]!r} more than once (column names are "
-                "case-insensitive)"
+                "case-insensitive)",
+                option="columns_to_index", value=columns_to_index, allowed="each column at most once",
             )
     fields = {f.name: f for f in schema.fields}
     data_types: dict[str, QDataType] = {}
@@ -75,11 +76,7 @@ def resolve_column(schema, name: str) -> str:
     records the data's spelling. An unknown or ambiguous name is left as given (and reported by
     the caller with the available columns).
     """
-    names = [f.name for f in schema.fields]
-    if name in names:
-        return name
-    folded = [n for n in names if n.lower() == name.lower()]
-    return folded[0] if len(folded) == 1 else name
+    return resolve_name([f.name for f in schema.fields], name)
 
 
 def planned_transformers(spec: IndexSpec, base: Revision | None, table_id: str,
