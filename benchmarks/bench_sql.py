@@ -54,7 +54,8 @@ def run(spark, qbeast_path: str, value_column: str, range_filter: str, or_filter
         repeat: int) -> dict[str, Any]:
     import qbeast
     from qbeast import QbeastTable
-    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, create_table
+    from qbeast.spark.catalog import create_table
+    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME
 
     path = qbeast.register(spark)
     if path != "jvm":

@@ -23,10 +23,10 @@ _LAZY = {
     "MAINTENANCE_REWRITE_RATIO": ("qbeast.core.defaults", "MAINTENANCE_REWRITE_RATIO"),
     # sessions and catalog tables
     "get_or_create_session": ("qbeast.spark.session", "get_or_create_session"),
-    "is_connect_session": ("qbeast.spark.session", "is_connect_session"),
-    "register": ("qbeast.spark.read.datasource", "register"),
-    "create_table": ("qbeast.spark.read.datasource", "create_table"),
-    "stale_catalog_metadata": ("qbeast.spark.read.datasource", "stale_catalog_metadata"),
+    "is_connect_session": ("qbeast.spark.shipping", "is_connect_session"),
+    "register": ("qbeast.spark.read.sources", "register"),
+    "create_table": ("qbeast.spark.catalog", "create_table"),
+    "stale_catalog_metadata": ("qbeast.spark.catalog", "stale_catalog_metadata"),
     # the rules integrations (the dbt adapter) build on
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
     "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),

@@ -15,8 +15,11 @@ whose workers have the engine installed.
 
 Sessions built here also read ``qbeast`` in SQL at native speed: the JVM read bridge's jar goes
 on ``spark.jars`` with its optimizer rule on ``spark.sql.extensions``, and the engine's planner
-is registered (:mod:`qbeast.spark.bridge`; ``spark.qbeast.sqlBridge`` = ``false`` keeps the
-Python data source).
+is registered (:mod:`qbeast.spark.bridge`, :mod:`qbeast.spark.read.sources`;
+``spark.qbeast.sqlBridge`` = ``false`` keeps the Python data source). Building a session imports
+the read wing's registration (inside :func:`get_or_create_session`); the wings import only the
+helpers at the end of this module (confs held for one step, classic/Connect differences), which
+need nothing from them.
 """
 from __future__ import annotations
 
@@ -28,8 +31,12 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from qbeast.spark.shipping import is_connect_session as _is_connect
-from qbeast.spark.shipping import ship_engine, ship_engine_mode, tasks_leave_process
+from qbeast.spark.shipping import (  # is_connect_session: re-exported, defined once there
+    is_connect_session,
+    ship_engine,
+    ship_engine_mode,
+    tasks_leave_process,
+)
 
 logger = logging.getLogger("qbeast.spark.session")
 
@@ -116,9 +123,10 @@ def get_or_create_session(
     pin_python_workers()
     from pyspark.sql import SparkSession
 
-    from qbeast.spark import bridge
+    from qbeast.spark.bridge import session_conf as with_bridge
+    from qbeast.spark.read.sources import register
 
-    merged = bridge.session_conf(session_conf(conf))
+    merged = with_bridge(session_conf(conf))
     mode = ship_engine_mode(merged)
     remote = merged.get("spark.remote")
     builder = SparkSession.builder
@@ -133,7 +141,7 @@ def get_or_create_session(
     session = builder.getOrCreate()
     if mode == "true" or (mode == "auto" and tasks_leave_process(_master_of(session), remote)):
         ship_engine(session)
-    bridge.register(session)  # `qbeast` in SQL: the JVM read bridge, or the Python data source
+    register(session)  # `qbeast` in SQL: the JVM read bridge, or the Python data source
     return session
 
 
@@ -151,18 +159,13 @@ _PARALLELISM_PROBE_ROWS = 1 << 16
 _parallelism_by_session: dict[str, int] = {}
 
 
-def is_connect_session(spark: Any) -> bool:
-    """True for a Spark Connect session (no SparkContext, no RDDs, no broadcast variables)."""
-    return _is_connect(spark)
-
-
 def default_parallelism(spark: Any) -> int:
     """``SparkContext.defaultParallelism`` of ``spark``, also behind Spark Connect.
 
     Connect does not expose it; ``spark.range`` without a partition count uses exactly that many
     partitions, so a tiny range job tells it (run once per session, then remembered).
     """
-    if not _is_connect(spark):
+    if not is_connect_session(spark):
         return int(spark.sparkContext.defaultParallelism)
     key = str(spark.session_id)
     if key not in _parallelism_by_session:
@@ -180,7 +183,7 @@ def partition_count(df: Any) -> int:
     partition id that holds a row (plus one) is found by running the plan once, so call this only
     where a pass over the data is acceptable.
     """
-    if not _is_connect(df.sparkSession):
+    if not is_connect_session(df.sparkSession):
         return int(df.rdd.getNumPartitions())
     from pyspark.sql import functions as F
 

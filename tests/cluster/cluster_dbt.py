@@ -75,7 +75,7 @@ def run_dbt(command: list[str], project_dir: Path, target: str) -> Any:
 def measure(spark: Any, run_results: Any) -> dict[str, dict[str, Any]]:
     """Per built model: rows, and for Qbeast models revision ids and the sample's row count."""
     import qbeast
-    from qbeast.spark.read.datasource import describe_location
+    from qbeast.spark.catalog import describe_location
 
     built: dict[str, dict[str, Any]] = {}
     for result in getattr(run_results, "results", []):

@@ -22,7 +22,7 @@ import pytest
 from dbt.tests.util import run_dbt
 
 import qbeast
-from qbeast.spark.read.datasource import describe_location, stored_catalog_schema_json
+from qbeast.spark.catalog import describe_location, stored_catalog_schema_json
 
 from .conftest import catalog_provider
 

@@ -18,7 +18,7 @@ from pathlib import Path
 def main(work: str) -> int:
     import qbeast
     import qbeast.spark.bridge as bridge
-    from qbeast.spark.read.datasource import create_table
+    from qbeast.spark.catalog import create_table
     from qbeast.spark.session import get_or_create_session
 
     lines: list[str] = []

@@ -107,7 +107,8 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks") -> dict
     """Run every check on the table at ``path`` (written by :func:`write_table`); plain data."""
     import qbeast
     from qbeast.spark.read import sql_planner
-    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, create_table
+    from qbeast.spark.catalog import create_table
+    from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME
 
     table = qbeast.QbeastTable.for_path(spark, path)
     assert qbeast.register(spark) == "jvm", "this report needs the JVM read bridge"

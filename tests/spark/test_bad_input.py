@@ -162,7 +162,7 @@ CLI_CASES = [
 
 
 def _create_table(spark, name: str, path: str) -> None:
-    from qbeast.spark.read.datasource import create_table
+    from qbeast.spark.catalog import create_table
 
     create_table(spark, name, path)
 

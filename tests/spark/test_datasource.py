@@ -22,15 +22,13 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.errors import InvalidOptionError
+from qbeast.spark.catalog import create_table, create_table_sql, describe_location
 from qbeast.spark.read.datasource import (
     PYTHON_SOURCE_NAME,
-    create_table,
-    create_table_sql,
-    describe_location,
     parse_read_options,
-    register,
     register_python_source,
 )
+from qbeast.spark.read.sources import register
 
 pytestmark = pytest.mark.spark
 

@@ -15,7 +15,7 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.spark.bridge import bridge_active, jar_path
-from qbeast.spark.read.datasource import create_table
+from qbeast.spark.catalog import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from sql_bridge_checks import events, problems  # noqa: E402
@@ -137,7 +137,7 @@ def test_fallback_without_the_jar_and_loading_it_into_a_running_session(tmp_path
 
 def test_a_table_created_in_plain_sql_with_location(spark, table_path):
     """`CREATE TABLE ... USING qbeast LOCATION` takes its schema from the table (bridge only)."""
-    from qbeast.spark.read.datasource import describe_location
+    from qbeast.spark.catalog import describe_location
 
     spark.sql("DROP TABLE IF EXISTS bridge_plain_sql")
     spark.sql(f"CREATE TABLE bridge_plain_sql USING qbeast LOCATION '{table_path}'")

@@ -16,12 +16,8 @@ import qbeast
 from qbeast import QbeastTable
 from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.read.datasource import (
-    PYTHON_SOURCE_NAME,
-    create_table,
-    register_python_source,
-    stale_catalog_metadata,
-)
+from qbeast.spark.catalog import create_table, stale_catalog_metadata
+from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, register_python_source
 
 pytestmark = pytest.mark.spark
 

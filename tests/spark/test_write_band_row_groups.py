@@ -21,7 +21,7 @@ from qbeast.index.thresholds import is_laid_out
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.bridge import bridge_active, prefix_scan
 from qbeast.spark.read.dataframe import spark_schema
-from qbeast.spark.read.datasource import create_table
+from qbeast.spark.catalog import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_checks import check_index, check_weight_bands  # noqa: E402

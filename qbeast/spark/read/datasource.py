@@ -1,6 +1,6 @@
 """The ``qbeast`` Spark Python data source: ``spark.read.format("qbeast")`` and ``USING qbeast``.
 
-After :func:`register`, a Qbeast table can be read by path or through a catalog table::
+After :func:`qbeast.spark.read.sources.register`, a Qbeast table can be read by path or through a catalog table::
 
     spark.read.format("qbeast").option("sampleFraction", "0.1").load("/data/events")
     SELECT * FROM events WHERE user_id BETWEEN 10 AND 20
@@ -28,7 +28,7 @@ columns) < hi`` uses :mod:`qbeast.index.row_weights`, a bit-exact port of Spark'
 Catalog tables: Spark does not hand a Python source the OPTIONS or LOCATION of a table created
 ``USING qbeast`` (the options arrive empty), only the table schema with its column metadata. Column
 metadata cannot identify a table by itself: every projection copies it into the table it builds.
-So :func:`create_table` stores, for tables this source reads, a marker on every column (key
+So :func:`qbeast.spark.catalog.create_table` stores, for tables this source reads, a marker on every column (key
 ``qbeast.catalogTable``) that names both the location and the Delta table id (``metaData.id``)
 found there, and the reader believes it only when the table at that location still has that id
 and the catalog's columns are exactly that table's columns; anything else is refused with an
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from qbeast.core.sql import check_table_name, quote_identifier, sql_string
 from qbeast.errors import InvalidOptionError
 
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
@@ -118,7 +116,7 @@ def _option(options: Any, name: str) -> str | None:
 def catalog_marker(schema: Any) -> CatalogMarker | None:
     """The marker of a catalog table, when every column carries the same one (else None).
 
-    :func:`create_table` marks every column; a schema where only some columns carry a marker
+    :func:`qbeast.spark.catalog.create_table` marks every column; a schema where only some columns carry a marker
     (or different ones) was put together from other tables' columns, and names none of them.
     """
     fields = list(getattr(schema, "fields", None) or ())
@@ -460,17 +458,6 @@ class QbeastPythonSource(QbeastDataSource):
         return PYTHON_SOURCE_NAME
 
 
-def register(spark: Any) -> str:
-    """Make ``format("qbeast")`` and ``USING qbeast`` available in ``spark``'s session.
-
-    The JVM read bridge when it can serve the session, else this Python data source; returns
-    ``"jvm"`` or ``"python"`` (see :func:`qbeast.spark.bridge.register`).
-    """
-    from qbeast.spark.bridge import register as register_sql_source
-
-    return register_sql_source(spark)
-
-
 def register_python_source(spark: Any, name: str = SOURCE_NAME) -> None:
     """Register this Python data source in ``spark``'s session as ``name``.
 
@@ -501,164 +488,13 @@ def register_python_source(spark: Any, name: str = SOURCE_NAME) -> None:
             session_class.clearActiveSession()
 
 
-# -- catalog tables ---------------------------------------------------------------------------
-
-
-def _location_of(path: str) -> str:
-    """The location a catalog table records: an absolute local path, or another storage's URI."""
-    # imported here: Spark imports this module in every Python worker and planner process of a
-    # read, and the log layer's package would add pyarrow and the whole log to each of them
-    from qbeast.delta.storage import local_path
-
-    local = local_path(path)
-    return local if "://" in local else os.path.abspath(local)
-
-
-def catalog_schema(schema: Any, column_comments: Mapping[str, str] | None = None,
-                   marker: CatalogMarker | None = None) -> Any:
-    """The schema a catalog table records: the table's columns, no ``qbeast.*`` keys but the
-    ``marker`` (on every column) when the table is read by this Python source.
-
-    ``column_comments`` (column name, any case -> text) become the columns' ``comment``
-    metadata, which Spark shows as the column comments.
-    """
-    from pyspark.sql.types import StructField, StructType
-
-    from qbeast.core.columns import without_engine_metadata
-
-    clean = StructType.fromJson(without_engine_metadata(schema.jsonValue()))
-    comments = {k.lower(): v for k, v in (column_comments or {}).items()}
-    fields = []
-    for f in clean.fields:
-        metadata = dict(f.metadata or {})
-        if marker is not None:
-            metadata[CATALOG_MARKER_KEY] = marker.to_json()
-        if comments.get(f.name.lower()):
-            metadata["comment"] = comments[f.name.lower()]
-        fields.append(StructField(f.name, f.dataType, f.nullable, metadata))
-    return StructType(fields)
-
-
-def create_table(
-    spark: Any,
-    name: str,
-    path: str,
-    *,
-    replace: bool = False,
-    column_comments: Mapping[str, str] | None = None,
-    properties: Mapping[str, str] | None = None,
-    comment: str | None = None,
-    source: str = SOURCE_NAME,
-) -> None:
-    """Create catalog table ``name`` (``USING qbeast``) over the Qbeast table at ``path``.
-
-    The catalog keeps it as an external table with ``LOCATION path``, which Spark hands to the
-    JVM bridge. Where this Python source reads it instead (``source="qbeast_python"``, or a
-    session without the bridge) every column also carries a marker naming the location and the
-    table's Delta id, checked on every read (module doc). Queries always read the latest
-    committed snapshot of ``path``. With ``replace`` an existing table of that name is dropped
-    first (dropping it never deletes the data). ``column_comments`` travel in the schema;
-    ``properties`` (table properties) and the table ``comment`` are set after the table
-    exists, with quoted literals.
-    """
-    from pyspark.sql.types import StructType
-
-    from qbeast.spark.read.planner import load_snapshot
-
-    check_table_name(name)
-    if source not in (SOURCE_NAME, PYTHON_SOURCE_NAME):
-        raise InvalidOptionError(
-            f"source {source!r} is unknown; allowed: {SOURCE_NAME}, {PYTHON_SOURCE_NAME}"
-        )
-    python_read = register(spark) == "python" or source == PYTHON_SOURCE_NAME
-    if source == PYTHON_SOURCE_NAME:
-        register_python_source(spark, PYTHON_SOURCE_NAME)
-    snapshot = load_snapshot(path)
-    location = _location_of(path)
-    marker = CatalogMarker(location, snapshot.delta.metadata.id) if python_read else None
-    schema = catalog_schema(StructType.fromJson(snapshot.delta.schema), column_comments, marker)
-    if replace:
-        spark.sql(f"DROP TABLE IF EXISTS {name}")
-    # ``path`` makes the table external (DESCRIBE shows the location; DROP never touches data)
-    spark.catalog.createTable(name, path=location, source=source, schema=schema)
-    if properties:
-        pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in properties.items())
-        spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({pairs})")
-    if comment:  # after the properties: their ALTER would drop a comment set before it
-        spark.sql(f"COMMENT ON TABLE {name} IS {sql_string(comment)}")
-    logger.info("created catalog table %s over %s (version %d)", name, path, snapshot.version)
-
-
-def create_table_sql(name: str, path: str, schema: Any) -> str:
-    """The ``CREATE TABLE ... USING qbeast LOCATION ...`` statement for the table at ``path``.
-
-    The JVM bridge reads such a table from its ``LOCATION``. The Python data source cannot
-    (Spark does not pass it the location): use :func:`create_table` where it reads.
-    """
-    columns = ", ".join(f"{quote_identifier(f.name)} {f.dataType.simpleString()}"
-                        for f in schema.fields)
-    return (f"CREATE TABLE {name} ({columns}) USING {SOURCE_NAME} "
-            f"LOCATION {sql_string(_location_of(path))}")
-
-
-def describe_location(spark: Any, name: str) -> str | None:
-    """The Qbeast table path behind catalog table ``name`` (None if it has none).
-
-    The catalog's ``LOCATION``; for a table only the Python source can read, the location its
-    marker names.
-    """
-    from qbeast.delta.storage import local_path
-
-    for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect():
-        if row[0] == "Location" and row[1]:
-            return local_path(str(row[1]))
-    marker = catalog_marker(spark.table(name).schema)
-    return marker.location if marker is not None else None
-
-
-def stale_catalog_metadata(spark: Any, name: str) -> list[str]:
-    """Columns of catalog table ``name`` whose stored schema holds ``qbeast.*`` metadata that
-    does not belong there: anything in a table the bridge reads, anything but the marker in a
-    table the Python source reads. Such an entry (made by an older version) is re-created by
-    :func:`create_table`; reading it is correct either way."""
-    from qbeast.core.columns import engine_metadata_columns
-
-    schema = json.loads(stored_catalog_schema_json(spark, name))
-    fields = schema.get("fields", [])
-    if all(CATALOG_MARKER_KEY in (f.get("metadata") or {}) for f in fields) and fields:
-        fields = [{**f, "metadata": {k: v for k, v in f["metadata"].items() if k != CATALOG_MARKER_KEY}}
-                  for f in fields]
-    return engine_metadata_columns({"fields": fields})
-
-
-def stored_catalog_schema_json(spark: Any, name: str) -> str:
-    """The schema catalog table ``name`` stores (as Spark's JSON), metadata included.
-
-    Read from the session catalog itself: ``spark.table(name).schema`` is the schema the
-    relation reports, which the bridge cleans.
-    """
-    jvm_session = getattr(spark, "_jsparkSession", None)
-    if jvm_session is None:  # Spark Connect: the relation's schema is all a client can see
-        return str(spark.table(name).schema.json())
-    parser = jvm_session.sessionState().sqlParser()
-    identifier = parser.parseTableIdentifier(name)
-    return str(jvm_session.sessionState().catalog().getTableMetadata(identifier).schema().json())
-
-
 __all__ = [
     "QbeastDataSource",
     "QbeastDataSourceReader",
     "CatalogMarker",
     "ReadOptions",
     "catalog_marker",
-    "catalog_schema",
     "check_catalog_marker",
-    "create_table",
-    "create_table_sql",
-    "describe_location",
     "parse_read_options",
-    "register",
     "register_python_source",
-    "stale_catalog_metadata",
-    "stored_catalog_schema_json",
 ]
