@@ -108,3 +108,143 @@ def test_modules_every_spark_process_imports_stay_light():
                          cwd=ROOT, timeout=120, check=False)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def _import_nodes(tree: ast.AST, *, type_checking: bool = True) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, at any level (inside functions and classes too);
+    without ``type_checking`` the ones under ``if TYPE_CHECKING:`` are left out (they never run)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+
+    def visit(node: ast.AST) -> None:
+        if (not type_checking and isinstance(node, ast.If)
+                and "TYPE_CHECKING" in {getattr(node.test, "id", None), getattr(node.test, "attr", None)}):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def _orchestration_modules() -> list[Path]:
+    return [PACKAGE / "table.py", *sorted((PACKAGE / "operations").rglob("*.py"))]
+
+
+def _spark_imports(paths: list[Path]) -> list[str]:
+    """``file:line imports pyspark...`` for every import of pyspark or py4j, at any level."""
+    bad = []
+    for path in paths:
+        for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if node.level == 0 else [])
+            bad += [f"{path.relative_to(ROOT)}:{node.lineno} imports {name}" for name in names
+                    if name.split(".")[0] in ("pyspark", "py4j")]
+    return bad
+
+
+def test_the_table_api_and_the_operations_never_import_pyspark():
+    """They orchestrate; every Spark job lives in a wing of ``qbeast.spark`` (docs/ARCHITECTURE.md).
+
+    Checked on the source, imports inside functions included: a lazy import of pyspark is still
+    a Spark job in the wrong layer."""
+    assert len(_orchestration_modules()) > 5
+    assert _spark_imports(_orchestration_modules()) == []
+
+
+def test_read_planning_and_predicate_parsing_never_import_pyspark():
+    """Which files a read opens, and what a filter's text means, are decided without Spark: the
+    plan is plain data, and the parser works on JSON schemas (the Spark halves are
+    ``read/dataframe.py`` and ``read/predicates.py``)."""
+    read = PACKAGE / "spark" / "read"
+    pure = [read / f"{name}.py" for name in ("planner", "literals", "typed_predicates", "sql_parser")]
+    assert _spark_imports(pure) == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """``qbeast`` module -> the ``qbeast`` modules it imports (any level, not type-only ones).
+
+    ``from package import name`` counts as importing ``package.name`` when that is a module."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _import_nodes(ast.parse(path.read_text(), str(path)), type_checking=False):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in paths)
+                continue
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[: len(parts) - node.level + 1]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in paths:
+                    edges.add(f"{base}.{alias.name}")
+                elif base in paths:
+                    edges.add(base)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_import_graph_has_no_circles_and_nothing_runs_upward():
+    """Each layer imports only the layers below it, so the package's imports form a DAG.
+
+    The Delta log's type-only circle is the one exception (its ``if TYPE_CHECKING:`` imports
+    are not edges here; what is left inside ``qbeast.delta`` is tolerated). The Spark engine
+    never imports the table API or the operations that orchestrate it."""
+    graph = _import_graph()
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]  # the check checks
+    circles = [c for c in _cycles(graph) if not all(m.startswith("qbeast.delta.") for m in c)]
+    assert circles == []
+    upward = [f"{name} imports {target}" for name, targets in sorted(graph.items())
+              if name.startswith("qbeast.spark") for target in sorted(targets)
+              if target in ("qbeast.table", "qbeast.operations") or target.startswith("qbeast.operations.")]
+    assert upward == []
