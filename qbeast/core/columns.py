@@ -7,7 +7,7 @@ case-insensitively, keeping the table's own spelling. Working on the JSON schema
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Lower-cased column name -> (name as the table spells it, Spark type name).
@@ -32,6 +32,20 @@ def column_types(schema: Mapping[str, Any]) -> ColumnTypes:
         field["name"].lower(): (field["name"], type_name(field["type"]))
         for field in schema.get("fields", [])
     }
+
+
+def resolve_name(names: Sequence[str], name: str) -> str:
+    """The table's spelling of column ``name``: an exact match, else the one case-insensitive match.
+
+    Spark resolves column names case-insensitively (``spark.sql.caseSensitive`` is false by
+    default), so an index on ``Price`` must find the column ``price``, and the revision records
+    the table's spelling. An unknown or ambiguous name is returned as given, for the caller to
+    report with the available columns. Every place that looks up indexed columns uses this.
+    """
+    if name in names:
+        return name
+    folded = [n for n in names if n.lower() == name.lower()]
+    return folded[0] if len(folded) == 1 else name
 
 
 def schema_fields(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:

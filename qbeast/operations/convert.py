@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.core.columns import without_engine_metadata
+from qbeast.core.columns import resolve_name, schema_fields, type_name
 from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revision
 from qbeast.core.transformers import parse_columns_to_index
 from qbeast.core.types import qdatatype_from_spark_name
@@ -35,10 +35,11 @@ from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
 from qbeast.delta.errors import MetadataChangedError, NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
 from qbeast.delta.stats import footer_stats
-from qbeast.errors import InvalidOptionError, root_cause
+from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.spark import settings
+from qbeast.spark.read.files import infer_parquet_schema
 
 logger = logging.getLogger("qbeast.operations.convert")
 
@@ -141,19 +142,29 @@ def _check_columns(columns_to_index: object) -> list[str]:
     return names
 
 
-def _check_schema_columns(schema_json: dict, columns: list[str], where: str) -> None:
-    """Every indexed column exists and has a type the index supports."""
-    from pyspark.sql.types import StructType
-
-    schema = StructType.fromJson(schema_json)
-    available = schema.fieldNames()
-    missing = [c for c in columns if c not in available]
+def _schema_columns(schema_json: dict, columns: list[str], where: str) -> list[str]:
+    """The indexed columns as the table spells them (names match case-insensitively, as for
+    ``qbeast.write``); each must exist and have a type the index supports."""
+    fields = schema_fields(schema_json)
+    available = list(fields)
+    resolved = [resolve_name(available, c) for c in columns]
+    missing = [c for c, r in zip(columns, resolved) if r not in fields]
     if missing:
         raise InvalidOptionError(
-            f"columns_to_index {missing} are not columns of {where}; available columns: {available}"
+            f"columns_to_index {missing} are not columns of {where}; available columns: {available}",
+            option="columns_to_index", value=missing, allowed=available,
         )
-    for column in columns:
-        qdatatype_from_spark_name(schema[column].dataType.simpleString(), column)
+    repeated = sorted({r for r in resolved if resolved.count(r) > 1})
+    if repeated:
+        raise InvalidOptionError(
+            f"columns_to_index names column {repeated[0]!r} more than once (column names are "
+            "case-insensitive)",
+            option="columns_to_index", value=columns, allowed="each column at most once",
+        )
+    for column in resolved:
+        kind = fields[column]["type"]
+        qdatatype_from_spark_name(kind if isinstance(kind, str) else type_name(kind), column)
+    return resolved
 
 
 def _qbeast_properties(table_id: str, columns: list[str], cube_size: int) -> dict[str, str]:
@@ -198,7 +209,7 @@ def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
             "qbeast.write instead)"
         )
     snapshot.check_writable()
-    _check_schema_columns(snapshot.schema, columns, f"the Delta table {log.table_path}")
+    columns = _schema_columns(snapshot.schema, columns, f"the Delta table {log.table_path}")
     phase = Phase(logger, "convert", log.table_path, "metadata commit")
     properties = _qbeast_properties(table_id, columns, cube_size)
     metadata = dataclasses.replace(snapshot.metadata, configuration={**configuration, **properties})
@@ -228,8 +239,8 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
     names = list_parquet_files(root)
     phase.done(files=len(names))
     phase = Phase(logger, "convert", log.table_path, "schema and footer statistics")
-    schema_json = _spark_schema(spark, [os.path.join(root, n) for n in names])
-    _check_schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
+    schema_json = infer_parquet_schema(spark, [os.path.join(root, n) for n in names])
+    columns = _schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
     adds = [parquet_add_file(root, name) for name in names]
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))
     phase = Phase(logger, "convert", log.table_path, "commit")
@@ -279,30 +290,6 @@ def list_parquet_files(root: str) -> list[str]:
     if not names:
         raise InvalidOptionError(f"{root} holds no parquet files to convert")
     return names
-
-
-def _spark_schema(spark, files: list[str]) -> dict:
-    """The table schema as Spark reads the files (merged across files), every field nullable."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors import PySparkException
-
-    try:
-        from qbeast.spark.read.files import spark_path
-
-        inferred = spark.read.option("mergeSchema", "true").parquet(
-            *[spark_path(f) for f in files]).schema.jsonValue()
-    except (PySparkException, Py4JJavaError) as exc:
-        folder = os.path.dirname(files[0])
-        raise InvalidOptionError(
-            f"Spark cannot read the parquet files of {folder} as one table (for instance a column "
-            f"has different types in different files): {root_cause(exc)}"
-        ) from exc
-    # the files' footers keep the column metadata of the DataFrame that wrote them, which may
-    # be a Qbeast table's (older versions stored its location there): none of it is the engine's
-    inferred = without_engine_metadata(inferred)
-    for field in inferred["fields"]:
-        field["nullable"] = True
-    return inferred
 
 
 def parquet_add_file(root: str, name: str) -> AddFile:

@@ -34,14 +34,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast.commit import add_file, delete_new_files
-from qbeast.core.cube_id import CubeId
 from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within
-from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
-from qbeast.index.assignment import build_write_plan
 from qbeast.index.thresholds import files_to_lay_out, pass_through_thresholds
 from qbeast.operations.common import OperationResult, check_bool, check_optional_int, check_path
 from qbeast.operations.tiering import (
@@ -54,7 +51,9 @@ from qbeast.operations.tiering import (
 from qbeast.progress import Phase
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.write.options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
+from qbeast.spark.read.files import read_files
+from qbeast.spark.write.relayout import exact_cube_sizes, rewrite_with_sizes
+from qbeast.spark.write.steps import index_rows
 
 logger = logging.getLogger("qbeast.operations.optimize")
 
@@ -387,8 +386,6 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     revision still commutes with this commit, and every row keeps its weight: a sample returns
     the same rows before and after. The sources' files are removed with ``dataChange=false``.
     """
-    from qbeast.spark.write.steps import index_rows
-
     table = snapshot.table_path
     latest = snapshot.latest_revision
     chosen = files if files is not None else [f for rid in sources
@@ -446,39 +443,22 @@ def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
 
 def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
                       chosen: list[AddFile]) -> RevisionOptimization:
-    from pyspark.sql import functions as F
-
-    from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
-    from qbeast.spark.write.steps import weight_bands, write_files
-
+    """Lay ``chosen`` out again in ``revision`` with its existing thresholds: count the rows of
+    every cube exactly, write the files with those sizes, commit (the jobs are the write
+    wing's, :mod:`qbeast.spark.write.relayout`)."""
     table = snapshot.table_path
     rid = revision.revision_id
-    dims = revision.dimension_count
     thresholds = pass_through_thresholds(snapshot.index_status(rid))
     data = _read_files(spark, snapshot, chosen)
-    columns = list(revision.columns)
-    indexed = [F.col(quote_identifier(c)) for c in columns]
 
     phase = _phase(table, f"revision {rid}: exact cube sizes")
-    counting = build_write_plan(dims, thresholds, {}, revision.desired_cube_size)
-    weighted = data.select(*indexed, weight_column(columns).alias(WEIGHT_COLUMN))
-    udf = assignment_udf(revision, counting)
-    counted = (
-        weighted.select(udf(*indexed, F.col(WEIGHT_COLUMN)).alias(ASSIGNMENT_COLUMN))
-        .groupBy(F.col(f"{ASSIGNMENT_COLUMN}.cube").alias("cube"))
-        .count()
-        .collect()
-    )
-    sizes = {CubeId.from_string(dims, counting.cube_and_threshold(int(r["cube"]))[0]): int(r["count"])
-             for r in counted}
+    sizes = exact_cube_sizes(data, revision, thresholds)
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
     phase = _phase(table, f"revision {rid}: write")
     # the light bands' sharing is judged on the whole table's rows, not only the rewritten ones
-    plan = build_write_plan(dims, thresholds, sizes, revision.desired_cube_size,
-                            weight_bands=weight_bands(spark),
-                            table_rows=snapshot.delta.num_records)
-    written = write_files(data, revision, plan, table) if sizes else []
+    written = rewrite_with_sizes(data, revision, thresholds, sizes, table,
+                                 table_rows=snapshot.delta.num_records)
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
     return _commit(snapshot, revision_id=rid, revision=revision, opens_revision=False,
@@ -489,8 +469,6 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
 
 def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
-    from qbeast.spark.read.files import read_files
-
     return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files])
 
 
@@ -501,8 +479,6 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
                    chosen: list[AddFile]) -> RevisionOptimization:
     """Index the rows of staging files into the latest revision (opening one when they grow
     its space, or revision 1 on a converted table), as an indexed append would."""
-    from qbeast.spark.write.steps import index_rows
-
     table = snapshot.table_path
     phase = _phase(table, "staging")
     indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,

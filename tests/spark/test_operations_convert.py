@@ -16,6 +16,7 @@ from qbeast.delta.log import DeltaLog
 from qbeast.errors import InvalidOptionError, QbeastError, UnsupportedTypeError
 from qbeast.delta.stats import footer_stats
 from qbeast.operations.convert import PartitionedTableError, convert_to_qbeast
+from qbeast.operations.optimize import optimize_table
 from qbeast.snapshot import QbeastSnapshot
 
 pytestmark = pytest.mark.spark
@@ -184,3 +185,33 @@ def test_appends_after_convert(spark, tmp_path):
     snapshot = QbeastSnapshot.load(str(root))
     assert len(snapshot.staging_files()) == 3 and snapshot.latest_revision_id == 1
     assert qbeast.QbeastTable.for_path(spark, str(root)).to_df().count() == 3001
+
+
+def test_index_columns_match_case_insensitively_as_for_write(spark, tmp_path):
+    """convert_to_qbeast looks indexed columns up with qbeast.write's rule (case-insensitive,
+    the table's spelling recorded); the converted, then indexed, table samples and filters."""
+    root = tmp_path / "pq"
+    root.mkdir()
+    for p in range(2):
+        ids = list(range(p * 500, (p + 1) * 500))
+        pq.write_table(pa.table({"user_id": pa.array(ids, pa.int64()),
+                                 "Price": pa.array([(i % 50) * 2.0 for i in ids], pa.float64())}),
+                       root / f"part-{p:05d}.parquet")
+    with pytest.raises(InvalidOptionError, match=r"\['nope'\] are not columns of .*"
+                                                 r"available columns: \['user_id', 'Price'\]"):
+        convert_to_qbeast(spark, str(root), ["USER_ID", "nope"])
+    assert not (root / "_delta_log").exists()
+
+    result = convert_to_qbeast(spark, str(root), ["USER_ID", "price"], cube_size=200)
+    assert result.columns == ("user_id", "Price")
+    assert QbeastSnapshot.load(str(root)).latest_revision.columns == ["user_id", "Price"]
+
+    optimize_table(spark, str(root), revision_id=0)  # index the staging files: revision 1
+    table = qbeast.QbeastTable.for_path(spark, str(root))
+    assert table.snapshot().latest_revision.columns == ["user_id", "Price"]
+    assert table.to_df().count() == 1000
+    filtered = table.to_df(filter="user_id < 100 AND Price >= 50")
+    expected = {i for i in range(100) if (i % 50) * 2.0 >= 50}
+    assert {r.user_id for r in filtered.collect()} == expected
+    sampled = table.sample(0.3).count()
+    assert 0 < sampled < 1000

@@ -7,7 +7,7 @@ characters is read the same way by all of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 _GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
@@ -31,3 +31,35 @@ def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in locations])
+
+
+def infer_parquet_schema(spark: Any, files: Sequence[str]) -> dict[str, Any]:
+    """The schema Spark reads ``files`` with (merged across files) in its JSON form, every field
+    nullable and without engine column metadata: the schema a converted parquet folder records.
+
+    Files Spark cannot read as one table (a column with different types in different files, a
+    file that is not parquet) are refused with an error naming the folder and the cause.
+    """
+    import os
+
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    from qbeast.core.columns import without_engine_metadata
+    from qbeast.errors import InvalidOptionError, root_cause
+
+    try:
+        inferred = spark.read.option("mergeSchema", "true").parquet(
+            *[spark_path(f) for f in files]).schema.jsonValue()
+    except (PySparkException, Py4JJavaError) as exc:
+        folder = os.path.dirname(files[0])
+        raise InvalidOptionError(
+            f"Spark cannot read the parquet files of {folder} as one table (for instance a column "
+            f"has different types in different files): {root_cause(exc)}"
+        ) from exc
+    # the files' footers keep the column metadata of the DataFrame that wrote them, which may
+    # be a Qbeast table's (older versions stored its location there): none of it is the engine's
+    inferred = without_engine_metadata(inferred)
+    for field in inferred["fields"]:
+        field["nullable"] = True
+    return inferred

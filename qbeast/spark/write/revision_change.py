@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from qbeast.core.columns import resolve_name
 from qbeast.core.revision import (
     Revision,
     compute_revision_change,
@@ -69,13 +70,8 @@ def index_spec(schema, columns_to_index: str | Sequence[str] | None, base: Revis
 
 
 def resolve_column(schema, name: str) -> str:
-    """The data's spelling of column ``name``: an exact match, else the one case-insensitive match.
-
-    Spark resolves column names case-insensitively (``spark.sql.caseSensitive`` is false by
-    default), so ``columnsToIndex='Price'`` must index the column ``price``; the revision then
-    records the data's spelling. An unknown or ambiguous name is left as given (and reported by
-    the caller with the available columns).
-    """
+    """The data's spelling of column ``name`` in a Spark schema (the rule of
+    :func:`qbeast.core.columns.resolve_name`, shared with ``convert_to_qbeast``)."""
     return resolve_name([f.name for f in schema.fields], name)
 
 
