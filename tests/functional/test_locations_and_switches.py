@@ -12,6 +12,7 @@ from dbt.tests.util import run_dbt, write_file
 import qbeast
 import qbeast.names
 from dbt.adapters.qbeast.impl import QbeastAdapter
+from dbt.adapters.qbeast.swaps import CatalogSwap
 
 
 def _tree(folder: str) -> dict:
@@ -162,13 +163,13 @@ class TestSwitchingMaterialization:
             self._check(spark, project, "qbeast", 27)
 
         # a failure in the middle of the swap puts everything back: qbeast -> table ...
-        def fail_second_rename(adapter, spark_session, source, target):
+        def fail_second_rename(swap, source, target):
             if source.identifier.endswith("__dbt_tmp"):
                 raise RuntimeError("injected rename failure")
-            return original_rename(adapter, spark_session, source, target)
+            return original_rename(swap, source, target)
 
-        original_rename = QbeastAdapter._rename
-        monkeypatch.setattr(QbeastAdapter, "_rename", fail_second_rename)
+        original_rename = CatalogSwap.rename
+        monkeypatch.setattr(CatalogSwap, "rename", fail_second_rename)
         results = self._switch(project, "table", 28, expect_pass=False)
         monkeypatch.undo()
         assert "injected rename failure" in results[0].message

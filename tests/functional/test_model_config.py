@@ -5,9 +5,9 @@ import re
 
 import pytest
 
+from dbt.adapters.qbeast.config_keys import QBEAST_KEYS
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 from dbt.adapters.qbeast.model_config import (
-    QBEAST_KEYS,
     model_config_from_node,
     parse_model_config,
     snapshot_config_from_node,

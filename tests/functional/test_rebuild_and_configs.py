@@ -146,11 +146,14 @@ REFUSED = {
                             "This model has an enforced contract that failed"),
     "changed_columns": ("{{ config(materialized='qbeast', columns_to_index=['a'], incremental_strategy='append') }} " + BAD,
                         "changing the indexed columns needs a rebuild: dbt run --full-refresh"),
-    # engine errors in the model's words: column_stats (not columnStats), double (not DoubleDataType)
+    # engine errors worded by dbt from their fields: the config key (column_stats, not
+    # columnStats), the value, the allowed values; double (not DoubleDataType)
     "half_stats": ("{{ config(materialized='qbeast', columns_to_index=['b'], column_stats={'b_min': 0}) }} " + BAD,
-                   "model half_stats: column_stats for column 'b' must give both 'b_min' and 'b_max'"),
+                   "model half_stats: invalid config column_stats={'b_min': 0.0}; allowed values: both "
+                   "'b_min' and 'b_max' with b_min < b_max"),
     "histogram_double": ("{{ config(materialized='qbeast', columns_to_index=['b:histogram']) }} " + BAD,
-                         "column 'b' of type double cannot use the 'histogram'"),
+                         "model histogram_double: invalid config columns_to_index='b:histogram'; allowed "
+                         "values: for double column 'b': linear, hashing, quantiles"),
     "table_grants": ("{{ config(materialized='table', grants={'select': ['analyst']}) }} " + BAD,
                      "config grants={\"select\": [\"analyst\"]} cannot be applied: the qbeast adapter's "
                      "Spark catalog has no access control"),

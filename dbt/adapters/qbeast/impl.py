@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, cast, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -23,15 +22,13 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.qbeast import interrupts, python_models, swaps
 from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
-from dbt.adapters.qbeast.errors import QbeastLocationError, QbeastModelConfigError, QbeastRunOperationError
+from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors
+from dbt.adapters.qbeast.errors import QbeastModelConfigError
 from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
-from dbt.adapters.qbeast.model_config import (
-    QbeastModelConfig, check_python_keys, is_qbeast_snapshot, model_config_from_node,
-    qbeast_spelling, snapshot_config_from_node,
-)
+from dbt.adapters.qbeast.config_keys import check_python_keys, is_qbeast_snapshot, qbeast_spelling
+from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node, snapshot_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
-from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
 
@@ -48,61 +45,6 @@ class QbeastConfig(SparkConfig):
     non_finite: Optional[str] = None
     tblproperties: Optional[Dict[str, Any]] = None
     optimize_after_run: Optional[bool] = None
-
-
-@contextmanager
-def _engine_errors(model: str, what: str) -> Iterator[None]:
-    """Engine errors as dbt errors that name the model, in the words of the model's config.
-
-    Whatever fails once dbt was interrupted (a cancelled Spark job, the write's own check before
-    its commit) is reported as cancelled: nothing of it was committed.
-    """
-    from qbeast import InvalidOptionError, QbeastError
-
-    try:
-        yield
-    except Exception as exc:
-        if interrupts.requested():
-            raise interrupts.Cancelled(f"model {model}: {what} {interrupts.CANCELLED_MESSAGE}") from exc
-        if isinstance(exc, InvalidOptionError):
-            raise QbeastModelConfigError(f"model {model}: {dbt_words(str(exc))}") from exc
-        if isinstance(exc, QbeastError):
-            raise DbtRuntimeError(f"model {model}: {what} failed: {dbt_words(str(exc))}") from exc
-        if isinstance(exc, OSError):
-            where = f" ({exc.filename})" if exc.filename else ""
-            raise DbtRuntimeError(
-                f"model {model}: {what} failed: {exc.strerror or exc}{where}") from exc
-        raise
-
-
-@contextmanager
-def _operation_errors(operation: str) -> Iterator[None]:
-    """Engine errors of a run-operation as dbt errors that name the operation."""
-    from qbeast import QbeastError
-
-    try:
-        yield
-    except QbeastError as exc:
-        raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc
-
-
-#: The engine's option names as a dbt model spells them (its errors quote the engine's words).
-_DBT_WORDS = (
-    ("columnStats", "column_stats"),
-    ("columnsToIndex", "columns_to_index"),
-    ("cubeSize", "cube_size"),
-    ("changing the indexed columns requires mode='overwrite'",
-     "changing the indexed columns needs a rebuild: dbt run --full-refresh"),
-    ("or write with mode='overwrite'", "or rebuild the table (dbt run --full-refresh)"),
-    ("pass merge_schema=True to add them", "set on_schema_change='append_new_columns' to add them"),
-)
-
-
-def dbt_words(message: str) -> str:
-    """An engine message with the engine's option names replaced by the dbt config names."""
-    for engine, dbt in _DBT_WORDS:
-        message = message.replace(engine, dbt)
-    return message
 
 
 class QbeastAdapter(SparkAdapter):
@@ -160,7 +102,7 @@ class QbeastAdapter(SparkAdapter):
         name = str(parsed_model.get("name"))
         interrupts.check(f"model {name}")
         check_python_keys(name, parsed_model.get("config") or {}, "python")
-        with _engine_errors(name, "the Python model"):
+        with model_errors(name, "the Python model"):
             python_models.run_script(self._spark(), compiled_code, name)
         return AdapterResponse(_message="OK")
 
@@ -247,7 +189,7 @@ class QbeastAdapter(SparkAdapter):
         if not location:
             raise DbtRuntimeError(f"clone of {source}: the catalog records no location for it")
         if existing is not None and not existing.is_qbeast:
-            self._drop(spark, existing)
+            self._swaps(spark).drop(existing)
         spark.sql(f"create schema if not exists {target.schema}")
         config = QbeastModelConfig(model=str(target.identifier), columns_to_index=(),
                                    cube_size=None, location_root=None)
@@ -324,10 +266,11 @@ class QbeastAdapter(SparkAdapter):
                             model_config.take_over_location)
         # A plain table whose files sit where the Qbeast table goes: write beside it, move later.
         in_place_of_files = replaces and same_location(catalog_location, location)
-        folder = self._temporary_folder(spark, relation, location) if in_place_of_files else location
+        folder = (self._swaps(spark).temporary_folder(relation, location) if in_place_of_files
+                  else location)
         mode = model_config.write_mode(incremental)
 
-        with _engine_errors(name, "the model's query"):
+        with model_errors(name, "the model's query"):
             df = self._model_dataframe(spark, model, code, name)
         model_config.check_columns_exist(df.columns, keyed_run=mode in ("merge", "delete_insert"))
         merge_schema = False
@@ -339,7 +282,9 @@ class QbeastAdapter(SparkAdapter):
             message, rows = self._change_rows(spark, df, folder, mode, merge_schema, model_config,
                                               relation)
         else:
-            with _engine_errors(name, "qbeast write"):
+            if mode == "append":
+                self._check_indexed_columns(qbeast.QbeastTable.for_path(spark, folder), model_config)
+            with model_errors(name, "qbeast write"):
                 result = self._append_or_overwrite(df, folder, mode, merge_schema, model_config,
                                                    relation)
             rows = result.rows
@@ -351,7 +296,9 @@ class QbeastAdapter(SparkAdapter):
             message += ", optimized"
         if replaces:
             assert old_relation is not None
-            self._replace_with_qbeast(spark, old_relation, relation, folder, location, model_config)
+            self._swaps(spark).replace_with_qbeast(
+                old_relation, relation, folder, location,
+                lambda: self._register_qbeast_table(spark, relation, location, model_config))
             self._names(record=(relation, location))
         else:
             self._refresh_catalog_entry(spark, old_relation, relation, location, model_config)
@@ -368,7 +315,7 @@ class QbeastAdapter(SparkAdapter):
 
         if not model_config.optimize_after_run:
             return False
-        with _engine_errors(model_config.model, "optimize_after_run"):
+        with model_errors(model_config.model, "optimize_after_run"):
             optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
                 max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
         logger.debug(f"qbeast optimize {relation} after the write:\n{optimized}")
@@ -406,16 +353,10 @@ class QbeastAdapter(SparkAdapter):
         name = model_config.model
         strategy = "delete+insert" if mode == "delete_insert" else mode
         table = qbeast.QbeastTable.for_path(spark, folder)
-        indexed = [c.lower() for c in table.snapshot().latest_revision.columns]
-        if indexed != [c.lower() for c in model_config.column_names]:
-            raise QbeastModelConfigError(
-                f"model {name}: columns_to_index={list(model_config.columns_to_index)} differs "
-                f"from the indexed columns of the table ({', '.join(indexed)}); changing the "
-                "indexed columns needs a rebuild: dbt run --full-refresh"
-            )
+        self._check_indexed_columns(table, model_config)
         marker = write_marker(relation.render())
         cancelled = self._qbeast_connections.cancel_requested
-        with _engine_errors(name, f"qbeast {strategy}"):
+        with model_errors(name, f"qbeast {strategy}"):
             if merge_schema:
                 self._append_or_overwrite(df.limit(0), folder, "append", True, model_config, relation)
             common = dict(target_predicate=model_config.target_predicate, user_metadata=marker,
@@ -435,6 +376,19 @@ class QbeastAdapter(SparkAdapter):
         return (f"QBEAST {strategy.upper()} {result.rows_updated} updated, {result.rows_inserted} "
                 f"inserted, {result.rows_deleted} deleted, {result.files_removed} files rewritten, "
                 f"{result.files_added} added, version {result.version}", changed)
+
+    @staticmethod
+    def _check_indexed_columns(table: Any, model_config: QbeastModelConfig) -> None:
+        """An incremental run keeps the table's indexed columns: other ones need a rebuild.
+
+        Checked here rather than left to the engine so that the remedy is dbt's (a full refresh)."""
+        indexed = [c.lower() for c in table.snapshot().latest_revision.columns]
+        if indexed != [c.lower() for c in model_config.column_names]:
+            raise QbeastModelConfigError(
+                f"model {model_config.model}: columns_to_index={list(model_config.columns_to_index)} "
+                f"differs from the indexed columns of the table ({', '.join(indexed)}); changing the "
+                "indexed columns needs a rebuild: dbt run --full-refresh"
+            )
 
     def _refresh_catalog_entry(self, spark: Any, existing: Optional[QbeastRelation],
                                relation: QbeastRelation, location: str,
@@ -470,57 +424,9 @@ class QbeastAdapter(SparkAdapter):
         except AnalysisException as exc:
             raise DbtRuntimeError(f"model {name}: {exc}") from exc
 
-    def _temporary_folder(self, spark: Any, relation: QbeastRelation, location: str) -> str:
-        """A free folder beside ``location`` for a Qbeast table that must move there later."""
-        folder = location.rstrip("/") + "__dbt_tmp"
-        self._clear_leftover_folder(spark, folder, relation)
-        return folder
-
-    def _clear_leftover_folder(self, spark: Any, folder: str, relation: QbeastRelation) -> None:
-        """Remove what an interrupted earlier switch left at ``folder`` (this model's own table,
-        or a write that never committed); refuse anything else."""
-        content = inspect_location(spark, folder)
-        if content.kind in ("empty", "unfinished") or content.owner == relation.render().lower():
-            swaps.remove_folder(folder)
-        elif not content.is_free:
-            raise QbeastLocationError(
-                f"model {relation.identifier}: the folder {folder}, which switching the "
-                f"materialization needs, holds {content.description}; move it away"
-            )
-
-    @contextmanager
-    def _swapping(self, spark: Any, old: QbeastRelation) -> Iterator[swaps.Undo]:
-        """Rename ``old`` to its backup, let the caller put the new relation in place, then drop
-        the backup and the folders moved aside; on any failure every step is taken back."""
-        backup = old.incorporate(path={"identifier": f"{old.identifier}{swaps.BACKUP_SUFFIX}"})
-        self._drop_leftover_backup(spark, backup)
-        undo = swaps.Undo()
-        try:
-            self._rename(spark, old, backup)
-            undo.push(f"rename of {old}", lambda: self._rename(spark, backup, old))
-            yield undo
-        except BaseException:
-            undo.run()
-            raise
-        self._drop(spark, backup)
-        for folder in undo.moved_away:
-            swaps.remove_folder(folder)
-
-    def _replace_with_qbeast(self, spark: Any, old: QbeastRelation, relation: QbeastRelation,
-                             folder: str, location: str, model_config: QbeastModelConfig) -> None:
-        """Put the written Qbeast table in the place of the view or plain table ``old``."""
-        try:
-            with self._swapping(spark, old) as undo:
-                if folder != location:
-                    if os.path.exists(location):  # an external table's folder stays where it is
-                        self._clear_leftover_folder(spark, location.rstrip("/") + swaps.BACKUP_SUFFIX, relation)
-                        undo.move_away(location)
-                    undo.move(folder, location)
-                self._register_qbeast_table(spark, relation, location, model_config)
-        except BaseException:
-            if folder != location:  # the Qbeast table written beside the old one is abandoned
-                swaps.remove_folder(folder)
-            raise
+    def _swaps(self, spark: Any) -> swaps.CatalogSwap:
+        """The catalog swap steps on ``spark``, reporting renames and drops to dbt's cache."""
+        return swaps.CatalogSwap(spark, self)
 
     @available
     def qbeast_swap_in(self, old_relation: QbeastRelation, intermediate: QbeastRelation,
@@ -533,63 +439,20 @@ class QbeastAdapter(SparkAdapter):
         ``qbeast`` finds them as this model's own table).
         """
         spark = self._spark()
-        old_location = old_relation.location
-        managed = self._catalog_facts(spark, intermediate).get("Type", "").upper() == "MANAGED"
         lands_at = os.path.join(self._schema_folder(target.schema), str(target.identifier).lower())
-        try:
-            with self._swapping(spark, old_relation) as undo:
-                if (managed and old_location and same_location(old_location, lands_at)
-                        and os.path.exists(old_location)):
-                    self._clear_leftover_folder(spark, old_location.rstrip("/") + swaps.BACKUP_SUFFIX, target)
-                    undo.move_away(old_location)
-                self._rename(spark, intermediate, target)
-        except BaseException:
-            self._drop(spark, intermediate)  # the new relation did not make it: nothing left behind
-            raise
+        self._swaps(spark).swap_in(old_relation, intermediate, target, lands_at)
         self._names(forget=target)
 
     def _names(self, record: Optional[Tuple[QbeastRelation, str]] = None,
                forget: Optional[QbeastRelation] = None) -> None:
         """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``)."""
-        import qbeast
-
-        folder = self._qbeast_connections.credentials.catalog_dir
-        try:
-            if record is not None:
-                qbeast.record_table_name(folder, record[0].render(), record[1])
-            if forget is not None:
-                qbeast.forget_table_name(folder, forget.render())
-        except OSError as exc:  # a convenience copy: never fail a model for it
-            logger.debug(f"could not update the names file in {folder}: {exc}")
+        swaps.update_names_file(self._qbeast_connections.credentials.catalog_dir, record, forget)
 
     @available.parse_none
     def drop_relation(self, relation: Any) -> None:
         super().drop_relation(relation)
         if getattr(relation, "is_qbeast", False):
             self._names(forget=relation)
-
-    def _catalog_facts(self, spark: Any, relation: QbeastRelation) -> Dict[str, str]:
-        rows = spark.sql(
-            f"show table extended in {relation.schema} like {sql_string(relation.identifier)}"
-        ).collect()
-        return QbeastRelation.create(
-            schema=relation.schema, identifier=relation.identifier,
-            information=rows[0].information if rows else None,
-        ).facts
-
-    def _drop_leftover_backup(self, spark: Any, backup: QbeastRelation) -> None:
-        """A ``__dbt_backup`` relation a crashed swap left behind: this model's, dropped."""
-        facts = self._catalog_facts(spark, backup)
-        if facts:
-            spark.sql(f"drop {'view' if facts.get('Type') == 'VIEW' else 'table'} if exists {backup.render()}")
-
-    def _rename(self, spark: Any, source: QbeastRelation, target: QbeastRelation) -> None:
-        spark.sql(f"alter {swaps.kind_word(source)} {source.render()} rename to {target.render()}")
-        self.cache_renamed(source, target)
-
-    def _drop(self, spark: Any, relation: QbeastRelation) -> None:
-        spark.sql(f"drop {swaps.kind_word(relation)} if exists {relation.render()}")
-        self.cache_dropped(relation)
 
     @available
     def qbeast_sample_predicate(self, relation: Any, fraction: Any) -> str:
@@ -610,7 +473,7 @@ class QbeastAdapter(SparkAdapter):
                 "qbeast model or source, e.g. ref('events')"
             )
         location = ops.catalog_location(self._spark(), op, str(schema), str(identifier))
-        with _operation_errors(op):
+        with operation_errors(op):
             return qbeast.QbeastTable.for_path(self._spark(), location).sample_predicate(share)
 
     # -- methods for the run-operations (macros in run_operations.sql) --------------------------
@@ -632,7 +495,7 @@ class QbeastAdapter(SparkAdapter):
         revision = ops.check_int(op, "revision_id", revision_id, 0)
         share = ops.check_number(op, "fraction", fraction, 0.0, 1.0, low_open=True)
         chosen = ops.check_files(op, files)
-        with _operation_errors(op):
+        with operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).optimize(
                 revision_id=revision, fraction=share, files=chosen
             )
@@ -654,7 +517,7 @@ class QbeastAdapter(SparkAdapter):
         size = ops.check_int(op, "cube_size", cube_size, 1)
         if source_format is not None and source_format not in ("delta", "parquet"):
             raise ops.argument_error(op, "source_format", source_format, "delta, parquet, none (detect)")
-        with _operation_errors(op):
+        with operation_errors(op):
             result = qbeast.convert_to_qbeast(
                 self._spark(), location, [s.text for s in specs], cube_size=size,
                 source_format=source_format,
@@ -668,7 +531,7 @@ class QbeastAdapter(SparkAdapter):
 
         op = "qbeast_upgrade_format"
         dry = ops.check_bool(op, "dry_run", dry_run)
-        with _operation_errors(op):
+        with operation_errors(op):
             result = qbeast.upgrade_format(location, dry_run=dry)
         return ops.report(op, result)
 
@@ -682,7 +545,7 @@ class QbeastAdapter(SparkAdapter):
         hours = ops.check_number(op, "retention_hours", retention_hours, 0.0, None, low_open=False)
         dry = ops.check_bool(op, "dry_run", dry_run)
         short = ops.check_bool(op, "allow_short_retention", allow_short_retention)
-        with _operation_errors(op):
+        with operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).vacuum(
                 retention_hours=hours, dry_run=dry, allow_short_retention=short
             )
@@ -695,7 +558,7 @@ class QbeastAdapter(SparkAdapter):
 
         op = "qbeast_index_metrics"
         revision = ops.check_int(op, "revision_id", revision_id, 0)
-        with _operation_errors(op):
+        with operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
         return ops.report(op, result)
 
@@ -713,13 +576,13 @@ class QbeastAdapter(SparkAdapter):
             if not isinstance(value, str) or not ops.SQL_NAME.match(value):
                 raise ops.argument_error(op, argument, value, "letters, digits and underscores")
         spark = self._spark()
-        with _operation_errors(op):
+        with operation_errors(op):
             snapshot = qbeast.QbeastTable.for_path(spark, location).snapshot()
         if not snapshot.is_qbeast:
             raise ops.argument_error(op, "path", path, "the folder of a Qbeast table (this one is a "
                                      "plain Delta table: make it one with qbeast_convert first)")
         relation = self.Relation.create(schema=schema, identifier=identifier, type=RelationType.Table)
-        facts = self._catalog_facts(spark, relation) if spark.catalog.databaseExists(schema) else {}
+        facts = self._swaps(spark).catalog_facts(relation) if spark.catalog.databaseExists(schema) else {}
         if facts and not (facts.get("Provider") == "qbeast"
                           and same_location(qbeast.local_path(facts.get("Location", "")), location)):
             raise ops.argument_error(

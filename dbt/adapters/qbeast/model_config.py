@@ -1,21 +1,24 @@
 """The ``config(...)`` of a model materialized as ``qbeast``, checked before anything is written.
 
 Every key a user can set on a qbeast model either works or fails here with an error that names the
-model, the key and the allowed values: qbeast's own keys are validated, dbt's keys the
-materialization does not honour (dbt-spark's table layout keys, merge-only keys, Databricks
-submission keys) are refused, and unknown keys that look like a qbeast option (a typo, or another
-engine's word such as ``zorder_by``) are refused with a suggestion. The engine validates the index
-specification again against the data (types, revisions).
+model, the key and the allowed values. ``config_keys`` first decides which keys may be set at all
+(dbt keys the materialization cannot honour, Databricks keys, look-alikes of qbeast options are
+refused); this module parses the values of the accepted ones into a :class:`QbeastModelConfig`.
+The engine validates the index specification again against the data (types, revisions).
 """
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index
 
+from dbt.adapters.qbeast.config_keys import (
+    check_unknown_keys, check_unsupported_keys, is_set, keys_for_spelling, qbeast_spelling,
+    resolve_aliases,
+)
+from dbt.adapters.qbeast.engine_errors import allowed_words
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 
 ON_SCHEMA_CHANGE: Tuple[str, ...] = ("ignore", "fail", "append_new_columns")
@@ -30,77 +33,12 @@ INCREMENTAL_STRATEGIES: Dict[str, str] = {
 }
 #: Strategies that match the new rows to the table's by ``unique_key`` (required for them).
 KEYED_STRATEGIES: Tuple[str, ...] = ("merge", "delete+insert")
-#: The materializations a qbeast model can be spelled with: ``qbeast``, or dbt-spark's ``table``
-#: and ``incremental`` with ``file_format='qbeast'``.
-QBEAST_FILE_FORMAT = "qbeast"
 #: dbt's alias of the target table in merge predicates (``DBT_INTERNAL_DEST.col``).
 TARGET_ALIAS = "dbt_internal_dest"
 
-# Every config key the qbeast materialization reads (docs/dbt.md has the reference table).
-QBEAST_KEYS: Tuple[str, ...] = (
-    "columns_to_index",
-    "cube_size",
-    "incremental_strategy",
-    "unique_key",
-    "incremental_predicates",
-    "merge_update_columns",
-    "merge_exclude_columns",
-    "location_root",
-    "take_over_location",
-    "column_stats",
-    "non_finite",
-    "on_schema_change",
-    "tblproperties",
-    "persist_docs",
-    "optimize_after_run",
-)
-# qbeast-spark's option spellings, accepted so configs can be copied from Spark jobs.
-ALIASES: Dict[str, str] = {
-    "columnsToIndex": "columns_to_index",
-    "cubeSize": "cube_size",
-    "columnStats": "column_stats",
-}
 #: Deprecated: ``write_mode`` was the qbeast models' own word for what dbt calls an incremental
 #: strategy. Still read (with a warning) so existing projects keep their behaviour.
 DEPRECATED_WRITE_MODE = {"append": "append", "overwrite": None}
-
-#: Keys dbt or dbt-spark define that a qbeast model cannot honour: setting them (to anything but
-#: their empty default) is an error rather than silently ignored. Value: what to do instead.
-NOT_FOR_QBEAST: Dict[str, str] = {
-    "partition_by": "a Qbeast table is laid out by its index; list the column in columns_to_index",
-    "clustered_by": "a Qbeast table is laid out by its index; list the columns in columns_to_index",
-    "buckets": "a Qbeast table is laid out by its index; list the columns in columns_to_index",
-    "file_format": "a qbeast model is always a Qbeast (Delta) table; remove file_format for "
-                   "qbeast models (set it per folder in dbt_project.yml if other models need it)",
-    "options": "the qbeast engine takes no Spark data source options; use the qbeast keys",
-    "grants": "the embedded Spark catalog has no access control, so grants cannot be applied",
-}
-#: dbt-spark's Python model keys for Databricks clusters: Python models run on the embedded
-#: session here, so these would be ignored.
-DATABRICKS_PYTHON_KEYS: Tuple[str, ...] = (
-    "submission_method", "cluster_id", "http_path", "create_notebook", "job_cluster_config",
-    "python_job_config", "user_folder_for_python", "timeout", "index_url", "access_control_list",
-    "notebook_access_control_list", "environment_key", "environment_dependencies",
-)
-#: Words of qbeast (and of other engines' layout options) that make an unknown key look like a
-#: qbeast option: ``cube=``, ``optimize=``, ``indexed_columns=``, ``zorder_by=`` are refused
-#: with the key they probably meant instead of being ignored.
-LOOKALIKE_STEMS: Tuple[Tuple[str, str], ...] = (
-    ("zorder", "columns_to_index"),
-    ("clusterby", "columns_to_index"),
-    ("liquid", "columns_to_index"),
-    ("index", "columns_to_index"),
-    ("cube", "cube_size"),
-    ("optimi", "optimize_after_run"),
-    ("columnstat", "column_stats"),
-    ("nonfinite", "non_finite"),
-    ("takeover", "take_over_location"),
-    ("qbeast", "columns_to_index"),
-)
-_MODE_HINT = (
-    "a qbeast model without incremental_strategy rebuilds its table on every run (like "
-    "materialized='table'); set incremental_strategy='append' to append the model's rows instead"
-)
 
 
 @dataclass(frozen=True)
@@ -196,8 +134,9 @@ def _index_specs(model: str, value: Any) -> Tuple[str, ...]:
         raise _error(model, "columns_to_index", value, allowed)
     try:
         specs = parse_columns_to_index(value)
-    except InvalidOptionError as exc:
-        raise _error(model, "columns_to_index", value, f"{allowed} ({exc})") from None
+    except InvalidOptionError as exc:  # worded from its fields: the engine's option names stay out
+        detail = allowed_words(exc.allowed) if exc.allowed is not None else str(exc)
+        raise _error(model, "columns_to_index", value, f"{allowed} ({detail})") from None
     lowered = [spec.name.lower() for spec in specs]
     if len(set(lowered)) != len(lowered):
         raise _error(model, "columns_to_index", value, "each column at most once")
@@ -339,7 +278,7 @@ def _keyed_options(model: str, strategy: Optional[str], config: Mapping[str, Any
             f"incremental_strategy={keyed} (this model's strategy is {shown}); allowed values "
             f"for incremental_strategy: {', '.join(INCREMENTAL_STRATEGIES)}"
         )
-    option = "incremental_predicates" if _is_set(config.get("incremental_predicates")) else "predicates"
+    option = "incremental_predicates" if is_set(config.get("incremental_predicates")) else "predicates"
     predicates = _target_predicates(model, config.get(option))
     if predicates and strategy not in KEYED_STRATEGIES:
         raise QbeastModelConfigError(
@@ -349,7 +288,7 @@ def _keyed_options(model: str, strategy: Optional[str], config: Mapping[str, Any
     lists = {}
     for option in ("merge_update_columns", "merge_exclude_columns"):
         value = config.get(option)
-        if not _is_set(value):
+        if not is_set(value):
             continue
         if strategy != "merge":
             raise QbeastModelConfigError(
@@ -364,26 +303,6 @@ def _keyed_options(model: str, strategy: Optional[str], config: Mapping[str, Any
         )
     return _KeyedOptions(key, predicates, lists.get("merge_update_columns"),
                          lists.get("merge_exclude_columns"))
-
-
-#: Keys of incremental models that a ``table`` model ignores (dbt's table materialization does).
-INCREMENTAL_ONLY_KEYS: Tuple[str, ...] = (
-    "incremental_strategy", "unique_key", "incremental_predicates", "predicates",
-    "merge_update_columns", "merge_exclude_columns", "on_schema_change", "write_mode",
-)
-
-
-def qbeast_spelling(config: Mapping[str, Any]) -> Optional[str]:
-    """The materialization a qbeast model is spelled with (``qbeast``, or dbt-spark's ``table``
-    and ``incremental`` with ``file_format='qbeast'``); None for a model that is not qbeast."""
-    materialized = str(config.get("materialized") or "")
-    if materialized == "qbeast":
-        return materialized
-    file_format = config.get("file_format")
-    if (materialized in ("table", "incremental") and isinstance(file_format, str)
-            and file_format.strip().lower() == QBEAST_FILE_FORMAT):
-        return materialized
-    return None
 
 
 def _bool(model: str, option: str, value: Any, default: bool = False) -> bool:
@@ -445,129 +364,6 @@ def _persist_docs(model: str, value: Any) -> Tuple[bool, bool]:
     )
 
 
-def _standard_keys() -> frozenset:
-    """Config keys dbt and dbt-spark define themselves: never reported as qbeast typos."""
-    keys = {"post-hook", "pre-hook", "file_format", "partition_by", "clustered_by", "buckets",
-            "options", "merge_update_columns", "merge_exclude_columns", "incremental_predicates",
-            "location_root", "sql_header", "language", *DATABRICKS_PYTHON_KEYS}
-    try:
-        from dbt.artifacts.resources.v1.model import ModelConfig
-
-        keys.update(ModelConfig.__dataclass_fields__)
-    except ImportError:  # pragma: no cover - dbt-core absent: the adapter used as a library
-        pass
-    return frozenset(keys)
-
-
-def _squash(key: str) -> str:
-    return key.replace("_", "").replace("-", "").lower()
-
-
-def _unknown_key_error(model: str, key: str, suggestion: str) -> QbeastModelConfigError:
-    return QbeastModelConfigError(
-        f"model {model}: unknown config key {key!r} (did you mean {suggestion!r}?); valid qbeast "
-        f"keys: {', '.join(QBEAST_KEYS)} (aliases: {', '.join(ALIASES)})"
-    )
-
-
-def check_unknown_keys(model: str, config: Mapping[str, Any]) -> None:
-    """Reject config keys that look like a misspelled or foreign qbeast option.
-
-    dbt lets users add any key to a model's config (for their own macros), so only keys that are
-    not dbt's own and that come close to a qbeast option are errors: typos (``colums_to_index``,
-    ``cube_sise``, ``CubeSize``) and other engines' words for the same idea (``cube``,
-    ``optimize``, ``indexed_columns``, ``zorder_by``). ``mode`` gets its own message: it is the
-    engine's word for what dbt calls the incremental strategy.
-    """
-    spellings = {_squash(key): key for key in QBEAST_KEYS}  # aliases squash the same
-    standard = _standard_keys()
-    for key in config:
-        if (not isinstance(key, str) or key in QBEAST_KEYS or key in ALIASES or key in standard
-                or key == "write_mode"):
-            continue
-        squashed = _squash(key)
-        if squashed in ("mode", "writemode", "savemode"):
-            raise QbeastModelConfigError(
-                f"model {model}: unknown config key {key!r}; {_MODE_HINT}"
-            )
-        close = difflib.get_close_matches(squashed, list(spellings), n=1, cutoff=0.8)
-        if close:
-            raise _unknown_key_error(model, key, spellings[close[0]])
-        for stem, suggestion in LOOKALIKE_STEMS:
-            if stem in squashed:
-                raise _unknown_key_error(model, key, suggestion)
-
-
-def _is_set(value: Any) -> bool:
-    """False for a key's empty default (None, '', {}, [])."""
-    return value is not None and value != "" and value != {} and value != []
-
-
-def check_unsupported_keys(model: str, config: Mapping[str, Any], language: str) -> None:
-    """Refuse dbt keys the qbeast materialization cannot honour, instead of ignoring them."""
-    for key, instead in NOT_FOR_QBEAST.items():
-        value = config.get(key)
-        if key == "file_format" and isinstance(value, str) and value.strip().lower() in ("qbeast", "delta"):
-            continue
-        if _is_set(value):
-            raise QbeastModelConfigError(
-                f"model {model}: config {key}={value!r} is not supported by the qbeast "
-                f"materialization: {instead}"
-            )
-    check_python_keys(model, config, language)
-
-
-def check_python_keys(model: str, config: Mapping[str, Any], language: str) -> None:
-    """Python models run on the embedded session: Databricks submission keys would be ignored."""
-    if language != "python":
-        return
-    for key in DATABRICKS_PYTHON_KEYS:
-        value = config.get(key)
-        if _is_set(value):
-            raise QbeastModelConfigError(
-                f"model {model}: config {key}={value!r} is a Databricks setting; Python models of "
-                "the qbeast adapter run on the dbt process's own Spark session, so remove it"
-            )
-    missing = missing_packages(config.get("packages") or [])
-    if missing:
-        raise QbeastModelConfigError(
-            f"model {model}: config packages lists {', '.join(missing)}, which the Python "
-            "environment dbt runs in does not have; install them there (Python models run in the "
-            "dbt process)"
-        )
-
-
-def missing_packages(packages: Sequence[Any]) -> List[str]:
-    """Entries of a Python model's ``packages`` that are not installed (distribution names)."""
-    import re
-    from importlib import metadata
-
-    missing = []
-    for entry in packages:
-        name = re.split(r"[<>=!~\[; ]", str(entry).strip(), maxsplit=1)[0]
-        try:
-            metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            missing.append(str(entry))
-    return missing
-
-
-def _resolve_aliases(model: str, config: Mapping[str, Any]) -> Dict[str, Any]:
-    """The config with qbeast-spark spellings renamed; both spellings at once is an error."""
-    resolved = dict(config)
-    for alias, key in ALIASES.items():
-        if alias not in resolved:
-            continue
-        value = resolved.pop(alias)
-        if resolved.get(key) is not None:
-            raise QbeastModelConfigError(
-                f"model {model}: config sets both {key} and its alias {alias}; allowed values: "
-                "one of the two"
-            )
-        resolved[key] = value
-    return resolved
-
-
 def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     """Validated qbeast settings of a dbt model node (its ``config``, description and columns)."""
     if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
@@ -576,11 +372,10 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     config = node.get("config") or {}
     check_unknown_keys(model, config)
     check_unsupported_keys(model, config, str(node.get("language") or "sql"))
-    config = _resolve_aliases(model, config)
+    config = resolve_aliases(model, config)
     spelling = qbeast_spelling(config)
-    if spelling == "table":  # a table model rebuilds: dbt ignores the incremental keys
-        config = {k: v for k, v in config.items() if k not in INCREMENTAL_ONLY_KEYS}
-    elif spelling == "incremental" and not _is_set(config.get("incremental_strategy")):
+    config = keys_for_spelling(config)
+    if spelling == "incremental" and not is_set(config.get("incremental_strategy")):
         # dbt's default for an incremental model: upsert by its key, else add the rows
         has_key = bool(_names(model, "unique_key", config.get("unique_key"), "a column name or a list"))
         config = {**config, "incremental_strategy": "merge" if has_key else "append"}
@@ -626,12 +421,6 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     )
 
 
-def is_qbeast_snapshot(config: Mapping[str, Any]) -> bool:
-    """A snapshot written by the qbeast engine: ``file_format='qbeast'`` in its config."""
-    file_format = config.get("file_format")
-    return isinstance(file_format, str) and file_format.strip().lower() == QBEAST_FILE_FORMAT
-
-
 def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     """Validated qbeast settings of a snapshot: its index (``columns_to_index``, by default the
     snapshot's ``unique_key`` columns, which the snapshot merges look up), ``cube_size``,
@@ -640,7 +429,7 @@ def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
         node = node.to_dict()
     name = str(node.get("name"))
-    config = _resolve_aliases(name, node.get("config") or {})
+    config = resolve_aliases(name, node.get("config") or {})
     columns = config.get("columns_to_index")
     if columns is None:
         import re

@@ -6,15 +6,24 @@ the new one takes the name, and the backup is dropped. Each step that ran is und
 order, if a later one fails, so the old relation is back under its name. Folders move with the
 relations where the new one must live where the old one's files are (a managed table's folder, or
 a Qbeast table at the folder a managed table of the same name would use).
+
+:class:`CatalogSwap` runs these steps on a session; the adapter's materialization flow only
+decides when a swap is needed (``QbeastAdapter.qbeast_write`` and ``qbeast_swap_in``).
 """
 from __future__ import annotations
 
 import logging
 import os
 import shutil
-from typing import Any, Callable, List, Tuple
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.qbeast.errors import QbeastLocationError
+from dbt.adapters.qbeast.locations import inspect_location, same_location
+from dbt.adapters.qbeast.relation import QbeastRelation
+from dbt.adapters.qbeast.sql_literals import sql_string
 
 log = logging.getLogger("qbeast.dbt.swaps")
 
@@ -75,3 +84,146 @@ def remove_folder(path: str) -> None:
     if os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
         log.info("removed %s (the files of the replaced relation)", path)
+
+
+def update_names_file(catalog_dir: str, record: Optional[Tuple[QbeastRelation, str]] = None,
+                      forget: Optional[QbeastRelation] = None) -> None:
+    """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``).
+
+    A convenience copy of what the catalog knows: failing to update it never fails a model.
+    """
+    import qbeast
+
+    try:
+        if record is not None:
+            qbeast.record_table_name(catalog_dir, record[0].render(), record[1])
+        if forget is not None:
+            qbeast.forget_table_name(catalog_dir, forget.render())
+    except OSError as exc:
+        log.debug("could not update the names file in %s: %s", catalog_dir, exc)
+
+
+class RelationCache(Protocol):
+    """What a swap tells dbt's relation cache (the adapter's ``cache_renamed`` / ``cache_dropped``)."""
+
+    def cache_renamed(self, from_relation: Any, to_relation: Any) -> None: ...
+
+    def cache_dropped(self, relation: Any) -> None: ...
+
+
+class CatalogSwap:
+    """The catalog and folder steps of putting one relation in the place of another.
+
+    Bound to one Spark session and to dbt's relation cache, which must follow every rename and
+    drop made here. The adapter's materialization flow decides *when* to swap; this class knows
+    *how* (backup names, leftovers of interrupted swaps, folders moved aside, undo on failure).
+    """
+
+    def __init__(self, spark: Any, cache: RelationCache) -> None:
+        self.spark = spark
+        self.cache = cache
+
+    # -- catalog steps -----------------------------------------------------------------------
+
+    def catalog_facts(self, relation: QbeastRelation) -> Dict[str, str]:
+        """The catalog's description of ``relation`` (Type, Provider, Location...); {} when absent."""
+        rows = self.spark.sql(
+            f"show table extended in {relation.schema} like {sql_string(relation.identifier)}"
+        ).collect()
+        return QbeastRelation.create(
+            schema=relation.schema, identifier=relation.identifier,
+            information=rows[0].information if rows else None,
+        ).facts
+
+    def rename(self, source: QbeastRelation, target: QbeastRelation) -> None:
+        self.spark.sql(f"alter {kind_word(source)} {source.render()} rename to {target.render()}")
+        self.cache.cache_renamed(source, target)
+
+    def drop(self, relation: QbeastRelation) -> None:
+        self.spark.sql(f"drop {kind_word(relation)} if exists {relation.render()}")
+        self.cache.cache_dropped(relation)
+
+    def drop_leftover_backup(self, backup: QbeastRelation) -> None:
+        """A ``__dbt_backup`` relation a crashed swap left behind: this model's, dropped."""
+        facts = self.catalog_facts(backup)
+        if facts:
+            self.spark.sql(
+                f"drop {'view' if facts.get('Type') == 'VIEW' else 'table'} if exists {backup.render()}")
+
+    # -- folders -----------------------------------------------------------------------------
+
+    def temporary_folder(self, relation: QbeastRelation, location: str) -> str:
+        """A free folder beside ``location`` for a Qbeast table that must move there later."""
+        folder = location.rstrip("/") + "__dbt_tmp"
+        self.clear_leftover_folder(folder, relation)
+        return folder
+
+    def clear_leftover_folder(self, folder: str, relation: QbeastRelation) -> None:
+        """Remove what an interrupted earlier switch left at ``folder`` (this model's own table,
+        or a write that never committed); refuse anything else."""
+        content = inspect_location(self.spark, folder)
+        if content.kind in ("empty", "unfinished") or content.owner == relation.render().lower():
+            remove_folder(folder)
+        elif not content.is_free:
+            raise QbeastLocationError(
+                f"model {relation.identifier}: the folder {folder}, which switching the "
+                f"materialization needs, holds {content.description}; move it away"
+            )
+
+    # -- swaps -------------------------------------------------------------------------------
+
+    @contextmanager
+    def swapping(self, old: QbeastRelation) -> Iterator[Undo]:
+        """Rename ``old`` to its backup, let the caller put the new relation in place, then drop
+        the backup and the folders moved aside; on any failure every step is taken back."""
+        backup = old.incorporate(path={"identifier": f"{old.identifier}{BACKUP_SUFFIX}"})
+        self.drop_leftover_backup(backup)
+        undo = Undo()
+        try:
+            self.rename(old, backup)
+            undo.push(f"rename of {old}", lambda: self.rename(backup, old))
+            yield undo
+        except BaseException:
+            undo.run()
+            raise
+        self.drop(backup)
+        for folder in undo.moved_away:
+            remove_folder(folder)
+
+    def replace_with_qbeast(self, old: QbeastRelation, relation: QbeastRelation, folder: str,
+                            location: str, register: Callable[[], None]) -> None:
+        """Put the Qbeast table written at ``folder`` in the place of the view or plain table
+        ``old``: at ``location``, registered by ``register``."""
+        try:
+            with self.swapping(old) as undo:
+                if folder != location:
+                    if os.path.exists(location):  # an external table's folder stays where it is
+                        self.clear_leftover_folder(location.rstrip("/") + BACKUP_SUFFIX, relation)
+                        undo.move_away(location)
+                    undo.move(folder, location)
+                register()
+        except BaseException:
+            if folder != location:  # the Qbeast table written beside the old one is abandoned
+                remove_folder(folder)
+            raise
+
+    def swap_in(self, old_relation: QbeastRelation, intermediate: QbeastRelation,
+                target: QbeastRelation, lands_at: str) -> None:
+        """Replace the Qbeast table ``old_relation`` by the built ``intermediate`` (table or view).
+
+        ``lands_at`` is the folder a managed table named ``target`` uses: the Qbeast table's files
+        move away only when the new managed table must take that folder, and are deleted once
+        the new table holds the name.
+        """
+        old_location = old_relation.location
+        managed = self.catalog_facts(intermediate).get("Type", "").upper() == "MANAGED"
+        try:
+            with self.swapping(old_relation) as undo:
+                if (managed and old_location and same_location(old_location, lands_at)
+                        and os.path.exists(old_location)):
+                    self.clear_leftover_folder(old_location.rstrip("/") + BACKUP_SUFFIX, target)
+                    undo.move_away(old_location)
+                self.rename(intermediate, target)
+        except BaseException:
+            self.drop(intermediate)  # the new relation did not make it: nothing left behind
+            raise

@@ -1,0 +1,103 @@
+"""Engine errors as dbt errors, worded in the model's config keys.
+
+The engine's :class:`qbeast.InvalidOptionError` carries the option it is about, the value given and
+the allowed values as fields. Where the option is one a dbt model sets through a config key, the
+adapter words the message itself from those fields (model, config key, value, allowed values), so
+the engine's own wording (``columnStats``, ``mode='overwrite'``) never reaches a dbt user and the
+engine can reword its messages freely. Errors without fields, or about options a model does not
+set, keep the engine's text.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Dict, Iterator, Optional
+
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.qbeast import interrupts
+from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
+
+#: The engine's option names (its Python keywords and qbeast-spark's spellings) and the model
+#: config key that sets each one. Options the adapter sets on its own (``mode``, ``merge_schema``,
+#: ``user_metadata``, ``cancelled``) are not here: an error about them is not the model's to fix.
+DBT_CONFIG_KEYS: Dict[str, str] = {
+    "columns_to_index": "columns_to_index",
+    "columnsToIndex": "columns_to_index",
+    "cube_size": "cube_size",
+    "cubeSize": "cube_size",
+    "column_stats": "column_stats",
+    "columnStats": "column_stats",
+    "non_finite": "non_finite",
+    # the keyed strategies' words (QbeastTable.merge / delete_insert)
+    "on": "unique_key",
+    "target_predicate": "incremental_predicates",
+    "update_columns": "merge_update_columns",
+    "exclude_columns": "merge_exclude_columns",
+}
+
+
+def allowed_words(allowed: Any) -> str:
+    """The ``allowed`` field as a dbt message states it: choices comma-separated, bools as in YAML."""
+    if isinstance(allowed, (list, tuple)):
+        return ", ".join(_word(choice) for choice in allowed)
+    return _word(allowed)
+
+
+def _word(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def render_option_error(model: str, error: Exception) -> Optional[str]:
+    """The dbt message of an engine option error, or None when its fields do not name a config key.
+
+    ``model {name}: invalid config {key}={value}; allowed values: {allowed}``, as the adapter's own
+    config checks word theirs (``model_config``).
+    """
+    option = getattr(error, "option", None)
+    key = DBT_CONFIG_KEYS.get(option) if isinstance(option, str) else None
+    if key is None:
+        return None
+    value = getattr(error, "value", None)
+    allowed = getattr(error, "allowed", None)
+    said = f"config {key} needs a value" if value is None else f"invalid config {key}={value!r}"
+    if allowed is None:
+        return f"model {model}: {said}"
+    return f"model {model}: {said}; allowed values: {allowed_words(allowed)}"
+
+
+@contextmanager
+def model_errors(model: str, what: str) -> Iterator[None]:
+    """Engine errors as dbt errors that name the model, in the words of the model's config.
+
+    Whatever fails once dbt was interrupted (a cancelled Spark job, the write's own check before
+    its commit) is reported as cancelled: nothing of it was committed.
+    """
+    from qbeast import InvalidOptionError, QbeastError
+
+    try:
+        yield
+    except Exception as exc:
+        if interrupts.requested():
+            raise interrupts.Cancelled(f"model {model}: {what} {interrupts.CANCELLED_MESSAGE}") from exc
+        if isinstance(exc, InvalidOptionError):
+            raise QbeastModelConfigError(render_option_error(model, exc) or f"model {model}: {exc}") from exc
+        if isinstance(exc, QbeastError):
+            raise DbtRuntimeError(f"model {model}: {what} failed: {exc}") from exc
+        if isinstance(exc, OSError):
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise DbtRuntimeError(
+                f"model {model}: {what} failed: {exc.strerror or exc}{where}") from exc
+        raise
+
+
+@contextmanager
+def operation_errors(operation: str) -> Iterator[None]:
+    """Engine errors of a run-operation as dbt errors that name the operation."""
+    from qbeast import QbeastError
+
+    try:
+        yield
+    except QbeastError as exc:
+        raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc

@@ -1,0 +1,110 @@
+"""dbt's wording of engine errors, made from the errors' fields (no rewriting of engine text)."""
+from __future__ import annotations
+
+import pytest
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.qbeast.engine_errors import (
+    DBT_CONFIG_KEYS, allowed_words, model_errors, operation_errors, render_option_error,
+)
+from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
+from qbeast.core.transformers import LinearTransformer, parse_column_stats, parse_columns_to_index
+from qbeast.core.types import QDataType
+from qbeast.errors import FormatError, InvalidOptionError
+
+
+def _raised_in_model(error: BaseException) -> BaseException:
+    with pytest.raises(Exception) as raised:
+        with model_errors("events", "qbeast write"):
+            raise error
+    return raised.value
+
+
+@pytest.mark.parametrize(("engine", "dbt"), [
+    ("cubeSize", "cube_size"), ("cube_size", "cube_size"), ("columnStats", "column_stats"),
+    ("columnsToIndex", "columns_to_index"), ("non_finite", "non_finite"), ("on", "unique_key"),
+    ("target_predicate", "incremental_predicates"),
+])
+def test_the_engine_option_becomes_the_config_key(engine, dbt):
+    error = InvalidOptionError("engine words", option=engine, value=0, allowed="a positive integer")
+    assert render_option_error("events", error) == (
+        f"model events: invalid config {dbt}=0; allowed values: a positive integer")
+
+
+def test_choices_and_booleans_read_as_in_a_dbt_config():
+    assert allowed_words(["fail", "null"]) == "fail, null"
+    assert allowed_words([True, False]) == "true, false"
+    error = InvalidOptionError("x", option="non_finite", value="zero", allowed=["fail", "null"])
+    assert render_option_error("m", error) == "model m: invalid config non_finite='zero'; allowed values: fail, null"
+
+
+def test_a_missing_value_and_a_missing_allowed_field_are_worded_too():
+    missing = InvalidOptionError("x", option="column_stats", value=None, allowed="the stats of column 'a'")
+    assert render_option_error("m", missing) == (
+        "model m: config column_stats needs a value; allowed values: the stats of column 'a'")
+    bare = InvalidOptionError("x", option="cube_size", value=3)
+    assert render_option_error("m", bare) == "model m: invalid config cube_size=3"
+
+
+def test_errors_a_model_cannot_fix_by_config_keep_the_engine_text():
+    assert render_option_error("m", InvalidOptionError("no fields")) is None
+    assert render_option_error("m", InvalidOptionError("x", option="merge_schema", value=False)) is None
+    assert render_option_error("m", ValueError("plain")) is None
+
+
+def test_model_errors_word_config_errors_from_the_fields():
+    engine = InvalidOptionError("cubeSize must be a positive integer, got 0", option="cube_size", value=0,
+                                allowed="a positive integer")
+    raised = _raised_in_model(engine)
+    assert isinstance(raised, QbeastModelConfigError) and raised.__cause__ is engine
+    assert raised.msg == "model events: invalid config cube_size=0; allowed values: a positive integer"
+    assert "cubeSize" not in str(raised)
+
+
+def test_model_errors_pass_other_errors_through_unchanged():
+    unworded = _raised_in_model(InvalidOptionError("the data has columns ['c'] the table lacks"))
+    assert isinstance(unworded, QbeastModelConfigError)
+    assert unworded.msg == "model events: the data has columns ['c'] the table lacks"
+    failed = _raised_in_model(FormatError("bad tag"))
+    assert isinstance(failed, DbtRuntimeError) and str(failed).endswith("model events: qbeast write failed: bad tag")
+    disk = _raised_in_model(OSError(28, "No space left on device", "/t/part-0.parquet"))
+    assert "qbeast write failed: No space left on device (/t/part-0.parquet)" in str(disk)
+    other = KeyError("k")
+    assert _raised_in_model(other) is other
+
+
+def test_run_operations_name_the_operation():
+    with pytest.raises(QbeastRunOperationError, match="run-operation qbeast_vacuum: bad tag"):
+        with operation_errors("qbeast_vacuum"):
+            raise FormatError("bad tag")
+
+
+@pytest.mark.parametrize(("stats", "expected"), [
+    ({"a_min": "low"}, "invalid config column_stats={'a_min': 'low'}; allowed values: a number in 'a_min' (int column)"),
+    ({"a_min": 1.5}, "invalid config column_stats={'a_min': 1.5}; allowed values: an integer in 'a_min'"),
+    ({"b_min": 0}, "invalid config column_stats={'b_min': 0}; allowed values: keys a_min, a_max"),
+    ("[1]", "invalid config column_stats='[1]'; allowed values: a JSON object"),
+])
+def test_the_engine_column_stats_errors_render_in_the_config_key(stats, expected):
+    with pytest.raises(InvalidOptionError) as raised:
+        parse_column_stats(stats, [LinearTransformer("a", QDataType.INTEGER)])
+    rendered = render_option_error("m", raised.value)
+    assert rendered is not None and rendered.startswith(f"model m: {expected}")
+    assert "columnStats" not in rendered
+
+
+@pytest.mark.parametrize(("spec", "value"), [
+    ("a,,b", "a,,b"), (["a:zorder"], "a:zorder"), (["a", "a"], ["a", "a"]), ([3], [3]), ("", ""),
+])
+def test_the_engine_columns_to_index_errors_render_in_the_config_key(spec, value):
+    with pytest.raises(InvalidOptionError) as raised:
+        parse_columns_to_index(spec)
+    rendered = render_option_error("m", raised.value)
+    assert rendered is not None and rendered.startswith(f"model m: invalid config columns_to_index={value!r}")
+    assert "allowed values: " in rendered and "columnsToIndex" not in rendered
+
+
+def test_every_engine_option_dbt_used_to_rewrite_is_mapped():
+    # the spellings the old text replacement covered (columnStats, columnsToIndex, cubeSize)
+    for engine in ("columnStats", "columnsToIndex", "cubeSize"):
+        assert engine in DBT_CONFIG_KEYS
