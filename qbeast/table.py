@@ -141,24 +141,32 @@ class QbeastTable:
 
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 
-    def delete(self, condition: str | ex.Expression | None = None):
+    def delete(self, condition: str | ex.Expression | None = None, *,
+               commit_properties: Any = None):
         """Delete the rows where ``condition`` is true (SQL text or a core expression; all rows
         when None), rewriting only the files that hold such rows. One commit; returns a
         :class:`qbeast.operations.rowlevel.RowLevelResult` (``version`` None if no row matched).
+        ``commit_properties`` (a :class:`qbeast.CommitProperties`) sets how it commits.
         """
+        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import delete_rows
 
-        return delete_rows(self.spark, self.path, condition)
+        return delete_rows(self.spark, self.path, condition,
+                           commit_properties=properties(commit_properties))
 
     def update(self, condition: str | ex.Expression | None = None, *,
-               set: dict[str, Any]):  # noqa: A002 - Delta Lake's name for it
+               set: dict[str, Any],  # noqa: A002 - Delta Lake's name for it
+               commit_properties: Any = None):
         """Set columns of the rows where ``condition`` is true: ``set={"col": "SQL expression"}``
         (or pyspark Columns). Rows whose indexed columns change are re-indexed by an append in
-        the same commit; the others stay in their cubes.
+        the same commit; the others stay in their cubes. ``commit_properties`` as for
+        :meth:`delete`.
         """
+        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import update_rows
 
-        return update_rows(self.spark, self.path, condition, set)
+        return update_rows(self.spark, self.path, condition, set,
+                           commit_properties=properties(commit_properties))
 
     def merge(
         self,
@@ -172,6 +180,7 @@ class QbeastTable:
         target_predicate: str | None = None,
         user_metadata: str | None = None,
         cancelled: Any = None,
+        commit_properties: Any = None,
     ):
         """Upsert the DataFrame ``source`` into the table in one commit.
 
@@ -182,35 +191,41 @@ class QbeastTable:
         match are inserted (``when_not_matched="insert"``) through the indexed append. Either can
         be None. ``target_predicate`` (SQL on the target's columns) limits the target rows that
         can match, and the files read. A source with two rows for one key fails before anything
-        is written. ``user_metadata`` goes to the commit's ``commitInfo.userMetadata``;
-        ``cancelled`` (a callable) is checked right before the commit, as ``qbeast.write`` does.
+        is written. ``commit_properties`` (a :class:`qbeast.CommitProperties`) sets how it
+        commits; ``user_metadata`` (the commit's ``commitInfo.userMetadata``) and ``cancelled``
+        (a callable checked between the phases and right before the commit, as ``qbeast.write``
+        does) are shorthands for two of its fields.
         """
+        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import merge_rows
 
         return merge_rows(
             self.spark, self.path, source, on, when_matched=when_matched,
             when_not_matched=when_not_matched, update_columns=update_columns,
             exclude_columns=exclude_columns, target_predicate=target_predicate,
-            user_metadata=user_metadata, cancelled=cancelled,
+            commit_properties=properties(commit_properties, user_metadata=user_metadata,
+                                         cancelled=cancelled),
         )
 
     def delete_insert(self, source: Any, on: str | list[str], *,
                       target_predicate: str | None = None, user_metadata: str | None = None,
-                      cancelled: Any = None):
+                      cancelled: Any = None, commit_properties: Any = None):
         """Replace the rows of the keys in ``source``: delete every target row whose key (``on``:
         a column or a list of columns, compared with ``=``) occurs in the DataFrame ``source``,
         then insert all source rows through the indexed append, in one commit.
 
         This is dbt's ``delete+insert`` strategy: the source may hold several rows per key (all
         are inserted). ``target_predicate`` (SQL on the target's columns) limits the rows that
-        can be deleted; ``user_metadata`` and ``cancelled`` as for :meth:`merge`. Returns a
-        :class:`qbeast.operations.rowlevel.RowLevelResult`.
+        can be deleted; ``commit_properties``, ``user_metadata`` and ``cancelled`` as for
+        :meth:`merge`. Returns a :class:`qbeast.operations.rowlevel.RowLevelResult`.
         """
+        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import delete_insert_rows
 
-        return delete_insert_rows(self.spark, self.path, source, on,
-                                  target_predicate=target_predicate,
-                                  user_metadata=user_metadata, cancelled=cancelled)
+        return delete_insert_rows(
+            self.spark, self.path, source, on, target_predicate=target_predicate,
+            commit_properties=properties(commit_properties, user_metadata=user_metadata,
+                                         cancelled=cancelled))
 
     # -- table operations (see qbeast.operations) -------------------------------------------------
 

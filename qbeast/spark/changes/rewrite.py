@@ -1,6 +1,6 @@
 """Copy-on-write rewrite of data files: one new file per old file, its rows kept in their cubes.
 
-Row-level changes (``qbeast.operations.rowlevel``) decide in Spark which rows of each affected
+Row-level changes (:mod:`qbeast.spark.changes.fates`) decide in Spark which rows of each affected
 file remain and with which values; this module turns those rows into the replacement files. The
 rows are grouped by the file they came from (``ORIGIN_COLUMN``), and one Arrow task per old file:
 
@@ -100,6 +100,28 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
             out[int(r["origin"])] = WrittenFile(int(r["origin"]), name, int(r["size"]),
                                                 int(r["mtime"]), int(r["rows"]), r["stats"], blocks)
         return out
+
+
+def empty_file(table_dir: str, schema: Any, origin: int, blocks: tuple[Block, ...]) -> WrittenFile:
+    """A parquet file without rows (of the Spark ``schema``) whose tags carry ``blocks``.
+
+    When every row of a file goes but one of its blocks must stay (a zero-element block that
+    keeps a cube's threshold, :func:`qbeast.index.file_blocks.settle_empty_blocks`), some file
+    has to carry the block: this one.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from qbeast.delta.stats import footer_stats
+
+    arrow = to_arrow_schema(schema)
+    name = f"{uuid.uuid4()}.parquet"
+    target = os.path.join(table_dir, name)
+    pq.write_table(pa.Table.from_batches([], arrow), target, compression="snappy")
+    info = os.stat(target)
+    return WrittenFile(origin, name, info.st_size, int(info.st_mtime * 1000), 0,
+                       footer_stats(pq.ParquetFile(target).metadata, non_finite=set()), blocks)
 
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],

@@ -1,0 +1,102 @@
+"""The Spark side of one row-level change: scans of the files it reads, and what it persisted.
+
+A change reads its candidate files with two extra columns, the file each row comes from (as
+Spark names it: a ``file:`` URI, percent-encoded) and the row's index in that file, so that the
+files holding matching rows can be found and their rows rewritten. Every scan goes through
+:func:`qbeast.spark.read.files.read_files`, which escapes glob characters in the locations (a
+table folder named ``we[ird]*x`` is read like any other).
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+from qbeast.core.sql import quote_identifier
+from qbeast.delta.actions import AddFile
+from qbeast.delta.storage import local_path
+from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
+from qbeast.spark.read.files import read_files
+
+#: Internal columns of the changes' Spark plans (user columns may not use them).
+URI_COLUMN = "_qbeast_file_uri"
+ROW_COLUMN = "_qbeast_row_index"
+
+
+class ChangeScan:
+    """Scans of one snapshot's files for one row-level change, and the frames it keeps.
+
+    ``staging_origins`` lists the origins (see :meth:`scan_affected`) of staging files: their
+    rows are rewritten as staging rows and never move to the index.
+    """
+
+    def __init__(self, spark: Any, snapshot: QbeastSnapshot) -> None:
+        from pyspark.sql.types import StructType
+
+        self.spark = spark
+        self.snapshot = snapshot
+        self.schema = StructType.fromJson(snapshot.delta.schema)
+        self.staging_origins: list[int] = []
+        self._persisted: list[Any] = []
+        self._by_path: dict[str, AddFile] | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        return [f.name for f in self.schema.fields]
+
+    @property
+    def types(self) -> dict[str, Any]:
+        """Spark data type of each column, by name."""
+        return {f.name: f.dataType for f in self.schema.fields}
+
+    def keep(self, df: Any) -> Any:
+        """``df`` persisted (memory, then disk) until :meth:`release`."""
+        from pyspark import StorageLevel
+
+        kept = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self._persisted.append(kept)
+        return kept
+
+    def release(self) -> None:
+        """Unpersist what :meth:`keep` persisted."""
+        while self._persisted:
+            self._persisted.pop().unpersist()
+
+    def scan(self, files: Sequence[AddFile], row_index: bool = False) -> Any:
+        """The rows of ``files`` with the file they come from (and their index in it)."""
+        from pyspark.sql import functions as F
+
+        if not files:
+            extra = [F.lit(None).cast("string").alias(URI_COLUMN)]
+            if row_index:
+                extra.append(F.lit(None).cast("long").alias(ROW_COLUMN))
+            return self.spark.createDataFrame([], self.schema).select("*", *extra)
+        df = read_files(self.spark, self.schema, [self.snapshot.delta.file_path(a) for a in files])
+        extra = [F.col("_metadata.file_path").alias(URI_COLUMN)]
+        if row_index:
+            extra.append(F.col("_metadata.row_index").alias(ROW_COLUMN))
+        return df.select(*[F.col(quote_identifier(c)) for c in self.columns], *extra)
+
+    def file_uris(self, matching: Any) -> list[str]:
+        """The files (as the scan names them) holding at least one row of ``matching``."""
+        return sorted(r[0] for r in matching.select(URI_COLUMN).distinct().collect())
+
+    def add_of(self, uri: str) -> AddFile:
+        """The active file the scan named ``uri`` (a URI, matched by its decoded local path)."""
+        if self._by_path is None:
+            self._by_path = {os.path.normpath(self.snapshot.delta.file_path(a)): a
+                             for a in self.snapshot.files()}
+        return self._by_path[os.path.normpath(local_path(uri))]
+
+    def scan_affected(self, uris: Sequence[str], row_index: bool = False) -> Any:
+        """The rows of the affected files, each with its origin (index into ``uris``)."""
+        from pyspark.sql import functions as F
+
+        adds = [self.add_of(u) for u in uris]
+        self.staging_origins = [i for i, a in enumerate(adds) if self.snapshot.revision_of(a) == 0]
+        rows = self.scan(adds, row_index=True)
+        origins = self.spark.createDataFrame(list(enumerate(uris)),
+                                             f"{ORIGIN_COLUMN} int, {URI_COLUMN} string")
+        rows = rows.join(F.broadcast(origins), URI_COLUMN)
+        return rows if row_index else rows.drop(ROW_COLUMN)
