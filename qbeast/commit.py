@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from dataclasses import fields as fields_of
 from typing import TYPE_CHECKING, Any
 
 from qbeast.core.blocks import Block, encode_tags
@@ -55,31 +56,8 @@ class CommitProperties:
     cancelled: Callable[[], bool] | None = None
 
     def __post_init__(self) -> None:
-        if self.user_metadata is not None and not isinstance(self.user_metadata, str):
-            raise InvalidOptionError(
-                f"user_metadata must be a string, got {self.user_metadata!r}",
-                option="user_metadata", value=self.user_metadata, allowed="a string")
-        if (self.app_id is None) != (self.app_version is None):
-            raise InvalidOptionError(
-                "app_id and app_version must be given together (idempotent writes), got "
-                f"app_id={self.app_id!r}, app_version={self.app_version!r}",
-                option="app_id" if self.app_id is None else "app_version",
-                value=None, allowed="both app_id and app_version, or neither")
-        if self.app_id is not None and (not isinstance(self.app_id, str) or not self.app_id):
-            raise InvalidOptionError(f"app_id must be a non-empty string, got {self.app_id!r}",
-                                     option="app_id", value=self.app_id, allowed="a non-empty string")
-        version = self.app_version
-        if version is not None and (isinstance(version, bool) or not isinstance(version, int) or version < 0):
-            raise InvalidOptionError(f"app_version must be an integer >= 0, got {version!r}",
-                                     option="app_version", value=version, allowed="an integer >= 0")
-        retries = self.max_retries
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise InvalidOptionError(f"max_retries must be an integer >= 0, got {retries!r}",
-                                     option="max_retries", value=retries, allowed="an integer >= 0")
-        if self.cancelled is not None and not callable(self.cancelled):
-            raise InvalidOptionError(
-                f"cancelled must be a callable returning a bool, got {self.cancelled!r}",
-                option="cancelled", value=self.cancelled, allowed="a callable returning a bool")
+        _check_fields(self.user_metadata, self.app_id, self.app_version, self.max_retries,
+                      self.cancelled, spelled={})
 
     @property
     def transaction(self) -> tuple[str, int] | None:
@@ -97,25 +75,73 @@ class CommitProperties:
         check_cancelled(self.cancelled, what, before)
 
 
+#: The shorthand keyword arguments of entry points (``qbeast.write``) and the field each sets.
+SHORTHANDS = {"txn_app_id": "app_id", "txn_version": "app_version"}
+
+
+def _check_fields(user_metadata: Any, app_id: Any, app_version: Any, max_retries: Any,
+                  cancelled: Any, *, spelled: Mapping[str, str]) -> None:
+    """Refuse bad commit properties, naming each as the caller spelled it (``spelled``: field ->
+    the shorthand the caller gave, e.g. ``app_id`` -> ``txn_app_id``)."""
+
+    def name(field: str) -> str:
+        return spelled.get(field, field)
+
+    if user_metadata is not None and not isinstance(user_metadata, str):
+        raise InvalidOptionError(
+            f"{name('user_metadata')} must be a string, got {user_metadata!r}",
+            option=name("user_metadata"), value=user_metadata, allowed="a string")
+    if (app_id is None) != (app_version is None):
+        app, version = name("app_id"), name("app_version")
+        raise InvalidOptionError(
+            f"{app} and {version} must be given together (idempotent writes), got "
+            f"{app}={app_id!r}, {version}={app_version!r}",
+            option=app if app_id is None else version,
+            value=None, allowed=f"both {app} and {version}, or neither")
+    if app_id is not None and (not isinstance(app_id, str) or not app_id):
+        raise InvalidOptionError(f"{name('app_id')} must be a non-empty string, got {app_id!r}",
+                                 option=name("app_id"), value=app_id, allowed="a non-empty string")
+    if app_version is not None and (isinstance(app_version, bool) or not isinstance(app_version, int)
+                                    or app_version < 0):
+        raise InvalidOptionError(
+            f"{name('app_version')} must be an integer >= 0, got {app_version!r}",
+            option=name("app_version"), value=app_version, allowed="an integer >= 0")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise InvalidOptionError(f"max_retries must be an integer >= 0, got {max_retries!r}",
+                                 option="max_retries", value=max_retries, allowed="an integer >= 0")
+    if cancelled is not None and not callable(cancelled):
+        raise InvalidOptionError(
+            f"{name('cancelled')} must be a callable returning a bool, got {cancelled!r}",
+            option=name("cancelled"), value=cancelled, allowed="a callable returning a bool")
+
+
 def commit_properties(given: CommitProperties | None = None, **shorthands: Any) -> CommitProperties:
     """The properties of one call: ``given`` or the defaults, with the entry point's shorthand
     keyword arguments (``user_metadata``, ``cancelled``, ``txn_app_id``/``txn_version``) folded in.
 
-    A shorthand may not contradict ``given``: the call is refused naming both.
+    A shorthand may not contradict ``given``: the call is refused naming both. A bad value is
+    refused with the name the caller used (``txn_version``, not ``app_version``), and so is a
+    transaction given by halves (``txn_app_id and txn_version must be given together``).
     """
     if given is not None and not isinstance(given, CommitProperties):
         raise InvalidOptionError(
             f"commit_properties must be a qbeast.CommitProperties, got {type(given).__name__}",
             option="commit_properties", value=given, allowed="a qbeast.CommitProperties")
-    names = {"txn_app_id": "app_id", "txn_version": "app_version"}
-    fields = {names.get(k, k): v for k, v in shorthands.items() if v is not None}
+    fields = {SHORTHANDS.get(k, k): v for k, v in shorthands.items() if v is not None}
     base = given or CommitProperties()
     clash = sorted(k for k, v in fields.items() if getattr(base, k) not in (None, v))
     if clash:
         raise InvalidOptionError(
             f"{clash} given both as keyword arguments and in commit_properties; give each once",
             option=clash[0], value=fields[clash[0]], allowed="one of the two places")
-    return replace(base, **fields) if fields else base
+    if not fields:
+        return base
+    spelled = {field: short for short, field in SHORTHANDS.items()
+               if any(shorthands.get(s) is not None for s in SHORTHANDS)}
+    merged = {**{f.name: getattr(base, f.name) for f in fields_of(base)}, **fields}
+    _check_fields(merged["user_metadata"], merged["app_id"], merged["app_version"],
+                  merged["max_retries"], merged["cancelled"], spelled=spelled)
+    return replace(base, **fields)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import add_file, delete_new_files
+from qbeast.commit import CommitProperties, add_file, delete_new_files
+from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within
 from qbeast.core.weight import fraction as weight_fraction
 from qbeast.delta.actions import AddFile, Metadata
@@ -122,6 +123,7 @@ def optimize_table(
     files: Sequence[str] | None = None,
     max_rewrite_ratio: float | None = None,
     merge_revisions: bool = False,
+    commit_properties: CommitProperties | None = None,
 ) -> OptimizeResult:
     """Optimize the Qbeast table at ``path`` (see the module docstring).
 
@@ -152,6 +154,10 @@ def optimize_table(
     * ``merge_revisions=True``: first re-index the rows of every older revision that lies
       inside the latest revision's space into it, whatever their size (one commit; samples and
       rows unchanged), then lay the latest revision out.
+    * ``commit_properties`` (:class:`qbeast.CommitProperties`): user metadata and an idempotent
+      transaction recorded by every commit (an application version already committed makes the
+      optimize a no-op), the re-plans allowed after a lost race, and a ``cancelled`` callback
+      checked before the rewrite and right before each commit.
     """
     check_path(path)
     check_optional_int(revision_id, "revision_id", 0)
@@ -162,6 +168,7 @@ def optimize_table(
     if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
         raise InvalidOptionError(f"fraction must be a number in (0, 1], got {fraction!r}")
     check_bool(merge_revisions, "merge_revisions")
+    props = commit_properties_of(commit_properties)
     maintenance = max_rewrite_ratio is not None or merge_revisions
     if maintenance and (files is not None or revision_id is not None or fraction != 1.0):
         raise InvalidOptionError(
@@ -191,20 +198,28 @@ def optimize_table(
         )
     started = time.perf_counter()
     notes: list[str] = []
+    txn = props.transaction
+    done = snapshot.delta.txn_version(txn[0]) if txn is not None else None
+    if txn is not None and done is not None and done >= txn[1]:
+        note = (f"skipped: application {txn[0]!r} already committed transaction {done} "
+                f"(asked {txn[1]})")
+        logger.info("optimize %s: %s", snapshot.table_path, note)
+        return OptimizeResult(snapshot.table_path, (), (note,))
+    props.check_cancelled(f"optimize of {snapshot.table_path}", "rewriting files")
     if files is not None:
-        commits = _optimize_listed_files(spark, snapshot, list(files), notes)
+        commits = _optimize_listed_files(spark, snapshot, list(files), notes, props=props)
     elif maintenance:
         ratio = None if max_rewrite_ratio is None else float(max_rewrite_ratio)
-        commits = _maintain(spark, snapshot, ratio, merge_revisions, notes)
+        commits = _maintain(spark, snapshot, ratio, merge_revisions, notes, props=props)
     else:
         rid = snapshot.latest_revision_id if revision_id is None else revision_id
         if rid == 0:
             chosen = _staging_selection(snapshot.staging_files(), fraction)
-            commit = _index_staging(spark, snapshot, chosen) if chosen else None
+            commit = _index_staging(spark, snapshot, chosen, props=props) if chosen else None
         else:
             revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
             chosen = _still_to_lay_out(snapshot, rid, _indexed_selection(snapshot, rid, fraction), notes)
-            commit = _rewrite_revision(spark, snapshot, revision, chosen) if chosen else None
+            commit = _rewrite_revision(spark, snapshot, revision, chosen, props=props) if chosen else None
         commits = [commit] if commit is not None else []
     for note in notes:
         logger.info("optimize %s: %s", snapshot.table_path, note)
@@ -287,7 +302,7 @@ def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddF
 
 
 def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_all: bool,
-              notes: list[str]) -> list[RevisionOptimization]:
+              notes: list[str], *, props: CommitProperties) -> list[RevisionOptimization]:
     """Old revisions first (merged into the latest, or laid out in place once closed), then the
     latest revision's layout, within the budget ``ratio`` when one is given."""
     commits: list[RevisionOptimization] = []
@@ -316,13 +331,13 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
                               in_place)
     notes.extend(plan.notes)
     if plan.merge:
-        merged = _merge_revisions(spark, snapshot, plan.merge, notes)
+        merged = _merge_revisions(spark, snapshot, plan.merge, notes, props=props)
         if merged is not None:
             commits.append(merged)
             snapshot = QbeastSnapshot.load(snapshot.table_path)
     if ratio is not None:
         for rid in plan.close:
-            commit = _close_revision(spark, snapshot, rid, notes, placement_of(snapshot))
+            commit = _close_revision(spark, snapshot, rid, notes, placement_of(snapshot), props=props)
             if commit is not None:
                 commits.append(commit)
                 snapshot = QbeastSnapshot.load(snapshot.table_path)
@@ -330,12 +345,12 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
     if chosen and ratio is not None:
         chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes, placement_of(snapshot))
     if chosen:
-        commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen))
+        commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen, props=props))
     return commits
 
 
 def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
-                    notes: list[str], placement: Placement) -> RevisionOptimization | None:
+                    notes: list[str], placement: Placement, *, props: CommitProperties) -> RevisionOptimization | None:
     """Lay out an old revision that no append reaches any more, once.
 
     When it fits the latest revision and received only appends since its last layout, the
@@ -363,16 +378,16 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
                          f"its last layout move into revision {snapshot.latest_revision_id}")
             return _merge_revisions(spark, snapshot, [revision_id], notes,
                                     files=[f for f in files if f.path in wanted],
-                                    moved_appends=True)
+                                    moved_appends=True, props=props)
     chosen = [f for f in files if f.path in needed]
     notes.append(f"revision {revision_id}: closed (a newer revision receives the appends), "
                  f"laying out its {len(chosen)} file(s) still to lay out in place")
-    return _rewrite_revision(spark, snapshot, revision, chosen)
+    return _rewrite_revision(spark, snapshot, revision, chosen, props=props)
 
 
 def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int],
                      notes: list[str], files: list[AddFile] | None = None,
-                     moved_appends: bool = False) -> RevisionOptimization | None:
+                     moved_appends: bool = False, *, props: CommitProperties) -> RevisionOptimization | None:
     """Re-index the rows of the ``sources`` revisions (all their files, or ``files``) into the
     latest revision, in one commit.
 
@@ -400,7 +415,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
                      "not merged")
         return None
     phase.done(files=len(chosen), rows=indexed.rows, added=len(adds))
-    result = _commit(snapshot, revision_id=min(sources), revision=latest, opens_revision=False,
+    result = _commit(snapshot, props=props, revision_id=min(sources), revision=latest, opens_revision=False,
                      removed=chosen, adds=adds,
                      parameters={("movedRevisionIds" if moved_appends else "mergedRevisionIds"):
                                  list(sources),
@@ -412,7 +427,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
 
 
 def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
-                           paths: list[str], notes: list[str]) -> list[RevisionOptimization]:
+                           paths: list[str], notes: list[str], *, props: CommitProperties) -> list[RevisionOptimization]:
     active = snapshot.delta.files
     unknown = [p for p in paths if p not in active]
     if unknown:
@@ -434,7 +449,7 @@ def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
         if chosen:
             # each commit starts from the table as the previous one left it
             current = QbeastSnapshot.load(snapshot.table_path) if commits else snapshot
-            commits.append(_rewrite_revision(spark, current, current.revision(rid), chosen))
+            commits.append(_rewrite_revision(spark, current, current.revision(rid), chosen, props=props))
     return commits
 
 
@@ -442,7 +457,7 @@ def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
 
 
 def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
-                      chosen: list[AddFile]) -> RevisionOptimization:
+                      chosen: list[AddFile], *, props: CommitProperties) -> RevisionOptimization:
     """Lay ``chosen`` out again in ``revision`` with its existing thresholds: count the rows of
     every cube exactly, write the files with those sizes, commit (the jobs are the write
     wing's, :mod:`qbeast.spark.write.relayout`)."""
@@ -461,7 +476,7 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
                                  table_rows=snapshot.delta.num_records)
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
-    return _commit(snapshot, revision_id=rid, revision=revision, opens_revision=False,
+    return _commit(snapshot, props=props, revision_id=rid, revision=revision, opens_revision=False,
                    removed=chosen, adds=adds,
                    parameters={"revisionId": rid, "numFilesRewritten": len(chosen)},
                    blocks_added=sum(len(w.blocks) for w in written))
@@ -476,7 +491,7 @@ def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> A
 
 
 def _index_staging(spark: Any, snapshot: QbeastSnapshot,
-                   chosen: list[AddFile]) -> RevisionOptimization:
+                   chosen: list[AddFile], *, props: CommitProperties) -> RevisionOptimization:
     """Index the rows of staging files into the latest revision (opening one when they grow
     its space, or revision 1 on a converted table), as an indexed append would."""
     table = snapshot.table_path
@@ -487,7 +502,7 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
     adds = [add_file(w, revision.revision_id, data_change=False) for w in indexed.written]
     phase.done(files=len(chosen), rows=indexed.rows, revision=revision.revision_id,
                new_revision=indexed.new_revision)
-    return _commit(snapshot, revision_id=0, revision=revision,
+    return _commit(snapshot, props=props, revision_id=0, revision=revision,
                    opens_revision=indexed.new_revision and indexed.rows > 0,
                    removed=chosen, adds=adds,
                    parameters={"revisionId": 0, "targetRevisionId": revision.revision_id,
@@ -498,7 +513,7 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
 # -- commit ---------------------------------------------------------------------------------------
 
 
-def _commit(snapshot: QbeastSnapshot, *, revision_id: int, revision: Revision,
+def _commit(snapshot: QbeastSnapshot, *, props: CommitProperties, revision_id: int, revision: Revision,
             opens_revision: bool, removed: list[AddFile], adds: list[AddFile],
             parameters: dict, blocks_added: int) -> RevisionOptimization:
     """One transaction: the old files out, the new ones in, all with ``dataChange=false``.
@@ -521,13 +536,16 @@ def _commit(snapshot: QbeastSnapshot, *, revision_id: int, revision: Revision,
         return parameters
 
     version, planned = commit_with_retries(
-        table, planned, snapshot, _transaction,
+        table, planned, snapshot, lambda plan, fresh: _transaction(plan, fresh, props.transaction),
         what="optimize",
         operation=OPTIMIZE_OPERATION,
         parameters=parameters_for,
         metrics={"numRemovedFiles": len(removed), "numAddedFiles": len(adds),
                  "numOutputRows": rows, "numRemovedBytes": sum(f.size for f in removed),
                  "numAddedBytes": sum(a.size for a in adds)},
+        info=props.info(),
+        max_retries=props.max_retries,
+        before_commit=lambda: props.check_cancelled(f"optimize of {table}", "the commit"),
     )
     adds = planned.adds
     target_revision_id = planned.revision.revision_id if planned.revision else revision_id
@@ -538,8 +556,10 @@ def _commit(snapshot: QbeastSnapshot, *, revision_id: int, revision: Revision,
                                 rows, blocks_removed, blocks_added)
 
 
-def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None) -> Transaction:
-    """The transaction of an optimize plan on top of ``snapshot``, its new files aside."""
+def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None,
+                 txn: tuple[str, int] | None) -> Transaction:
+    """The transaction of an optimize plan on top of ``snapshot``, its new files aside, with
+    the caller's idempotent application transaction ``txn``."""
     if snapshot is None:
         raise NotAQbeastTableError("the table disappeared while it was being optimized")
     transaction = snapshot.delta.log.start_transaction(snapshot.delta)
@@ -548,6 +568,8 @@ def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None) -> Tra
         transaction.update_metadata(metadata)
     transaction.mark_files_read(f.path for f in planned.removes)
     transaction.add_actions([f.remove(data_change=False) for f in planned.removes])
+    if txn is not None:
+        transaction.set_transaction(*txn)
     return transaction
 
 

@@ -254,7 +254,7 @@ def test_conflicting_overwrite_deletes_the_new_files(spark, tmp_path):
     from qbeast.delta.errors import ConcurrentAppendError
     from qbeast.rebase import PlannedCommit
     from qbeast.spark.write.table_state import TableState
-    from qbeast.spark.write.options import WriteOptions
+    from qbeast.commit import CommitProperties
     from qbeast.spark.write.writer import _commit
 
     path = str(tmp_path / "t")
@@ -267,6 +267,6 @@ def test_conflicting_overwrite_deletes_the_new_files(spark, tmp_path):
     plan = PlannedCommit(stale.latest_revision, False, [add],
                          schema_string=json.dumps(stale.schema), data_schema=stale.schema)
     with pytest.raises(ConcurrentAppendError):
-        _commit(stale, plan, mode="overwrite", txn=None, options=WriteOptions())
+        _commit(stale, plan, mode="overwrite", properties=CommitProperties())
     assert not orphan.exists()
     assert QbeastSnapshot.load(path).version == 1

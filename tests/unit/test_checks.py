@@ -84,9 +84,15 @@ def test_the_old_names_are_the_shared_checks():
 
 
 def test_the_idempotent_pair_names_the_missing_half():
-    assert options.check_txn(None, None) is None and options.check_txn("app", 0) == ("app", 0)
-    error = _refused(options.check_txn, "app", None)
+    # qbeast.write's txn_app_id/txn_version are shorthands of CommitProperties, checked there
+    from qbeast.commit import commit_properties
+
+    def pair(app, version):
+        return commit_properties(None, txn_app_id=app, txn_version=version).transaction
+
+    assert pair(None, None) is None and pair("app", 0) == ("app", 0)
+    error = _refused(pair, "app", None)
     assert "must be given together" in str(error) and error.option == "txn_version"
-    assert _refused(options.check_txn, None, 1).option == "txn_app_id"
-    assert _refused(options.check_txn, "app", -1).option == "txn_version"
-    assert _refused(options.check_txn, "", 1).option == "txn_app_id"
+    assert _refused(pair, None, 1).option == "txn_app_id"
+    assert _refused(pair, "app", -1).option == "txn_version"
+    assert _refused(pair, "", 1).option == "txn_app_id"

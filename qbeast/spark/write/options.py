@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from qbeast import checks
-from qbeast.errors import InvalidOptionError, UnsupportedTypeError, check_cancelled
+from qbeast.errors import InvalidOptionError, UnsupportedTypeError
 
 MODES = ("append", "overwrite")
 #: What a write does with NaN and infinities in indexed float/double columns (option
@@ -31,24 +31,26 @@ STAGING_PREFIX = "_qbeast_staging_"
 _STORABLE_REJECTED = ("timestamp_ntz", "interval", "variant", "void", "null", "calendar")
 
 
+#: Keyword options of ``qbeast.write`` that are shorthands of :class:`qbeast.CommitProperties`
+#: fields: how the write commits, not how it lays data out.
+COMMIT_OPTIONS = ("user_metadata", "cancelled")
+
+
 @dataclass(frozen=True)
 class WriteOptions:
     """The optional keyword options of ``qbeast.write`` (documented in docs/writer.md)."""
 
     merge_schema: bool = False
     buffer_capacity: int | None = None
-    user_metadata: str | None = None
     estimation_sample_rows: int | None = None
     non_finite: str = "fail"
-    #: Called between the write's phases and right before its commit; True abandons the write
-    #: (``WriteCancelled``, files deleted, nothing committed). How a caller such as dbt's Ctrl-C
-    #: handling stops a write without racing its commit.
-    cancelled: Callable[[], bool] | None = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
-        allowed = {"merge_schema", "buffer_capacity", "user_metadata", "estimation_sample_rows",
-                   "non_finite", "cancelled"}
+        """The layout options of ``options``; the commit options among them (:data:`COMMIT_OPTIONS`)
+        are accepted and left to :func:`qbeast.commit.commit_properties`."""
+        allowed = {"merge_schema", "buffer_capacity", "estimation_sample_rows", "non_finite",
+                   *COMMIT_OPTIONS}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidOptionError(
@@ -60,9 +62,6 @@ class WriteOptions:
         capacity = options.get("buffer_capacity")
         if capacity is not None:
             check_positive_int("buffer_capacity", capacity)
-        metadata = options.get("user_metadata")
-        if metadata is not None and not isinstance(metadata, str):
-            raise InvalidOptionError(f"user_metadata must be a string, got {metadata!r}")
         sample_rows = options.get("estimation_sample_rows")
         if sample_rows is not None:
             check_non_negative_int("estimation_sample_rows", sample_rows)
@@ -71,14 +70,7 @@ class WriteOptions:
             raise InvalidOptionError(
                 f"non_finite must be one of {list(NON_FINITE_CHOICES)}, got {non_finite!r}"
             )
-        cancelled = options.get("cancelled")
-        if cancelled is not None and not callable(cancelled):
-            raise InvalidOptionError(f"cancelled must be a callable returning a bool, got {cancelled!r}")
-        return cls(merge, capacity, metadata, sample_rows, non_finite.lower(), cancelled)
-
-    def check_cancelled(self, path: str, phase: str) -> None:
-        """Raise ``WriteCancelled`` when the caller's ``cancelled`` callback says so."""
-        check_cancelled(self.cancelled, f"write to {path}", phase)
+        return cls(merge, capacity, sample_rows, non_finite.lower())
 
 
 #: The checks of write arguments are the engine's shared ones (one wording, structured fields);
@@ -90,23 +82,6 @@ check_non_negative_int = checks.check_non_negative_int
 def check_mode(mode: Any) -> str:
     """The normalized write mode (``append`` or ``overwrite``, case-insensitive)."""
     return checks.check_one_of("mode", mode, MODES, ignore_case=True)
-
-
-def check_txn(app_id: Any, version: Any) -> tuple[str, int] | None:
-    """The idempotent-write pair, or ``None``; both or neither must be given."""
-    if app_id is None and version is None:
-        return None
-    if app_id is None or version is None:
-        missing = "txn_app_id" if app_id is None else "txn_version"
-        raise InvalidOptionError(
-            "txn_app_id and txn_version must be given together (idempotent writes), got "
-            f"txn_app_id={app_id!r}, txn_version={version!r}",
-            option=missing, value=None,
-            allowed="a value, given together with " + ("txn_version" if app_id is None else "txn_app_id"),
-        )
-    if not isinstance(app_id, str) or not app_id:  # blanks pass, as they always did
-        raise checks.invalid("txn_app_id", app_id, "a non-empty string", "a non-empty string")
-    return app_id, checks.check_non_negative_int("txn_version", version)
 
 
 def check_storable_schema(schema) -> None:

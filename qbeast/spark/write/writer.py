@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import add_file
+from qbeast.commit import CommitProperties, add_file
+from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.columns import (
     canonical_type,
     engine_metadata_columns,
@@ -52,17 +53,17 @@ from qbeast.core.types import QDataType
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, root_cause
-from qbeast.rebase import DEFAULT_REPLAN_RETRIES, PlannedCommit, commit_with_retries, metadata_for
+from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
 from qbeast.spark.write.revision_change import choose_revision, index_spec
 from qbeast.spark.write.table_state import TableState
 from qbeast.spark.write.options import (
+    COMMIT_OPTIONS,
     WriteOptions,
     check_mode,
     check_positive_int,
     check_storable_schema,
-    check_txn,
 )
 from qbeast.spark.write.steps import (
     analyze,
@@ -109,6 +110,7 @@ def write(
     cube_size: int | None = None,
     mode: str = "append",
     column_stats: str | dict | None = None,
+    commit_properties: CommitProperties | None = None,
     txn_app_id: str | None = None,
     txn_version: int | None = None,
     **options: Any,
@@ -125,13 +127,21 @@ def write(
     about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 1000000, 0 = all
     rows), ``user_metadata`` (stored in the commit info), ``non_finite`` (``"fail"``, the default:
     NaN or an infinity in an indexed float/double column fails the write; ``"null"``: they are
-    stored as null), ``cancelled`` (a callable checked between the phases and right before the
-    commit; when it returns True the write stops with ``WriteCancelled`` and deletes its files).
+    stored as null).
+
+    How the write commits is one :class:`qbeast.CommitProperties` (``commit_properties``): user
+    metadata, an idempotent transaction, retries after a lost race, cancellation. The keyword
+    arguments ``txn_app_id``/``txn_version`` and the options ``user_metadata`` and ``cancelled``
+    (a callable checked between the phases and right before the commit; True stops the write
+    with ``WriteCancelled`` and deletes its files) are shorthands folded into it. An overwrite
+    never retries: it replaces what it read, so a lost race fails it.
     """
     started = time.perf_counter()
     mode = check_mode(mode)
-    txn = check_txn(txn_app_id, txn_version)
     opts = WriteOptions.parse(options)
+    props = commit_properties_of(commit_properties, txn_app_id=txn_app_id, txn_version=txn_version,
+                                 **{k: options[k] for k in COMMIT_OPTIONS if k in options})
+    txn = props.transaction
     if cube_size is not None:
         check_positive_int("cube_size", cube_size)
     if not isinstance(path, str) or not path:
@@ -169,7 +179,7 @@ def write(
         data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
     )
     phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
-    opts.check_cancelled(path, "writing files")
+    props.check_cancelled(f"write to {path}", "writing files")
 
     table_dir = state.log.table_path  # a plain folder: the log resolved any file: URI
     os.makedirs(table_dir, exist_ok=True)
@@ -209,7 +219,7 @@ def write(
         data_schema=json.loads(schema_string),
         read_version=state.snapshot.version if state.snapshot is not None else -1,
     )
-    version, planned = _commit(state, planned, mode=mode, txn=txn, options=opts)
+    version, planned = _commit(state, planned, mode=mode, properties=props)
     adds = planned.adds
     rows_written = sum(a.num_records or 0 for a in adds)
     revision_id = (planned.revision or revision).revision_id  # a rebase may have re-tagged it
@@ -225,18 +235,18 @@ def write(
 
 
 def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
-            txn: tuple[str, int] | None, options: WriteOptions) -> tuple[int, PlannedCommit]:
+            properties: CommitProperties) -> tuple[int, PlannedCommit]:
     """The write's Delta transaction; returns the committed version and the committed plan.
 
     An append that loses the race to a concurrent metadata change (another append opened a
     revision, a schema merge, the table was created meanwhile) is re-planned on the new snapshot
     and committed again (:func:`qbeast.rebase.commit_with_retries`); an overwrite replaces what
-    it read and fails instead. The caller's ``cancelled`` callback may stop the write right
-    before the commit. When nothing could be committed, the new files are deleted: nothing
+    it read and fails instead; ``properties.max_retries`` bounds the re-plans of an append. The
+    caller's ``cancelled`` callback may stop the write right before the commit. When nothing could be committed, the new files are deleted: nothing
     references them (:func:`qbeast.commit.commit_files`).
     """
-    info = {"userMetadata": options.user_metadata} if options.user_metadata is not None else None
     adds = planned.adds
+    txn = properties.transaction
     return commit_with_retries(
         state.log.table_path, planned, state.qbeast,
         lambda plan, snapshot: _transaction(state.log, plan, snapshot, mode=mode, txn=txn),
@@ -245,9 +255,10 @@ def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
         parameters={"mode": mode.capitalize(), "partitionBy": "[]"},
         metrics={"numFiles": len(adds), "numOutputRows": sum(a.num_records or 0 for a in adds),
                  "numOutputBytes": sum(a.size for a in adds)},
-        info=info,
-        before_commit=lambda: options.check_cancelled(state.log.table_path, "the commit"),
-        max_retries=0 if mode == "overwrite" else DEFAULT_REPLAN_RETRIES,
+        info=properties.info(),
+        before_commit=lambda: properties.check_cancelled(f"write to {state.log.table_path}",
+                                                         "the commit"),
+        max_retries=0 if mode == "overwrite" else properties.max_retries,
     )
 
 
