@@ -25,6 +25,7 @@ from qbeast.errors import InvalidOptionError, check_cancelled
 
 if TYPE_CHECKING:
     from qbeast.delta.log import DeltaLog
+    from qbeast.delta.snapshot import Snapshot
 
 logger = logging.getLogger("qbeast.commit")
 
@@ -69,6 +70,25 @@ class CommitProperties:
     def info(self) -> dict[str, Any] | None:
         """The extra ``commitInfo`` fields these properties add (``userMetadata``), or None."""
         return None if self.user_metadata is None else {"userMetadata": self.user_metadata}
+
+    def done_before(self, snapshot: Snapshot | None) -> str | None:
+        """Why the operation is skipped, when the table at ``snapshot`` already holds this
+        application's transaction at ``app_version`` or later (None: no transaction given, no
+        table yet, or not done: go on). Every writing operation asks this first."""
+        txn = self.transaction
+        if txn is None or snapshot is None:
+            return None
+        done = snapshot.txn_version(txn[0])
+        if done is None or done < txn[1]:
+            return None
+        return f"skipped: application {txn[0]!r} already committed transaction {done} (asked {txn[1]})"
+
+    def stamp(self, transaction: Transaction) -> Transaction:
+        """``transaction`` with this application's transaction recorded (Delta's ``txn``
+        action), so a later call with the same ``app_version`` is skipped."""
+        if self.transaction is not None:
+            transaction.set_transaction(*self.transaction)
+        return transaction
 
     def check_cancelled(self, what: str, before: str) -> None:
         """Raise ``WriteCancelled`` when the caller's ``cancelled`` callback says to stop."""

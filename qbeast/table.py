@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from qbeast.commit import CommitProperties
+from qbeast.commit import commit_properties as properties
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError
@@ -142,13 +144,12 @@ class QbeastTable:
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 
     def delete(self, condition: str | ex.Expression | None = None, *,
-               commit_properties: Any = None):
+               commit_properties: CommitProperties | None = None):
         """Delete the rows where ``condition`` is true (SQL text or a core expression; all rows
         when None), rewriting only the files that hold such rows. One commit; returns a
         :class:`qbeast.operations.rowlevel.RowLevelResult` (``version`` None if no row matched).
         ``commit_properties`` (a :class:`qbeast.CommitProperties`) sets how it commits.
         """
-        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import delete_rows
 
         return delete_rows(self.spark, self.path, condition,
@@ -156,13 +157,12 @@ class QbeastTable:
 
     def update(self, condition: str | ex.Expression | None = None, *,
                set: dict[str, Any],  # noqa: A002 - Delta Lake's name for it
-               commit_properties: Any = None):
+               commit_properties: CommitProperties | None = None):
         """Set columns of the rows where ``condition`` is true: ``set={"col": "SQL expression"}``
         (or pyspark Columns). Rows whose indexed columns change are re-indexed by an append in
         the same commit; the others stay in their cubes. ``commit_properties`` as for
         :meth:`delete`.
         """
-        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import update_rows
 
         return update_rows(self.spark, self.path, condition, set,
@@ -180,7 +180,7 @@ class QbeastTable:
         target_predicate: str | None = None,
         user_metadata: str | None = None,
         cancelled: Any = None,
-        commit_properties: Any = None,
+        commit_properties: CommitProperties | None = None,
     ):
         """Upsert the DataFrame ``source`` into the table in one commit.
 
@@ -196,7 +196,6 @@ class QbeastTable:
         (a callable checked between the phases and right before the commit, as ``qbeast.write``
         does) are shorthands for two of its fields.
         """
-        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import merge_rows
 
         return merge_rows(
@@ -209,7 +208,7 @@ class QbeastTable:
 
     def delete_insert(self, source: Any, on: str | list[str], *,
                       target_predicate: str | None = None, user_metadata: str | None = None,
-                      cancelled: Any = None, commit_properties: Any = None):
+                      cancelled: Any = None, commit_properties: CommitProperties | None = None):
         """Replace the rows of the keys in ``source``: delete every target row whose key (``on``:
         a column or a list of columns, compared with ``=``) occurs in the DataFrame ``source``,
         then insert all source rows through the indexed append, in one commit.
@@ -219,7 +218,6 @@ class QbeastTable:
         can be deleted; ``commit_properties``, ``user_metadata`` and ``cancelled`` as for
         :meth:`merge`. Returns a :class:`qbeast.operations.rowlevel.RowLevelResult`.
         """
-        from qbeast.commit import commit_properties as properties
         from qbeast.operations.rowlevel import delete_insert_rows
 
         return delete_insert_rows(
@@ -236,6 +234,7 @@ class QbeastTable:
         files: list[str] | None = None,
         max_rewrite_ratio: float | None = None,
         merge_revisions: bool = False,
+        commit_properties: CommitProperties | None = None,
     ):
         """Rewrite files so every cube of the revision has one block (latest revision by default).
 
@@ -245,13 +244,15 @@ class QbeastTable:
         that many bytes per byte appended since the last one (tiered maintenance, as dbt's
         ``optimize_after_run`` runs it; it also merges older revisions into the latest one
         within that budget); ``merge_revisions=True`` re-indexes every older revision inside the
-        latest one's space into it, then lays it out. Returns a
+        latest one's space into it, then lays it out. ``commit_properties`` (a
+        :class:`qbeast.CommitProperties`) sets how its commits are made. Returns a
         :class:`qbeast.operations.OptimizeResult`.
         """
         from qbeast.operations.optimize import optimize_table
 
         return optimize_table(self.spark, self.path, revision_id=revision_id, fraction=fraction, files=files,
-                              max_rewrite_ratio=max_rewrite_ratio, merge_revisions=merge_revisions)
+                              max_rewrite_ratio=max_rewrite_ratio, merge_revisions=merge_revisions,
+                              commit_properties=commit_properties)
 
     def vacuum(
         self,

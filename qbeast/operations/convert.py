@@ -27,6 +27,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from qbeast.commit import CommitProperties
+from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.columns import resolve_name, schema_fields, type_name
 from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revision
 from qbeast.core.transformers import parse_columns_to_index
@@ -73,6 +75,7 @@ def convert_to_qbeast(
     columns_to_index: str | Sequence[str],
     cube_size: int | None = None,
     source_format: str | None = None,
+    commit_properties: CommitProperties | None = None,
 ) -> ConvertResult:
     """Turn the parquet folder or Delta table at ``path`` into a Qbeast table (no data rewritten).
 
@@ -80,9 +83,13 @@ def convert_to_qbeast(
     revision records only names; the transformer of each column is chosen by the first indexed
     write. ``cube_size`` defaults to ``spark.qbeast.index.defaultCubeSize`` (5,000,000).
     ``source_format`` is ``"parquet"``, ``"delta"`` or None to detect it from the ``_delta_log``
-    folder.
+    folder. ``commit_properties`` (:class:`qbeast.CommitProperties`): user metadata and the
+    application transaction recorded by the commit, the re-plans allowed when a Delta source's
+    metadata changes meanwhile, and a ``cancelled`` callback checked right before the commit. A
+    convert is idempotent by itself (a Qbeast table has nothing to convert).
     """
     check_path(path)
+    props = commit_properties_of(commit_properties)
     fmt = _check_source_format(source_format)
     columns = _check_columns(columns_to_index)
     size = check_optional_int(cube_size, "cube_size", 1)
@@ -99,8 +106,8 @@ def convert_to_qbeast(
         if fmt == "parquet":
             logger.info("convert %s: the folder already holds a Delta log; converting it as Delta",
                         log.table_path)
-        return _convert_delta(log, path, columns, size)
-    return _convert_parquet(spark, log, path, columns, size)
+        return _convert_delta(log, path, columns, size, props)
+    return _convert_parquet(spark, log, path, columns, size, props)
 
 
 # -- arguments ----------------------------------------------------------------------------------
@@ -176,12 +183,13 @@ def _qbeast_properties(table_id: str, columns: list[str], cube_size: int) -> dic
 
 
 def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: int,
-                   retries: int = 3) -> ConvertResult:
+                   props: CommitProperties) -> ConvertResult:
     """The metadata-only commit; re-run on a fresh snapshot if another commit changed the
-    metadata first (a concurrent convert makes this one a no-op)."""
+    metadata first (a concurrent convert makes this one a no-op), ``props.max_retries`` times."""
+    retries = props.max_retries
     for attempt in range(retries + 1):
         try:
-            return _convert_delta_once(log, table_id, columns, cube_size)
+            return _convert_delta_once(log, table_id, columns, cube_size, props)
         except MetadataChangedError as exc:
             if attempt == retries:
                 raise
@@ -191,7 +199,7 @@ def _convert_delta(log: DeltaLog, table_id: str, columns: list[str], cube_size: 
 
 
 def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
-                        cube_size: int) -> ConvertResult:
+                        cube_size: int, props: CommitProperties) -> ConvertResult:
     snapshot = log.snapshot()
     configuration = snapshot.configuration
     if LAST_REVISION_KEY in configuration:
@@ -213,11 +221,9 @@ def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
     phase = Phase(logger, "convert", log.table_path, "metadata commit")
     properties = _qbeast_properties(table_id, columns, cube_size)
     metadata = dataclasses.replace(snapshot.metadata, configuration={**configuration, **properties})
-    version = (
-        log.start_transaction(snapshot)
-        .update_metadata(metadata)
-        .commit("SET TBLPROPERTIES", {"properties": properties})
-    )
+    transaction = props.stamp(log.start_transaction(snapshot).update_metadata(metadata))
+    props.check_cancelled(f"convert of {log.table_path}", "the commit")
+    version = transaction.commit("SET TBLPROPERTIES", {"properties": properties}, info=props.info())
     phase.done(version=version, files=snapshot.num_files)
     message = (
         f"converted the Delta table {log.table_path} to Qbeast at version {version}: "
@@ -231,7 +237,7 @@ def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
 
 
 def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
-                     cube_size: int) -> ConvertResult:
+                     cube_size: int, props: CommitProperties) -> ConvertResult:
     root = log.table_path  # LocalStorage resolves file: URIs to plain absolute paths
     if not os.path.isdir(root):
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
@@ -245,16 +251,13 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))
     phase = Phase(logger, "convert", log.table_path, "commit")
     metadata = Metadata.create(json.dumps(schema_json), [], _qbeast_properties(table_id, columns, cube_size))
-    version = (
-        log.start_transaction(None)
-        .update_metadata(metadata)
-        .add_actions(adds)
-        .commit(
-            "CONVERT",
-            {"numFiles": len(adds), "partitionedBy": "[]", "collectStats": True,
-             "sourceFormat": "parquet"},
-            metrics={"numConvertedFiles": len(adds)},
-        )
+    transaction = props.stamp(log.start_transaction(None).update_metadata(metadata).add_actions(adds))
+    props.check_cancelled(f"convert of {log.table_path}", "the commit")
+    version = transaction.commit(
+        "CONVERT",
+        {"numFiles": len(adds), "partitionedBy": "[]", "collectStats": True, "sourceFormat": "parquet"},
+        metrics={"numConvertedFiles": len(adds)},
+        info=props.info(),
     )
     phase.done(version=version)
     message = (

@@ -198,11 +198,8 @@ def optimize_table(
         )
     started = time.perf_counter()
     notes: list[str] = []
-    txn = props.transaction
-    done = snapshot.delta.txn_version(txn[0]) if txn is not None else None
-    if txn is not None and done is not None and done >= txn[1]:
-        note = (f"skipped: application {txn[0]!r} already committed transaction {done} "
-                f"(asked {txn[1]})")
+    note = props.done_before(snapshot.delta)
+    if note is not None:
         logger.info("optimize %s: %s", snapshot.table_path, note)
         return OptimizeResult(snapshot.table_path, (), (note,))
     props.check_cancelled(f"optimize of {snapshot.table_path}", "rewriting files")
@@ -536,7 +533,7 @@ def _commit(snapshot: QbeastSnapshot, *, props: CommitProperties, revision_id: i
         return parameters
 
     version, planned = commit_with_retries(
-        table, planned, snapshot, lambda plan, fresh: _transaction(plan, fresh, props.transaction),
+        table, planned, snapshot, lambda plan, fresh: props.stamp(_transaction(plan, fresh)),
         what="optimize",
         operation=OPTIMIZE_OPERATION,
         parameters=parameters_for,
@@ -556,10 +553,8 @@ def _commit(snapshot: QbeastSnapshot, *, props: CommitProperties, revision_id: i
                                 rows, blocks_removed, blocks_added)
 
 
-def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None,
-                 txn: tuple[str, int] | None) -> Transaction:
-    """The transaction of an optimize plan on top of ``snapshot``, its new files aside, with
-    the caller's idempotent application transaction ``txn``."""
+def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None) -> Transaction:
+    """The transaction of an optimize plan on top of ``snapshot``, its new files aside."""
     if snapshot is None:
         raise NotAQbeastTableError("the table disappeared while it was being optimized")
     transaction = snapshot.delta.log.start_transaction(snapshot.delta)
@@ -568,8 +563,6 @@ def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None,
         transaction.update_metadata(metadata)
     transaction.mark_files_read(f.path for f in planned.removes)
     transaction.add_actions([f.remove(data_change=False) for f in planned.removes])
-    if txn is not None:
-        transaction.set_transaction(*txn)
     return transaction
 
 

@@ -347,11 +347,9 @@ class _Operation:
                 f"{snapshot.table_path} still holds pre-0.6 Qbeast metadata; run "
                 f"qbeast.upgrade_format on it before a {name.lower()}")
         op = cls(ChangeScan(spark, snapshot), snapshot, name, time.perf_counter(), properties)
-        txn = properties.transaction
-        done = snapshot.delta.txn_version(txn[0]) if txn is not None else None
-        if txn is not None and done is not None and done >= txn[1]:
-            logger.info("%s %s: application %r already committed transaction %d (asked: %d); "
-                        "skipped", name.lower(), op.path, txn[0], done, txn[1])
+        skipped = properties.done_before(snapshot.delta)
+        if skipped is not None:
+            logger.info("%s %s: %s", name.lower(), op.path, skipped)
             op.skipped = op.result(dict.fromkeys(FATES, 0), 0, [], [])
         return op
 
@@ -559,9 +557,7 @@ class _Operation:
         transaction.mark_files_read(a.path for a in candidates)
         transaction.add_actions([a.remove(data_change=True) for a in planned.removes])
         transaction.add_actions(replacements)
-        if self.properties.transaction is not None:
-            transaction.set_transaction(*self.properties.transaction)
-        return transaction
+        return self.properties.stamp(transaction)
 
 
 # -- helpers --------------------------------------------------------------------------------------

@@ -36,6 +36,8 @@ import json
 import logging
 from dataclasses import dataclass
 
+from qbeast.commit import CommitProperties
+from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
 from qbeast.core.blocks import BLOCKS_TAG, REVISION_TAG, Block, TagFormat, decode_tags
 from qbeast.core.revision import LAST_REVISION_KEY, REPLICATED_SET_PREFIX
@@ -136,13 +138,19 @@ def _blocks_json(blocks: tuple[Block, ...]) -> str:
     )
 
 
-def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
+def upgrade_format(path: str, dry_run: bool = False,
+                   commit_properties: CommitProperties | None = None) -> UpgradeResult:
     """Upgrade the Qbeast metadata of the table at ``path`` in place (one commit, data untouched).
 
     With ``dry_run=True`` nothing is written and the result lists what would change.
+    ``commit_properties`` (:class:`qbeast.CommitProperties`): user metadata and the application
+    transaction recorded by the commit, and a ``cancelled`` callback checked right before it. An
+    upgrade is idempotent by itself (a second one finds nothing to change), so it is never
+    skipped for an application version already committed.
     """
     check_path(path)
     check_bool(dry_run, "dry_run")
+    props = commit_properties_of(commit_properties)
     log = DeltaLog.for_path(path)
     snapshot = log.snapshot()
     configuration = snapshot.configuration
@@ -179,7 +187,7 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
         return result
     snapshot.check_writable()
     phase = Phase(logger, "upgrade", log.table_path, "commit")
-    transaction = log.start_transaction(snapshot)
+    transaction = props.stamp(log.start_transaction(snapshot))
     if removed or cleaned:
         kept = {k: v for k, v in configuration.items() if k not in removed}
         schema_string = (json.dumps(without_engine_metadata(snapshot.schema)) if cleaned
@@ -190,11 +198,13 @@ def upgrade_format(path: str, dry_run: bool = False) -> UpgradeResult:
     # removed one of them meanwhile, or the re-add would resurrect a deleted file.
     transaction.mark_files_read(a.path for a in new_adds)
     transaction.add_actions(new_adds)
+    props.check_cancelled(f"upgrade of {log.table_path}", "the commit")
     version = transaction.commit(
         UPGRADE_OPERATION,
         {"removedProperties": list(removed), "retaggedFiles": len(changes),
          **({"cleanedColumns": list(cleaned)} if cleaned else {})},
         metrics={"numRetaggedFiles": len(changes), "numRemovedProperties": len(removed)},
+        info=props.info(),
     )
     phase.done(version=version, files=len(changes))
     return UpgradeResult(log.table_path, False, snapshot.version, version, removed, tuple(changes),

@@ -215,3 +215,29 @@ def test_index_columns_match_case_insensitively_as_for_write(spark, tmp_path):
     assert {r.user_id for r in filtered.collect()} == expected
     sampled = table.sample(0.3).count()
     assert 0 < sampled < 1000
+
+
+def test_convert_commits_with_properties(spark, tmp_path):
+    """Both kinds of convert record the caller's user metadata and application transaction in
+    their one commit; a cancelled callback stops them before it, leaving no Delta log behind."""
+    from qbeast import CommitProperties
+    from qbeast.errors import WriteCancelled
+    from qbeast.operations.maintenance import table_history
+
+    root = tmp_path / "pq"
+    parquet_folder(root, parts=2)
+    with pytest.raises(WriteCancelled):
+        convert_to_qbeast(spark, str(root), ["id"], commit_properties=CommitProperties(cancelled=lambda: True))
+    assert not DeltaLog.for_path(str(root)).table_exists()
+    props = CommitProperties(user_metadata="onboarding", app_id="convert-job", app_version=1)
+    result = convert_to_qbeast(spark, str(root), ["id"], commit_properties=props)
+    assert result.converted and table_history(str(root))[0].user_metadata == "onboarding"
+    assert QbeastSnapshot.load(str(root)).delta.txn_version("convert-job") == 1
+
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs writes the source Delta table")
+    path = str(tmp_path / "delta")
+    deltalake.write_deltalake(path, pa.table({"a": pa.array(range(50), pa.int64())}))
+    done = convert_to_qbeast(spark, path, "a", commit_properties=CommitProperties(
+        user_metadata="from-delta", app_id="convert-job", app_version=2))
+    assert done.version == 1 and table_history(path)[0].user_metadata == "from-delta"
+    assert QbeastSnapshot.load(path).delta.txn_version("convert-job") == 2

@@ -103,3 +103,25 @@ def test_upgraded_table_samples_and_optimizes(spark, tmp_path):
     assert check_index(spark, str(path)) == {1: 4000}
     for f in (0.1, 0.25, 0.6):
         assert sorted(r.id for r in table.sample(f).select("id").collect()) == expected_sample(rows, f)
+
+
+def test_upgrade_commits_with_properties(spark, tmp_path):
+    """The upgrade's one commit carries the caller's user metadata and application transaction,
+    and a cancelled callback stops it before the commit, leaving the table as it was."""
+    from qbeast import CommitProperties
+    from qbeast.errors import WriteCancelled
+    from qbeast.operations.maintenance import table_history
+
+    path = tmp_path / "legacy"
+    legacy_table(spark, path)
+    before = QbeastSnapshot.load(str(path)).version
+    with pytest.raises(WriteCancelled):
+        upgrade_format(str(path), commit_properties=CommitProperties(cancelled=lambda: True))
+    assert QbeastSnapshot.load(str(path)).version == before
+
+    props = CommitProperties(user_metadata="format-upgrade", app_id="ops", app_version=3)
+    result = upgrade_format(str(path), commit_properties=props)
+    entry = table_history(str(path))[0]
+    assert entry.version == result.version == before + 1
+    assert entry.user_metadata == "format-upgrade"
+    assert QbeastSnapshot.load(str(path)).delta.txn_version("ops") == 3

@@ -335,9 +335,16 @@ class QbeastAdapter(SparkAdapter):
             column_stats=model_config.column_stats,
             merge_schema=merge_schema,
             non_finite=model_config.non_finite,
-            user_metadata=write_marker(relation.render()),
-            cancelled=self._qbeast_connections.cancel_requested,
+            commit_properties=self._commit_properties(relation),
         )
+
+    def _commit_properties(self, relation: QbeastRelation) -> Any:
+        """How the adapter's engine commits are made: marked as this model's (the folder's owner,
+        :func:`write_marker`), and abandoned before the commit once dbt is interrupted."""
+        import qbeast
+
+        return qbeast.CommitProperties(user_metadata=write_marker(relation.render()),
+                                       cancelled=self._qbeast_connections.cancel_requested)
 
     def _change_rows(self, spark: Any, df: Any, folder: str, mode: str, merge_schema: bool,
                      model_config: QbeastModelConfig, relation: QbeastRelation) -> Tuple[str, int]:
@@ -354,13 +361,11 @@ class QbeastAdapter(SparkAdapter):
         strategy = "delete+insert" if mode == "delete_insert" else mode
         table = qbeast.QbeastTable.for_path(spark, folder)
         self._check_indexed_columns(table, model_config)
-        marker = write_marker(relation.render())
-        cancelled = self._qbeast_connections.cancel_requested
         with model_errors(name, f"qbeast {strategy}"):
             if merge_schema:
                 self._append_or_overwrite(df.limit(0), folder, "append", True, model_config, relation)
-            common = dict(target_predicate=model_config.target_predicate, user_metadata=marker,
-                          cancelled=cancelled)
+            common = dict(target_predicate=model_config.target_predicate,
+                          commit_properties=self._commit_properties(relation))
             if mode == "merge":
                 result = table.merge(
                     df, on=list(model_config.unique_key),

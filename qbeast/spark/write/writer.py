@@ -141,7 +141,6 @@ def write(
     opts = WriteOptions.parse(options)
     props = commit_properties_of(commit_properties, txn_app_id=txn_app_id, txn_version=txn_version,
                                  **{k: options[k] for k in COMMIT_OPTIONS if k in options})
-    txn = props.transaction
     if cube_size is not None:
         check_positive_int("cube_size", cube_size)
     if not isinstance(path, str) or not path:
@@ -150,16 +149,10 @@ def write(
     spark = df.sparkSession
 
     state = TableState.load(path)
-    if txn is not None and state.snapshot is not None:
-        done = state.snapshot.txn_version(txn[0])
-        if done is not None and done >= txn[1]:
-            logger.info(
-                "write %s: skipped, application %r already committed transaction %d (asked %d)",
-                path, txn[0], done, txn[1],
-            )
-            return WriteResult(
-                state.snapshot.version, state.latest_revision_id or 0, (), 0, 0, skipped=True
-            )
+    skipped = props.done_before(state.snapshot)
+    if skipped is not None and state.snapshot is not None:
+        logger.info("write %s: %s", path, skipped)
+        return WriteResult(state.snapshot.version, state.latest_revision_id or 0, (), 0, 0, skipped=True)
     if mode == "append" and state.exists and not state.is_qbeast:
         raise InvalidOptionError(
             f"{path} is a Delta table without Qbeast metadata (no {LAST_REVISION_KEY}); convert it "
@@ -246,10 +239,9 @@ def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
     references them (:func:`qbeast.commit.commit_files`).
     """
     adds = planned.adds
-    txn = properties.transaction
     return commit_with_retries(
         state.log.table_path, planned, state.qbeast,
-        lambda plan, snapshot: _transaction(state.log, plan, snapshot, mode=mode, txn=txn),
+        lambda plan, snapshot: properties.stamp(_transaction(state.log, plan, snapshot, mode=mode)),
         what="write",
         operation="WRITE",
         parameters={"mode": mode.capitalize(), "partitionBy": "[]"},
@@ -263,7 +255,7 @@ def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
 
 
 def _transaction(log: DeltaLog, planned: PlannedCommit, snapshot: QbeastSnapshot | None, *,
-                 mode: str, txn: tuple[str, int] | None) -> Transaction:
+                 mode: str) -> Transaction:
     """The transaction of ``planned`` on top of ``snapshot`` (None: a new table), files aside.
 
     Metadata is written only when the plan records a schema or opens a revision: plain appends
@@ -286,8 +278,6 @@ def _transaction(log: DeltaLog, planned: PlannedCommit, snapshot: QbeastSnapshot
                                 lambda schema, config: Metadata.create(schema, [], config))
         if metadata is not None:
             transaction.update_metadata(metadata)
-    if txn is not None:
-        transaction.set_transaction(*txn)
     return transaction
 
 
