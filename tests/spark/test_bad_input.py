@@ -77,7 +77,7 @@ CASES = [
         r"unknown write option\(s\) \['mergeSchema'\]; allowed options: \['buffer_capacity'"),
     Bad("qbeast.write(df, path, merge_schema='yes')",
         lambda s, p, d: qbeast.write(_df(s), p, merge_schema="yes"),
-        r"merge_schema must be True or False, got 'yes'"),
+        r"merge_schema must be true or false, got 'yes'"),
     Bad("qbeast.write(df, path, txn_app_id='etl')", lambda s, p, d: qbeast.write(_df(s), p, txn_app_id="etl"),
         r"txn_app_id and txn_version must be given together"),
     Bad("qbeast.write(df, path, column_stats='not json')",

@@ -54,23 +54,19 @@ class WriteOptions:
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidOptionError(
-                f"unknown write option(s) {unknown}; allowed options: {sorted(allowed)}"
+                f"unknown write option(s) {unknown}; allowed options: {sorted(allowed)}",
+                option=unknown[0], value=options[unknown[0]], allowed=sorted(allowed),
             )
-        merge = options.get("merge_schema", False)
-        if not isinstance(merge, bool):
-            raise InvalidOptionError(f"merge_schema must be True or False, got {merge!r}")
+        merge = checks.check_bool("merge_schema", options.get("merge_schema", False))
         capacity = options.get("buffer_capacity")
         if capacity is not None:
             check_positive_int("buffer_capacity", capacity)
         sample_rows = options.get("estimation_sample_rows")
         if sample_rows is not None:
             check_non_negative_int("estimation_sample_rows", sample_rows)
-        non_finite = options.get("non_finite", "fail")
-        if not isinstance(non_finite, str) or non_finite.lower() not in NON_FINITE_CHOICES:
-            raise InvalidOptionError(
-                f"non_finite must be one of {list(NON_FINITE_CHOICES)}, got {non_finite!r}"
-            )
-        return cls(merge, capacity, sample_rows, non_finite.lower())
+        non_finite = checks.check_one_of("non_finite", options.get("non_finite", "fail"), NON_FINITE_CHOICES,
+                                         ignore_case=True)
+        return cls(merge, capacity, sample_rows, non_finite)
 
 
 #: The checks of write arguments are the engine's shared ones (one wording, structured fields);

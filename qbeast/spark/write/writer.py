@@ -156,7 +156,8 @@ def write(
     if mode == "append" and state.exists and not state.is_qbeast:
         raise InvalidOptionError(
             f"{path} is a Delta table without Qbeast metadata (no {LAST_REVISION_KEY}); convert it "
-            "with qbeast.convert_to_qbeast(...) first, or write with mode='overwrite'"
+            "with qbeast.convert_to_qbeast(...) first, or write with mode='overwrite'",
+            option="mode", value=mode, allowed=["overwrite"],
         )
     base = state.latest_revision if mode == "append" else None
     spec = index_spec(df.schema, columns_to_index, base)
@@ -344,7 +345,8 @@ def _align_schema(df: Any, state: TableState, mode: str,
         raise InvalidOptionError(
             f"the data has columns {[f.name for f in new]} that the table "
             f"{state.log.table_path} lacks; pass merge_schema=True to add them, or select only "
-            f"the table's columns {list(table_fields)}"
+            f"the table's columns {list(table_fields)}",
+            option="merge_schema", value=merge_schema, allowed=[True],
         )
     target = StructType(list(table_schema.fields) + new)
     columns = [
