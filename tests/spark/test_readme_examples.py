@@ -26,7 +26,8 @@ def _python_blocks() -> list[str]:
 def test_readme_has_the_engine_examples() -> None:
     blocks = _python_blocks()
     assert len(blocks) >= 2
-    assert "qbeast.write(" in blocks[0] and "table.optimize()" in blocks[1]
+    assert "qbeast.write(" in blocks[0] and any("table.optimize()" in b for b in blocks[1:])
+    assert any("qbeast.CommitProperties(" in b for b in blocks)
 
 
 def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -44,6 +45,11 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     assert len(sample.inputFiles()) < len(table.to_df().inputFiles())
     pruned = namespace["pruned"].collect()
     assert pruned and all(r.user_id < 1000 and 10 <= r.price <= 20 for r in pruned)
+
+    # the commit-properties example: recorded once, the second call with the same version skipped
+    events_log = QbeastSnapshot.load(str(tmp_path / "events")).delta
+    assert events_log.txn_version("loader") == 42
+    assert "\nTrue\n" in printed
 
     # after optimize the latest revision is laid out: one block per cube and weight band
     status = QbeastSnapshot.load(str(tmp_path / "events")).index_status()
