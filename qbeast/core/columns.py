@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from qbeast.errors import InvalidOptionError
+
 #: Lower-cased column name -> (name as the table spells it, Spark type name).
 ColumnTypes = dict[str, tuple[str, str]]
 
@@ -46,6 +48,18 @@ def resolve_name(names: Sequence[str], name: str) -> str:
         return name
     folded = [n for n in names if n.lower() == name.lower()]
     return folded[0] if len(folded) == 1 else name
+
+
+def check_each_once(resolved: Sequence[str], given: Any, option: str = "columns_to_index") -> None:
+    """Refuse a column named twice once names are resolved (``Price`` and ``price`` are one
+    column): the same refusal for ``qbeast.write`` and ``convert_to_qbeast``."""
+    repeated = sorted({r for r in resolved if list(resolved).count(r) > 1})
+    if repeated:
+        raise InvalidOptionError(
+            f"{option} names column {repeated[0]!r} more than once (column names are "
+            "case-insensitive)",
+            option=option, value=given, allowed="each column at most once",
+        )
 
 
 def schema_fields(schema: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -29,7 +29,7 @@ import pyarrow.parquet as pq
 
 from qbeast.commit import CommitProperties
 from qbeast.commit import commit_properties as commit_properties_of
-from qbeast.core.columns import resolve_name, schema_fields, type_name
+from qbeast.core.columns import check_each_once, resolve_name, schema_fields, type_name
 from qbeast.core.revision import LAST_REVISION_KEY, revision_key, staging_revision
 from qbeast.core.transformers import parse_columns_to_index
 from qbeast.core.types import qdatatype_from_spark_name
@@ -161,13 +161,7 @@ def _schema_columns(schema_json: dict, columns: list[str], where: str) -> list[s
             f"columns_to_index {missing} are not columns of {where}; available columns: {available}",
             option="columns_to_index", value=missing, allowed=available,
         )
-    repeated = sorted({r for r in resolved if resolved.count(r) > 1})
-    if repeated:
-        raise InvalidOptionError(
-            f"columns_to_index names column {repeated[0]!r} more than once (column names are "
-            "case-insensitive)",
-            option="columns_to_index", value=columns, allowed="each column at most once",
-        )
+    check_each_once(resolved, columns)
     for column in resolved:
         kind = fields[column]["type"]
         qdatatype_from_spark_name(kind if isinstance(kind, str) else type_name(kind), column)

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.core.columns import resolve_name
+from qbeast.core.columns import check_each_once, resolve_name
 from qbeast.core.revision import (
     Revision,
     compute_revision_change,
@@ -50,13 +50,7 @@ def index_spec(schema, columns_to_index: str | Sequence[str] | None, base: Revis
         specs = [ColumnSpec(resolve_column(schema, s.name), s.type_name)
                  for s in parse_columns_to_index(columns_to_index)]
         names = [s.name for s in specs]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise InvalidOptionError(
-                f"columnsToIndex names column {repeated[0]!r} more than once (column names are "
-                "case-insensitive)",
-                option="columns_to_index", value=columns_to_index, allowed="each column at most once",
-            )
+        check_each_once(names, columns_to_index)
     fields = {f.name: f for f in schema.fields}
     data_types: dict[str, QDataType] = {}
     for name in names:
