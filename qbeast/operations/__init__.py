@@ -1,5 +1,5 @@
 """Table operations on Qbeast tables: convert, format upgrade, optimize, vacuum, history, metrics,
-and the row-level changes delete, update and merge.
+and the row-level changes delete, update, merge and delete+insert.
 
 Each operation is a plain function taking a table path (and the Spark session when it runs Spark
 jobs), validating its arguments and returning a small result object with ``to_dict()`` and a
@@ -29,6 +29,7 @@ _LAZY = {
     "delete_rows": "qbeast.operations.rowlevel",
     "update_rows": "qbeast.operations.rowlevel",
     "merge_rows": "qbeast.operations.rowlevel",
+    "delete_insert_rows": "qbeast.operations.rowlevel",
     "RowLevelResult": "qbeast.operations.rowlevel",
 }
 

@@ -80,8 +80,9 @@ logger = logging.getLogger("qbeast.spark.write.writer")
 class WriteResult:
     """What a write committed: Delta ``version``, the revision written into, files, rows, blocks.
 
-    ``skipped`` is True when ``txn_app_id``/``txn_version`` showed the write was already committed
-    (nothing was written; ``version`` is then the table's current version).
+    ``skipped`` is True when the commit properties' application transaction (``app_id`` /
+    ``app_version``, or the ``txn_app_id`` / ``txn_version`` shorthands) showed the write was
+    already committed (nothing was written; ``version`` is then the table's current version).
     """
 
     version: int | None
