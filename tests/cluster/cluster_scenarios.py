@@ -115,7 +115,7 @@ def worker_engine_origins(spark: Any, tasks: int = 4) -> list[str]:
 
 def session_capabilities(spark: Any) -> dict[str, int]:
     """What the classic/Connect helpers of qbeast.spark.session report for this session."""
-    from qbeast.spark.session import default_parallelism, partition_count
+    from qbeast.spark.runtime import default_parallelism, partition_count
 
     return {
         "default_parallelism": default_parallelism(spark),

@@ -132,7 +132,8 @@ def build_example_project(cluster_dir: Path, worker_python: str):
 @pytest.fixture(scope="session")
 def embedded_dbt_build(spark, cluster_dir: Path) -> dict[str, Any]:
     """The example project built in this process on the shared local session (the baseline)."""
-    from qbeast.spark.session import ENGINE_DEFAULTS, restored_confs
+    from qbeast.spark.runtime import restored_confs
+    from qbeast.spark.session import ENGINE_DEFAULTS
 
     project = copy_project(cluster_dir / "dbt-embedded", {"embedded": qbeast_target()})
     # The adapter re-applies the engine's runtime defaults to the shared session (e.g. 8 shuffle

@@ -20,12 +20,8 @@ sys.path.insert(0, str(HERE))
 from cluster_processes import python_without_installed_engine  # noqa: E402
 
 from qbeast.errors import InvalidOptionError  # noqa: E402
-from qbeast.spark.session import (  # noqa: E402
-    connect_session_conf,
-    default_parallelism,
-    partition_count,
-    session_conf,
-)
+from qbeast.spark.runtime import default_parallelism, partition_count  # noqa: E402
+from qbeast.spark.session import connect_session_conf, session_conf  # noqa: E402
 from qbeast.spark.shipping import (  # noqa: E402
     SHIP_ENGINE_KEY,
     build_engine_archive,

@@ -159,7 +159,7 @@ def test_writes_in_threads_of_one_session_keep_each_others_and_the_users_setting
     import pyarrow.parquet as pq
 
     from qbeast import QbeastTable
-    from qbeast.spark.session import restored_confs
+    from qbeast.spark.runtime import restored_confs
 
     keys = {"spark.sql.files.maxRecordsPerFile": "777",
             "spark.sql.parquet.outputTimestampType": "INT96",

@@ -138,7 +138,7 @@ def test_sampled_estimation_keeps_the_invariants_and_the_cube_sizes(spark, tmp_p
 
 def test_estimation_sample_rows_session_conf(spark, tmp_path, caplog):
     from qbeast.errors import InvalidOptionError
-    from qbeast.spark.session import restored_confs
+    from qbeast.spark.runtime import restored_confs
 
     df = _uniform(spark, 30_000, seed=2)
     key = "spark.qbeast.index.estimationSampleRows"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from qbeast.spark.session import scoped_confs
+from qbeast.spark.runtime import scoped_confs
 
 
 class _Conf:

@@ -54,7 +54,7 @@ from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
 from qbeast.spark import settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
-from qbeast.spark.session import scoped_confs
+from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.write.describe import (
     STAGING_FILE_COLUMN,

@@ -39,7 +39,7 @@ from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import settings
 from qbeast.spark.write.arrow_jobs import map_in_arrow
-from qbeast.spark.session import scoped_confs
+from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
 from qbeast.spark.write.describe import float_stats_columns
 from qbeast.spark.write.staging import write_plan_files
