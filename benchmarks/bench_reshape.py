@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import shutil
 import statistics
@@ -117,7 +118,8 @@ def read_amounts(results: dict) -> dict[str, object]:
         out[f"sample {f['fraction']}"] = (f["qbeast"]["files"], f["qbeast"]["bytes"], f["qbeast"]["rows"])
     for shape in results["sql"]["shapes"]:
         for c in shape["contenders"]:
-            out[f"sql {_shape(shape['shape'])}: {c['name']}"] = (c["files"], c["bytes"], c["rows"])
+            if c["name"] != "native parquet":  # Spark's own TABLESAMPLE draws other rows each run
+                out[f"sql {_shape(shape['shape'])}: {c['name']}"] = (c["files"], c["bytes"], c["rows"])
     return out
 
 
@@ -128,6 +130,12 @@ def verdict(base: list[float], branch: list[float]) -> str:
     if max(branch) < min(base):
         return "faster"
     return "noise"
+
+
+def separation_by_chance(n: int) -> float:
+    """The chance that ``n`` runs of each of two trees that perform alike fall into ranges that do
+    not overlap: 2 of the C(2n, n) equally likely orders of the 2n runs."""
+    return 2 / math.comb(2 * n, n)
 
 
 def render(runs: dict[str, list[dict]], order: list[str], revisions: dict[str, str], elapsed_s: float) -> str:
@@ -148,7 +156,9 @@ def render(runs: dict[str, list[dict]], order: list[str], revisions: dict[str, s
         f"and on `{revisions['branch']}` (A), run in the order {' '.join(order)}; {elapsed_s / 60:.0f} minutes",
         "in all. Each number is the median of a tree's runs (each run already takes medians of its",
         "repetitions); `range` is the lowest and highest run. `verdict` is `slower` or `faster` only",
-        "where the two trees' ranges do not overlap.",
+        "where the two trees' ranges do not overlap; with "
+        f"{len(order) // 2} runs a side, two trees that perform alike are still",
+        f"told apart that way by chance for {100 * separation_by_chance(len(order) // 2):.1f}% of the metrics.",
         "",
         "Load during the runs (1-minute load average at the end of each section, 2 cores):",
         "",
@@ -184,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", required=True, help="the baseline revision (e.g. the commit before the reshape)")
     parser.add_argument("--branch", default="HEAD", help="the revision measured against it (default HEAD)")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds of B A A B halves (default 2: B A A B)")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="runs of each tree, alternated B A A B B A A B ... (default 4)")
     parser.add_argument("--output", default=str(HERE / "results" / "reshape.md"))
     args = parser.parse_args(argv)
     if args.rounds < 1:
