@@ -15,6 +15,7 @@ import logging
 import re
 import time
 from datetime import datetime, timezone
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from qbeast.delta.actions import CommitInfo, Metadata
@@ -22,7 +23,8 @@ from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
-from qbeast.delta.storage import LocalStorage, Storage
+from qbeast.delta.storage import Storage
+from qbeast.delta.stores import storage_for
 from qbeast.errors import InvalidOptionError
 
 if TYPE_CHECKING:
@@ -128,9 +130,13 @@ class DeltaLog:
         self.log_path = f"{table_path.rstrip('/')}/{LOG_DIR}"
 
     @classmethod
-    def for_path(cls, path: str, storage: Storage | None = None) -> DeltaLog:
-        """The log of the table at ``path`` (a local path or ``file:`` URI by default)."""
-        storage = storage or LocalStorage()
+    def for_path(cls, path: str, storage: Storage | None = None,
+                 options: Mapping[str, object] | None = None) -> DeltaLog:
+        """The log of the table at ``path``: a local path, a ``file:`` URI or an object-store
+        location (``s3://``, ``s3a://``, ``gs://``, ``abfss://``; ``options`` configure that store).
+
+        Without ``storage`` the location's scheme chooses one (:func:`storage_for`)."""
+        storage = storage or storage_for(path, options)
         return cls(storage.resolve(path), storage)
 
     def __repr__(self) -> str:

@@ -1,0 +1,387 @@
+"""Object stores (S3 and S3-compatible servers, GCS, Azure) behind the :class:`Storage` interface.
+
+Built on ``obstore``, the Python binding of the ``object_store`` crate that delta-rs uses, so the
+requests, retries, credential chains and conditional puts are those of a library made for this.
+The module knows bytes at paths only; nothing here is about Delta or Qbeast.
+
+Paths follow the interface: absolute, ``/``-separated, without scheme. The first component is the
+bucket (for Azure, ``container@account.dfs.core.windows.net``), the rest is the object key:
+``s3://bucket/t/_delta_log/0.json`` is ``/bucket/t/_delta_log/0.json`` in an S3 storage.
+
+``obstore`` is imported on first use, so that ``import qbeast.delta`` stays free of it for users
+whose tables live on a local disk.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from qbeast.delta.storage import FileStat, Storage
+from qbeast.errors import InvalidOptionError
+
+if TYPE_CHECKING:
+    from obstore import ObjectMeta
+    from obstore.store import ObjectStore
+
+logger = logging.getLogger(__name__)
+
+#: location scheme -> the store family serving it (``s3a`` is Hadoop's name for the same objects)
+SCHEMES: dict[str, str] = {"s3": "s3", "s3a": "s3", "gs": "gs", "abfss": "azure"}
+
+#: the family's canonical scheme, used when a path is turned back into a URI
+_FAMILY_SCHEME = {"s3": "s3", "gs": "gs", "azure": "abfss"}
+
+#: environment variable and option that allow commits on a store without conditional writes
+SINGLE_WRITER_ENV = "QBEAST_S3_SINGLE_WRITER"
+SINGLE_WRITER_OPTION = "single_writer"
+
+#: obstore HTTP-client settings, given as ``client_options`` rather than store configuration;
+#: deltalake-style keys (``AWS_ALLOW_HTTP``) are accepted too, the prefix is dropped
+_CLIENT_KEYS = frozenset({
+    "allow_http", "allow_invalid_certificates", "connect_timeout", "default_content_type",
+    "http1_only", "http2_keep_alive_interval", "http2_keep_alive_timeout",
+    "http2_keep_alive_while_idle", "http2_only", "pool_idle_timeout", "pool_max_idle_per_host",
+    "proxy_url", "proxy_ca_certificate", "proxy_excludes", "timeout", "user_agent",
+})
+_KEY_PREFIXES = ("aws_", "google_", "azure_")
+
+#: where an S3 endpoint may be set, in obstore's order of precedence (options, then environment)
+_S3_ENDPOINT_KEYS = ("aws_endpoint_url_s3", "endpoint", "aws_endpoint", "aws_endpoint_url")
+_S3_ENDPOINT_ENV = ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT")
+
+#: attempts of a conditional put that S3 answers with 409 ConditionalRequestConflict (another
+#: conditional write to the same key was in flight; AWS asks to retry, the retry then sees 412)
+_CONFLICT_RETRIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectLocation:
+    """A location split into store family, bucket (container) and key, from its URI."""
+
+    family: str
+    bucket: str
+    key: str
+
+    @property
+    def path(self) -> str:
+        """The scheme-less form used inside the storage: ``/bucket/key``."""
+        return f"/{self.bucket}/{self.key}" if self.key else f"/{self.bucket}"
+
+
+def scheme_of(location: str) -> str | None:
+    """The lower-cased URI scheme of a location, or None for a plain path."""
+    head, sep, _ = location.partition("://")
+    return head.lower() if sep and head and "/" not in head else None
+
+
+def parse_location(location: str) -> ObjectLocation:
+    """Split ``s3://``, ``s3a://``, ``gs://`` or ``abfss://`` locations; the one parser of them.
+
+    ``s3a://b/k`` is the same object as ``s3://b/k``. Azure's authority
+    ``container@account.dfs.core.windows.net`` is kept whole as the bucket component, because
+    the account is part of where the object lives.
+    """
+    scheme = scheme_of(location)
+    if scheme not in SCHEMES:
+        raise InvalidOptionError(
+            f"location {location!r} is not an object-store URI; supported schemes: "
+            f"{', '.join(f'{s}://' for s in SCHEMES)}",
+            option="location", value=location, allowed=[f"{s}://" for s in SCHEMES],
+        )
+    rest = location.split("://", 1)[1]
+    bucket, _, key = rest.partition("/")
+    if not bucket:
+        raise InvalidOptionError(
+            f"location {location!r} names no bucket; expected {scheme}://<bucket>/<path>",
+            option="location", value=location, allowed=f"{scheme}://<bucket>/<path>",
+        )
+    family = SCHEMES[scheme]
+    if family == "azure":
+        _azure_account(bucket, location)  # validated here, used when the store is built
+    key = key.strip("/")
+    if "//" in key:
+        raise InvalidOptionError(
+            f"location {location!r} has an empty path segment ('//'); object keys here are "
+            "'/'-separated names without empty parts",
+            option="location", value=location, allowed="a key without '//'",
+        )
+    return ObjectLocation(family, bucket, key)
+
+
+def _azure_account(authority: str, location: str) -> tuple[str, str]:
+    """``container@account.dfs.core.windows.net`` -> (container, account)."""
+    container, at, host = authority.partition("@")
+    account = host.split(".", 1)[0]
+    if not (at and container and account):
+        raise InvalidOptionError(
+            f"location {location!r}: expected abfss://<container>@<account>.dfs.core.windows.net/<path>",
+            option="location", value=location,
+            allowed="abfss://<container>@<account>.dfs.core.windows.net/<path>",
+        )
+    return container, account
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def _obstore() -> Any:
+    """The ``obstore`` module, imported on first use (see the module docstring)."""
+    import obstore
+
+    return obstore
+
+
+class ObjectStorage(Storage):
+    """One object-store family (S3, GCS or Azure), every bucket of it, through ``obstore``.
+
+    **Locations**: ``s3://bucket/key`` and ``s3a://bucket/key`` (same object), ``gs://bucket/key``,
+    ``abfss://container@account.dfs.core.windows.net/key``.
+
+    **Credentials and endpoint** come from the places obstore reads when a store is built: for S3
+    the AWS environment variables (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_SESSION_TOKEN``, ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, ``AWS_ENDPOINT_URL``), the
+    container and instance metadata services and web identity; for GCS ``GOOGLE_*`` variables and
+    application default credentials; for Azure ``AZURE_*`` variables. ``options`` override them
+    and take obstore's configuration keys (``endpoint``, ``access_key_id``, ``region``, ...), also
+    in deltalake's spelling (``AWS_ENDPOINT_URL``, ``AWS_ALLOW_HTTP``). An ``http://`` endpoint
+    turns on ``allow_http`` by itself: an S3-compatible server on a local network is the only
+    reason to name one.
+
+    **Put-if-absent** is the store's conditional write (S3 and Azure ``If-None-Match: *``, GCS
+    ``ifGenerationMatch=0``): the store, not this process, decides which of several writers
+    creates a commit. A store that refuses conditional writes (some S3-compatible servers answer
+    501 Not Implemented) is refused for commits with :class:`InvalidOptionError`, unless the
+    option ``single_writer=true`` or the environment variable ``QBEAST_S3_SINGLE_WRITER=true``
+    says only one writer ever commits to its tables; then put-if-absent falls back to a check
+    followed by a put, and a warning says so once per bucket. A server that silently ignores the
+    header cannot be told apart from one that honours it; do not share such a store between
+    writers.
+    """
+
+    def __init__(self, family: str, options: Mapping[str, object] | None = None) -> None:
+        if family not in _FAMILY_SCHEME:
+            raise InvalidOptionError(
+                f"object store family {family!r} is not supported; expected one of "
+                f"{sorted(_FAMILY_SCHEME)}", option="family", value=family, allowed=sorted(_FAMILY_SCHEME),
+            )
+        self.family = family
+        options = dict(options or {})
+        single = options.pop(SINGLE_WRITER_OPTION, None)
+        single = options.pop(SINGLE_WRITER_ENV.lower(), single)
+        single = options.pop(SINGLE_WRITER_ENV, single)
+        self.single_writer = _truthy(single if single is not None else os.environ.get(SINGLE_WRITER_ENV, ""))
+        self._config, self._client = self._split_options(options)
+        self._stores: dict[str, ObjectStore] = {}
+        self._no_conditional: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ construction
+
+    def _split_options(self, options: Mapping[str, object]) -> tuple[dict[str, object], dict[str, object]]:
+        """Store configuration and HTTP-client options, keys lower-cased as obstore wants them."""
+        config: dict[str, object] = {}
+        client: dict[str, object] = {}
+        for raw_key, value in options.items():
+            key = str(raw_key).lower()
+            bare = next((key[len(p):] for p in _KEY_PREFIXES if key.startswith(p)), key)
+            if bare in _CLIENT_KEYS:
+                client[bare] = value
+            else:
+                config[key] = value
+        if self.family == "s3" and "allow_http" not in client:
+            endpoint = next((str(config[k]) for k in _S3_ENDPOINT_KEYS if k in config), None)
+            endpoint = endpoint or next((os.environ[v] for v in _S3_ENDPOINT_ENV if os.environ.get(v)), None)
+            if endpoint and endpoint.lower().startswith("http://"):
+                client["allow_http"] = True
+        return config, client
+
+    def _store(self, bucket: str) -> ObjectStore:
+        with self._lock:
+            store = self._stores.get(bucket)
+            if store is None:
+                store = self._stores[bucket] = self._build(bucket)
+            return store
+
+    def _build(self, bucket: str) -> ObjectStore:
+        from obstore.exceptions import UnknownConfigurationKeyError
+        from obstore.store import AzureStore, GCSStore, S3Store
+
+        kwargs: dict[str, Any] = {"config": self._config or None, "client_options": self._client or None}
+        try:
+            if self.family == "s3":
+                return S3Store(bucket, **kwargs)
+            if self.family == "gs":
+                return GCSStore(bucket, **kwargs)
+            container, account = _azure_account(bucket, f"abfss://{bucket}")
+            return AzureStore(container, **kwargs, account_name=account)
+        except UnknownConfigurationKeyError as exc:
+            raise InvalidOptionError(f"storage option not known to the {self.family} store: {exc}",
+                                     option="storage_options") from exc
+
+    def __getstate__(self) -> dict[str, object]:
+        # stores and the lock are rebuilt on the other side (a Spark task, a worker process)
+        return {"family": self.family, "single_writer": self.single_writer,
+                "_config": self._config, "_client": self._client}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._stores, self._no_conditional, self._lock = {}, set(), threading.Lock()
+
+    # ------------------------------------------------------------------ paths
+
+    def resolve(self, location: str) -> str:
+        if not isinstance(location, str) or not location:
+            raise InvalidOptionError(f"object-store location must be a non-empty string, got {location!r}",
+                                     option="location", value=location)
+        if location.startswith("/"):  # already in this storage's form: resolving is idempotent
+            return location.rstrip("/") or "/"
+        parsed = parse_location(location)
+        if parsed.family != self.family:
+            raise InvalidOptionError(
+                f"location {location!r} belongs to the {parsed.family} store, not {self.family}",
+                option="location", value=location,
+            )
+        return parsed.path
+
+    def uri(self, path: str) -> str:
+        """The URI of a path of this storage (``/bucket/key`` -> ``s3://bucket/key``)."""
+        return f"{_FAMILY_SCHEME[self.family]}:/{path}"
+
+    def _split(self, path: str) -> tuple[ObjectStore, str]:
+        bucket, _, key = path.lstrip("/").partition("/")
+        if not bucket:
+            raise InvalidOptionError(f"path {path!r} names no bucket", option="path", value=path)
+        return self._store(bucket), key.strip("/")
+
+    @staticmethod
+    def _bucket_path(path: str) -> str:
+        return "/" + path.lstrip("/").partition("/")[0]
+
+    def _stat_of(self, bucket_path: str, meta: ObjectMeta) -> FileStat:
+        mtime_ms = int(meta["last_modified"].timestamp() * 1000)
+        return FileStat(meta["size"], mtime_ms, f"{bucket_path}/{meta['path']}", False)
+
+    # ------------------------------------------------------------------ reads
+
+    def read_bytes(self, path: str) -> bytes:
+        store, key = self._split(path)
+        try:
+            return bytes(_obstore().get(store, key).bytes())
+        except FileNotFoundError:
+            raise FileNotFoundError(path) from None
+
+    def list_dir(self, path: str) -> list[FileStat]:
+        store, key = self._split(path)
+        root = self._bucket_path(path)
+        listing = _obstore().list_with_delimiter(store, key or None)
+        out = [FileStat(0, 0, f"{root}/{prefix}", True) for prefix in listing["common_prefixes"]]
+        out += [self._stat_of(root, meta) for meta in listing["objects"]]
+        return out
+
+    def walk(self, path: str) -> Iterator[FileStat]:
+        store, key = self._split(path)
+        root = self._bucket_path(path)
+        for chunk in _obstore().list(store, key or None, chunk_size=1000):
+            for meta in chunk:
+                yield self._stat_of(root, meta)
+
+    def stat(self, path: str) -> FileStat:
+        store, key = self._split(path)
+        if key:
+            try:
+                return self._stat_of(self._bucket_path(path), _obstore().head(store, key))
+            except FileNotFoundError:
+                pass
+        if self._has_children(store, key):
+            return FileStat(0, 0, path.rstrip("/"), True)
+        raise FileNotFoundError(path)
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.stat(path)
+        except FileNotFoundError:
+            return False
+        return True
+
+    @staticmethod
+    def _has_children(store: ObjectStore, key: str) -> bool:
+        """Whether a "directory" exists: object stores have none, only keys under a prefix."""
+        for chunk in _obstore().list(store, key or None, chunk_size=1):
+            if chunk:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ writes
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        store, key = self._split(path)
+        _obstore().put(store, key, data)  # one PUT (or a multipart upload): atomic on object stores
+
+    def delete(self, path: str) -> None:
+        store, key = self._split(path)
+        try:
+            _obstore().delete(store, key)
+        except FileNotFoundError:
+            pass
+
+    def put_if_absent(self, path: str, data: bytes) -> bool:
+        store, key = self._split(path)
+        bucket = self._bucket_path(path)
+        if bucket in self._no_conditional:
+            return self._check_then_put(store, key, data)
+        from obstore.exceptions import AlreadyExistsError, GenericError, NotSupportedError, PreconditionError
+
+        for attempt in range(_CONFLICT_RETRIES):
+            try:
+                _obstore().put(store, key, data, mode="create")
+                return True
+            except (AlreadyExistsError, PreconditionError):
+                return False
+            except (NotImplementedError, NotSupportedError) as exc:
+                return self._without_conditional_put(bucket, store, key, data, exc)
+            except GenericError as exc:
+                text = str(exc)
+                if "ConditionalRequestConflict" in text and attempt + 1 < _CONFLICT_RETRIES:
+                    time.sleep(0.05 * 2**attempt)
+                    continue
+                if "501" in text or "NotImplemented" in text:
+                    return self._without_conditional_put(bucket, store, key, data, exc)
+                raise
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _without_conditional_put(self, bucket: str, store: ObjectStore, key: str, data: bytes,
+                                 cause: Exception) -> bool:
+        """A store that refused ``If-None-Match``: refused for commits unless single-writer."""
+        if not self.single_writer:
+            raise InvalidOptionError(
+                f"the object store of {self.uri(bucket)} refuses conditional writes "
+                f"(put-if-absent), so concurrent commits could overwrite each other; if only one "
+                f"writer ever commits to its tables, set the storage option "
+                f"{SINGLE_WRITER_OPTION}=true or the environment variable {SINGLE_WRITER_ENV}=true",
+                option=SINGLE_WRITER_OPTION, value=False, allowed=[True],
+            ) from cause
+        with self._lock:
+            first = bucket not in self._no_conditional
+            self._no_conditional.add(bucket)
+        if first:
+            logger.warning(
+                "object store of %s refuses conditional writes; %s is set, so commits use a check "
+                "followed by a put, safe only while a single writer commits", self.uri(bucket),
+                SINGLE_WRITER_ENV,
+            )
+        return self._check_then_put(store, key, data)
+
+    @staticmethod
+    def _check_then_put(store: ObjectStore, key: str, data: bytes) -> bool:
+        try:
+            _obstore().head(store, key)
+            return False
+        except FileNotFoundError:
+            _obstore().put(store, key, data)
+            return True

@@ -1,0 +1,341 @@
+"""The object-store backend against a real S3-compatible server: moto's, on loopback.
+
+Each test session (each xdist worker) starts one moto server on a free port and talks to it over
+HTTP, so every request goes through obstore's S3 client exactly as it would to AWS: signatures,
+``If-None-Match: *`` conditional puts, delimiter listings. moto 5.x honours ``If-None-Match: *``
+on PutObject (412 when the key exists); its existence check and its store are not under one lock,
+so it arbitrates concurrent puts by the timing of its request threads rather than atomically as
+S3 does. The race tests below count winners through the server's answers only.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from delta_helpers import SCHEMA, make_add
+from storage_contract import check_log_layer, check_storage_contract
+
+from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.errors import ConcurrentModificationError
+from qbeast.delta.log import DeltaLog
+from qbeast.delta.object_storage import ObjectStorage, parse_location
+from qbeast.delta.storage import LocalStorage
+from qbeast.delta.stores import storage_for
+from qbeast.errors import InvalidOptionError
+
+pytestmark = pytest.mark.objectstore
+
+BUCKET = "qbeast-tests"
+CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "testing", "region": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """An S3-compatible server on loopback for the whole session, with one bucket."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def options(moto_endpoint: str) -> dict[str, Any]:
+    """Storage options for moto; ``allow_http`` is left out on purpose (the http endpoint implies it)."""
+    return {"endpoint": moto_endpoint, **CREDENTIALS}
+
+
+@pytest.fixture
+def root() -> str:
+    """A fresh prefix in the bucket, so tests sharing the server never see each other's objects."""
+    return f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+
+
+# ---------------------------------------------------------------- the shared contract
+
+
+def test_storage_contract_on_s3(options: dict[str, Any], root: str) -> None:
+    storage = storage_for(root, options)
+    assert isinstance(storage, ObjectStorage)
+    check_storage_contract(storage, storage.resolve(root))
+
+
+def test_log_layer_on_s3(options: dict[str, Any], root: str) -> None:
+    check_log_layer(storage_for(root, options), f"{root}/table", lambda: int(time.time() * 1000) + 10_000)
+
+
+# ---------------------------------------------------------------- locations and options
+
+
+def test_locations_are_parsed_in_one_place() -> None:
+    assert parse_location("s3://b/k/x/").path == "/b/k/x"
+    assert parse_location("s3a://b/k") == parse_location("S3://b/k")  # Hadoop's name, same object
+    assert parse_location("gs://b").path == "/b"
+    az = parse_location("abfss://cont@acct.dfs.core.windows.net/t")
+    assert (az.family, az.bucket, az.key) == ("azure", "cont@acct.dfs.core.windows.net", "t")
+    storage = ObjectStorage("s3")
+    assert storage.resolve("s3a://b/t") == storage.resolve("s3://b/t/") == "/b/t"
+    assert storage.resolve("/b/t") == "/b/t" and storage.uri("/b/t") == "s3://b/t"
+    with pytest.raises(InvalidOptionError, match="gs store, not s3"):
+        storage.resolve("gs://b/t")
+    assert DeltaLog.for_path("s3a://b/t").table_path == "/b/t"
+
+
+@pytest.mark.parametrize(("location", "message"), [
+    ("hdfs://nn/t", r"scheme 'hdfs'; supported: plain paths, file:, s3://, s3a://, gs://, abfss://"),
+    ("s3:///key", "names no bucket"),
+    ("s3a://", "names no bucket"),
+    ("gs://b/a//c", "empty path segment"),
+    ("abfss://container/t", "abfss://<container>@<account>.dfs.core.windows.net"),
+])
+def test_bad_locations_are_refused_with_the_supported_form(location: str, message: str) -> None:
+    with pytest.raises(InvalidOptionError, match=message):
+        DeltaLog.for_path(location)
+
+
+def test_local_paths_keep_their_storage_and_refuse_store_options(tmp_path: Any) -> None:
+    assert type(storage_for(str(tmp_path))) is LocalStorage
+    assert type(storage_for(f"file://{tmp_path}")) is LocalStorage
+    assert DeltaLog.for_path(f"file://{tmp_path}/a%20b").table_path == f"{tmp_path}/a b"
+    with pytest.raises(InvalidOptionError, match="object stores only"):
+        storage_for(str(tmp_path), {"endpoint": "http://x"})
+
+
+def test_credentials_and_endpoint_from_the_aws_environment(moto_endpoint: str, root: str,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_ALLOW_HTTP"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)  # http://: allow_http is implied
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing-token")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    storage = storage_for(root)
+    storage.write_bytes(f"{storage.resolve(root)}/env.txt", b"ok")
+    # explicit options win over the environment: a wrong endpoint fails, deltalake's spelling works
+    assert storage_for(root, {"AWS_ENDPOINT_URL": moto_endpoint}).read_bytes(
+        f"{storage.resolve(root)}/env.txt") == b"ok"
+    broken = storage_for(root, {"endpoint": "http://127.0.0.1:9", "timeout": "2s",
+                                "connect_timeout": "1s"})
+    with pytest.raises(Exception):  # noqa: B017 - whatever the connection error, it was used
+        broken.read_bytes(f"{storage.resolve(root)}/env.txt")
+
+
+def test_unknown_option_is_an_option_error(options: dict[str, Any], root: str) -> None:
+    with pytest.raises(InvalidOptionError, match="not known to the s3 store"):
+        storage_for(root, {**options, "no_such_setting": "1"}).exists(parse_location(root).path)
+
+
+# ---------------------------------------------------------------- put-if-absent
+
+
+def _race(root: str, options: dict[str, Any], key: str, writers: int) -> dict[int, bool]:
+    """``writers`` threads, each with its own client, put ``key`` at the same moment."""
+    barrier = threading.Barrier(writers)
+    results: dict[int, bool] = {}
+
+    def put(writer: int) -> None:
+        storage = storage_for(root, options)  # one client per writer, as separate writers have
+        barrier.wait()
+        results[writer] = storage.put_if_absent(key, f"writer {writer} ".encode() * 5000)
+
+    threads = [threading.Thread(target=put, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_put_if_absent_race_of_threads_has_one_winner(options: dict[str, Any], root: str) -> None:
+    for trial in range(5):
+        key = f"{ObjectStorage('s3').resolve(root)}/race/{trial:020d}.json"
+        results = _race(root, options, key, 8)
+        winners = [w for w, won in results.items() if won]
+        assert len(results) == 8 and len(winners) == 1, results
+        content = storage_for(root, options).read_bytes(key)
+        assert content == f"writer {winners[0]} ".encode() * 5000
+
+
+_PUT_WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from qbeast.delta.stores import storage_for
+    endpoint, root, key, writer, start_at = sys.argv[1:6]
+    storage = storage_for(root, {"endpoint": endpoint, "access_key_id": "testing",
+                                 "secret_access_key": "testing", "region": "us-east-1"})
+    while time.time() < float(start_at):
+        time.sleep(0.001)
+    print(storage.put_if_absent(key, f"process {writer}".encode()))
+    """
+)
+
+
+def test_put_if_absent_race_of_processes_has_one_winner(moto_endpoint: str, options: dict[str, Any],
+                                                        root: str) -> None:
+    key = f"{ObjectStorage('s3').resolve(root)}/00000000000000000000.json"
+    start_at = str(time.time() + 2.0)
+    procs = [subprocess.Popen([sys.executable, "-c", _PUT_WORKER, moto_endpoint, root, key, str(w), start_at],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for w in range(2)]
+    outs = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        outs.append(out.strip())
+    assert sorted(outs) == ["False", "True"]
+    assert storage_for(root, options).read_bytes(key) == f"process {outs.index('True')}".encode()
+
+
+def _refusing_server() -> tuple[Any, str]:
+    """moto's S3 app behind a gate that answers 501 Not Implemented to conditional PUTs, as an
+    S3-compatible server without ``If-None-Match`` support does; it shares moto's buckets."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.serving import make_server
+
+    moto_app = DomainDispatcherApplication(create_backend_app)
+
+    def app(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ["REQUEST_METHOD"] == "PUT" and environ.get("HTTP_IF_NONE_MATCH"):
+            start_response("501 Not Implemented", [("Content-Type", "application/xml")])
+            return [b"<Error><Code>NotImplemented</Code><Message>A header you provided implies "
+                    b"functionality that is not implemented</Message></Error>"]
+        return moto_app(environ, start_response)
+
+    server = make_server("127.0.0.1", _free_port(), app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_port}"
+
+
+def test_store_without_conditional_writes_is_refused_unless_single_writer(
+        moto_endpoint: str, root: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.delenv("QBEAST_S3_SINGLE_WRITER", raising=False)
+    server, endpoint = _refusing_server()
+    try:
+        options = {"endpoint": endpoint, **CREDENTIALS}
+        location = f"{root}/table"
+        with pytest.raises(InvalidOptionError, match="refuses conditional writes") as info:
+            _create_table(DeltaLog.for_path(location, options=options))
+        assert "single_writer=true" in str(info.value) and "QBEAST_S3_SINGLE_WRITER=true" in str(info.value)
+        assert not storage_for(location, options).exists(f"{parse_location(location).path}/_delta_log")
+
+        with caplog.at_level(logging.WARNING, logger="qbeast.delta.object_storage"):
+            log = DeltaLog.for_path(location, options={**options, "single_writer": "true"})
+            _create_table(log)
+            assert log.start_transaction().add_actions(make_add("b.parquet")).commit("WRITE", blind_append=True) == 1
+        assert sum("check followed by a put" in r.getMessage() for r in caplog.records) == 1
+        assert log.storage.put_if_absent(f"{log.log_path}/{1:020d}.json", b"x") is False
+
+        monkeypatch.setenv("QBEAST_S3_SINGLE_WRITER", "true")  # the environment says the same
+        assert DeltaLog.for_path(location, options=options).start_transaction().add_actions(
+            make_add("c.parquet")).commit("WRITE", blind_append=True) == 2
+    finally:
+        server.shutdown()
+
+
+# ---------------------------------------------------------------- a Delta log on s3://
+
+
+def _create_table(log: DeltaLog) -> None:
+    tx = log.start_transaction()
+    tx.update_metadata(Metadata.create(SCHEMA))
+    tx.add_actions(make_add("a.parquet"))
+    assert tx.commit("CREATE TABLE") == 0
+
+
+def test_delta_log_on_s3_conflicting_commit_loses(options: dict[str, Any], root: str) -> None:
+    location = f"{root}/table"
+    log = DeltaLog.for_path(location, options=options)
+    _create_table(log)
+    assert log.start_transaction().add_actions(make_add("b.parquet", 3)).commit("WRITE", blind_append=True) == 1
+    base = DeltaLog.for_path(location, options=options).snapshot()
+    assert (base.version, base.num_files, base.num_records) == (1, 2, 4)
+
+    def rewrite(name: str) -> Any:
+        tx = DeltaLog.for_path(location, options=options).start_transaction(base)
+        tx.mark_files_read(["a.parquet"])
+        return tx.add_actions(base.files["a.parquet"].remove(), make_add(name))
+
+    first, second = rewrite("x.parquet"), rewrite("y.parquet")
+    assert first.commit("OPTIMIZE") == 2
+    with pytest.raises(ConcurrentModificationError):
+        second.commit("OPTIMIZE")
+    assert set(log.snapshot().files) == {"b.parquet", "x.parquet"}
+
+
+def _deltalake_options(endpoint: str) -> dict[str, str]:
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ALLOW_HTTP": "true", "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+
+
+def test_deltalake_reads_the_table_the_engine_wrote(moto_endpoint: str, options: dict[str, Any],
+                                                    root: str) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    location = f"{root}/engine"
+    log = DeltaLog.for_path(location, options=options)
+    for version, ids in enumerate(([1, 2, 3], [4, 5])):
+        data = pa.table({"id": pa.array(ids, pa.int64()), "part": pa.array(["p"] * len(ids))})
+        sink = io.BytesIO()
+        pq.write_table(data, sink)
+        name = f"part-{version}.parquet"
+        log.storage.write_bytes(f"{log.table_path}/{name}", sink.getvalue())
+        tx = log.start_transaction()
+        if version == 0:
+            tx.update_metadata(Metadata.create(SCHEMA))
+        tx.add_actions(AddFile(name, {}, len(sink.getvalue()), int(time.time() * 1000), True,
+                               json.dumps({"numRecords": len(ids)})))
+        assert tx.commit("WRITE", blind_append=version > 0) == version
+    table = deltalake.DeltaTable(location,
+                                 storage_options=_deltalake_options(moto_endpoint))
+    assert table.version() == 1
+    assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3, 4, 5]
+
+
+def test_engine_reads_the_table_deltalake_wrote(moto_endpoint: str, options: dict[str, Any], root: str) -> None:
+    deltalake = pytest.importorskip("deltalake")
+    location = f"{root}/peer"
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    deltalake.write_deltalake(location, data, storage_options=_deltalake_options(moto_endpoint))
+    deltalake.write_deltalake(location, data, mode="append", storage_options=_deltalake_options(moto_endpoint))
+    snap = DeltaLog.for_path(location.replace("s3://", "s3a://", 1), options=options).snapshot()
+    assert (snap.version, snap.num_files, snap.num_records) == (1, 2, 6)
+    storage = storage_for(location, options)
+    for name in snap.files:
+        assert storage.exists(f"{storage.resolve(location)}/{name}")
+
+
+def test_gcs_and_azure_stores_are_built_by_the_same_class() -> None:
+    """Built without a request (obstore connects lazily): bucket, container and account land
+    where the location puts them."""
+    azure = storage_for("abfss://cont@acct.dfs.core.windows.net/t", {"account_key": "a2V5"})
+    assert isinstance(azure, ObjectStorage)
+    built = azure._store(parse_location("abfss://cont@acct.dfs.core.windows.net/t").bucket)
+    assert 'container_name="cont"' in repr(built) and 'account_name="acct"' in repr(built)
+    gcs = storage_for("gs://bkt/t")
+    assert isinstance(gcs, ObjectStorage) and 'bucket="bkt"' in repr(gcs._store("bkt"))
