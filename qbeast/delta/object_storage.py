@@ -18,11 +18,12 @@ import os
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from qbeast.delta.storage import FileStat, Storage
-from qbeast.errors import InvalidOptionError
+from qbeast.errors import InvalidOptionError, QbeastError
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
@@ -135,6 +136,30 @@ def _obstore() -> Any:
     import obstore
 
     return obstore
+
+
+class ObjectStoreError(QbeastError, OSError):
+    """A store did not answer a request (unreachable endpoint, missing or refused credentials, a
+    bucket that does not exist): the message names the location and the store's own reason,
+    instead of the client library's trace."""
+
+
+@contextmanager
+def _answered(location: str, what: str) -> Iterator[None]:
+    """Turn the store's failures into :class:`ObjectStoreError` naming ``location``; a missing
+    object stays ``FileNotFoundError`` (the interface's answer)."""
+    from obstore.exceptions import BaseError, NotFoundError
+
+    try:
+        yield
+    except NotFoundError:
+        raise FileNotFoundError(location) from None
+    except BaseError as exc:
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise ObjectStoreError(
+            f"{what} {location} failed: {reason} (check the endpoint, the credentials and that the "
+            "bucket exists; docs/delta-log.md lists where they are read from)"
+        ) from exc
 
 
 class ObjectStorage(Storage):
@@ -272,14 +297,16 @@ class ObjectStorage(Storage):
     def read_bytes(self, path: str) -> bytes:
         store, key = self._split(path)
         try:
-            return bytes(_obstore().get(store, key).bytes())
+            with _answered(self.uri(path), "reading"):
+                return bytes(_obstore().get(store, key).bytes())
         except FileNotFoundError:
             raise FileNotFoundError(path) from None
 
     def list_dir(self, path: str) -> list[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
-        listing = _obstore().list_with_delimiter(store, key or None)
+        with _answered(self.uri(path), "listing"):
+            listing = _obstore().list_with_delimiter(store, key or None)
         out = [FileStat(0, 0, f"{root}/{prefix}", True) for prefix in listing["common_prefixes"]]
         out += [self._stat_of(root, meta) for meta in listing["objects"]]
         return out
@@ -287,7 +314,9 @@ class ObjectStorage(Storage):
     def walk(self, path: str) -> Iterator[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
-        for chunk in _obstore().list(store, key or None, chunk_size=1000):
+        with _answered(self.uri(path), "listing"):
+            chunks = list(_obstore().list(store, key or None, chunk_size=1000))
+        for chunk in chunks:
             for meta in chunk:
                 yield self._stat_of(root, meta)
 
@@ -295,10 +324,13 @@ class ObjectStorage(Storage):
         store, key = self._split(path)
         if key:
             try:
-                return self._stat_of(self._bucket_path(path), _obstore().head(store, key))
+                with _answered(self.uri(path), "reading"):
+                    return self._stat_of(self._bucket_path(path), _obstore().head(store, key))
             except FileNotFoundError:
                 pass
-        if self._has_children(store, key):
+        with _answered(self.uri(path), "listing"):
+            has_children = self._has_children(store, key)
+        if has_children:
             return FileStat(0, 0, path.rstrip("/"), True)
         raise FileNotFoundError(path)
 
@@ -321,16 +353,22 @@ class ObjectStorage(Storage):
 
     def write_bytes(self, path: str, data: bytes) -> None:
         store, key = self._split(path)
-        _obstore().put(store, key, data)  # one PUT (or a multipart upload): atomic on object stores
+        with _answered(self.uri(path), "writing"):
+            _obstore().put(store, key, data)  # one PUT (or a multipart upload): atomic on object stores
 
     def delete(self, path: str) -> None:
         store, key = self._split(path)
         try:
-            _obstore().delete(store, key)
+            with _answered(self.uri(path), "deleting"):
+                _obstore().delete(store, key)
         except FileNotFoundError:
             pass
 
     def put_if_absent(self, path: str, data: bytes) -> bool:
+        with _answered(self.uri(path), "writing"):
+            return self._put_if_absent(path, data)
+
+    def _put_if_absent(self, path: str, data: bytes) -> bool:
         store, key = self._split(path)
         bucket = self._bucket_path(path)
         if bucket in self._no_conditional:
