@@ -314,11 +314,10 @@ class ObjectStorage(Storage):
     def walk(self, path: str) -> Iterator[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
-        with _answered(self.uri(path), "listing"):
-            chunks = list(_obstore().list(store, key or None, chunk_size=1000))
-        for chunk in chunks:
-            for meta in chunk:
-                yield self._stat_of(root, meta)
+        with _answered(self.uri(path), "listing"):  # the listing stays lazy, page by page
+            for chunk in _obstore().list(store, key or None, chunk_size=1000):
+                for meta in chunk:
+                    yield self._stat_of(root, meta)
 
     def stat(self, path: str) -> FileStat:
         store, key = self._split(path)
