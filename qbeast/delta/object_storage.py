@@ -4,9 +4,10 @@ Built on ``obstore``, the Python binding of the ``object_store`` crate that delt
 requests, retries, credential chains and conditional puts are those of a library made for this.
 The module knows bytes at paths only; nothing here is about Delta or Qbeast.
 
-Paths follow the interface: absolute, ``/``-separated, without scheme. The first component is the
-bucket (for Azure, ``container@account.dfs.core.windows.net``), the rest is the object key:
-``s3://bucket/t/_delta_log/0.json`` is ``/bucket/t/_delta_log/0.json`` in an S3 storage.
+Paths are canonical URIs: the family's own scheme (``s3a://`` becomes ``s3://``), the bucket (for
+Azure, ``container@account.dfs.core.windows.net``), then the ``/``-separated key. A table path is
+therefore never mistaken for a local folder by code above the storage, and it is the location
+every other reader (Spark with a connector, deltalake, DuckDB) names the object by.
 
 ``obstore`` is imported on first use, so that ``import qbeast.delta`` stays free of it for users
 whose tables live on a local disk.
@@ -69,9 +70,14 @@ class ObjectLocation:
     key: str
 
     @property
+    def root(self) -> str:
+        """The bucket's canonical URI: ``s3://bucket``."""
+        return f"{_FAMILY_SCHEME[self.family]}://{self.bucket}"
+
+    @property
     def path(self) -> str:
-        """The scheme-less form used inside the storage: ``/bucket/key``."""
-        return f"/{self.bucket}/{self.key}" if self.key else f"/{self.bucket}"
+        """The canonical URI used inside the storage: ``s3://bucket/key``."""
+        return f"{self.root}/{self.key}" if self.key else self.root
 
 
 def scheme_of(location: str) -> str | None:
@@ -264,29 +270,27 @@ class ObjectStorage(Storage):
         if not isinstance(location, str) or not location:
             raise InvalidOptionError(f"object-store location must be a non-empty string, got {location!r}",
                                      option="location", value=location)
-        if location.startswith("/"):  # already in this storage's form: resolving is idempotent
-            return location.rstrip("/") or "/"
-        parsed = parse_location(location)
-        if parsed.family != self.family:
-            raise InvalidOptionError(
-                f"location {location!r} belongs to the {parsed.family} store, not {self.family}",
-                option="location", value=location,
-            )
-        return parsed.path
+        return self._parsed(location).path
 
     def uri(self, path: str) -> str:
-        """The URI of a path of this storage (``/bucket/key`` -> ``s3://bucket/key``)."""
-        return f"{_FAMILY_SCHEME[self.family]}:/{path}"
+        """The URI of a path of this storage: the path itself, in its canonical form."""
+        return self.resolve(path)
 
     def _split(self, path: str) -> tuple[ObjectStore, str]:
-        bucket, _, key = path.lstrip("/").partition("/")
-        if not bucket:
-            raise InvalidOptionError(f"path {path!r} names no bucket", option="path", value=path)
-        return self._store(bucket), key.strip("/")
+        parsed = self._parsed(path)
+        return self._store(parsed.bucket), parsed.key
 
-    @staticmethod
-    def _bucket_path(path: str) -> str:
-        return "/" + path.lstrip("/").partition("/")[0]
+    def _parsed(self, path: str) -> ObjectLocation:
+        parsed = parse_location(path)
+        if parsed.family != self.family:
+            raise InvalidOptionError(
+                f"location {path!r} belongs to the {parsed.family} store, not {self.family}",
+                option="location", value=path,
+            )
+        return parsed
+
+    def _bucket_path(self, path: str) -> str:
+        return self._parsed(path).root
 
     def _stat_of(self, bucket_path: str, meta: ObjectMeta) -> FileStat:
         mtime_ms = int(meta["last_modified"].timestamp() * 1000)

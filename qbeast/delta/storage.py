@@ -5,8 +5,10 @@ the atomic creation of a file that fails when the name already exists. Everythin
 layer goes through :class:`Storage`, so an object-store backend only has to implement these
 methods (with its own conditional-put) to make the whole log layer work there.
 
-Paths given to a storage are absolute, use ``/`` as separator and carry no URI scheme; the
-``resolve`` method turns a user-supplied location into that form.
+Paths given to a storage are absolute and use ``/`` as separator, in the storage's own form: a
+plain path on the local file system, a canonical URI (``s3://bucket/key``) on an object store, so
+that no path of one is taken for a path of the other. The ``resolve`` method turns a
+user-supplied location into that form.
 """
 from __future__ import annotations
 

@@ -95,17 +95,19 @@ def test_log_layer_on_s3(options: dict[str, Any], root: str) -> None:
 
 
 def test_locations_are_parsed_in_one_place() -> None:
-    assert parse_location("s3://b/k/x/").path == "/b/k/x"
+    assert parse_location("s3://b/k/x/").path == "s3://b/k/x"
     assert parse_location("s3a://b/k") == parse_location("S3://b/k")  # Hadoop's name, same object
-    assert parse_location("gs://b").path == "/b"
+    assert parse_location("gs://b").path == "gs://b"
     az = parse_location("abfss://cont@acct.dfs.core.windows.net/t")
     assert (az.family, az.bucket, az.key) == ("azure", "cont@acct.dfs.core.windows.net", "t")
     storage = ObjectStorage("s3")
-    assert storage.resolve("s3a://b/t") == storage.resolve("s3://b/t/") == "/b/t"
-    assert storage.resolve("/b/t") == "/b/t" and storage.uri("/b/t") == "s3://b/t"
+    assert storage.resolve("s3a://b/t") == storage.resolve("s3://b/t/") == "s3://b/t"
+    assert storage.resolve("s3://b/t") == "s3://b/t" == storage.uri("s3a://b/t/")
+    with pytest.raises(InvalidOptionError, match="not an object-store URI"):
+        storage.resolve("/b/t")  # a plain path is a local folder, never an object
     with pytest.raises(InvalidOptionError, match="gs store, not s3"):
         storage.resolve("gs://b/t")
-    assert DeltaLog.for_path("s3a://b/t").table_path == "/b/t"
+    assert DeltaLog.for_path("s3a://b/t").table_path == "s3://b/t"
 
 
 @pytest.mark.parametrize(("location", "message"), [
