@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import atexit
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+# helper modules beside this file (s3_server.py) are importable from every test module
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from s3_server import BUCKET, CREDENTIALS, free_port  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
@@ -44,6 +49,40 @@ def spark():
     """The shared local Spark session (Hive catalog in a temporary folder)."""
     session = _build_session()
     yield session
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint():
+    """An S3-compatible server (moto's) on loopback for the whole session, with one bucket.
+
+    Every request goes over HTTP through the same clients as with AWS (signatures, conditional
+    puts, delimiter listings); tests use fresh prefixes of :data:`BUCKET`.
+    """
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
+                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+
+
+@pytest.fixture
+def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The AWS environment variables pointing at the test server (what a user sets for an
+    S3-compatible store); the endpoint."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
+    monkeypatch.setenv("AWS_REGION", CREDENTIALS["region"])
+    return moto_endpoint
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,11 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qbeast.delta.storage import FileStat, Storage
@@ -133,6 +135,42 @@ def _azure_account(authority: str, location: str) -> tuple[str, str]:
     return container, account
 
 
+#: S3 settings of the process's Spark session (its Hadoop ``fs.s3a.*`` settings, in obstore's
+#: keys), set by the Spark layer (:func:`set_session_settings`)
+_session_settings: dict[str, dict[str, str]] = {}
+
+#: spellings of one S3 setting in options (lower-cased, ``aws_`` prefix dropped) -> obstore key
+_S3_ALIASES = {"endpoint_url": "endpoint", "endpoint_url_s3": "endpoint", "default_region": "region",
+               "token": "session_token", "access_key": "access_key_id", "secret_key": "secret_access_key"}
+
+
+def set_session_settings(family: str, settings: Mapping[str, str]) -> None:
+    """Settings a Spark session holds for a store family (for S3 its Hadoop ``fs.s3a.*``
+    settings, see :func:`qbeast.delta.aws_config.from_hadoop`); used by stores built afterwards,
+    below explicit options and the environment, above the shared AWS files."""
+    _session_settings[family] = dict(settings)
+
+
+def _s3_settings_beside_the_environment(options: Mapping[str, object]) -> dict[str, str]:
+    """S3 settings from the session and the shared AWS files that neither ``options`` nor the
+    environment give (credentials taken whole from one source)."""
+    from qbeast.delta import aws_config
+
+    session = _session_settings.get("s3", {})
+    files = aws_config.shared_file_settings()
+    if "access_key_id" in session:
+        files = {k: v for k, v in files.items() if k not in ("access_key_id", "secret_access_key", "session_token")}
+    lower = aws_config.below_environment({**files, **session})
+    given = set()
+    for key in options:
+        bare = str(key).lower()
+        bare = bare[4:] if bare.startswith("aws_") else bare
+        given.add(_S3_ALIASES.get(bare, bare))
+    if given & {"access_key_id", "secret_access_key", "session_token"}:
+        given |= {"access_key_id", "secret_access_key", "session_token"}
+    return {k: v for k, v in lower.items() if k not in given}
+
+
 def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
 
@@ -207,6 +245,8 @@ class ObjectStorage(Storage):
         single = options.pop(SINGLE_WRITER_ENV.lower(), single)
         single = options.pop(SINGLE_WRITER_ENV, single)
         self.single_writer = _truthy(single if single is not None else os.environ.get(SINGLE_WRITER_ENV, ""))
+        if family == "s3":
+            options = {**_s3_settings_beside_the_environment(options), **options}
         self._config, self._client = self._split_options(options)
         self._stores: dict[str, ObjectStore] = {}
         self._no_conditional: set[str] = set()
@@ -305,6 +345,49 @@ class ObjectStorage(Storage):
                 return bytes(_obstore().get(store, key).bytes())
         except FileNotFoundError:
             raise FileNotFoundError(path) from None
+
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        store, key = self._split(path)
+        if length <= 0:
+            return b""
+        try:
+            with _answered(self.uri(path), "reading"):
+                return bytes(_obstore().get_range(store, key, start=start, length=length))
+        except FileNotFoundError:
+            raise FileNotFoundError(path) from None
+        except ObjectStoreError:
+            # a range past the end is refused by some stores: read what is there
+            size = self.stat(path).size
+            if start >= size:
+                return b""
+            with _answered(self.uri(path), "reading"):
+                return bytes(_obstore().get_range(store, key, start=start, end=min(size, start + length)))
+
+    def download(self, path: str, local_file: str) -> int:
+        """Stream the object into ``local_file`` chunk by chunk (never whole in memory)."""
+        store, key = self._split(path)
+        tmp = f"{local_file}.{uuid.uuid4().hex}.part"
+        size = 0
+        try:
+            with _answered(self.uri(path), "reading"), open(tmp, "wb") as handle:
+                for chunk in _obstore().get(store, key):
+                    handle.write(chunk)
+                    size += len(chunk)
+            os.replace(tmp, local_file)
+        except FileNotFoundError:
+            raise FileNotFoundError(path) from None
+        finally:
+            with suppress(FileNotFoundError):
+                os.unlink(tmp)
+        return size
+
+    def upload(self, local_file: str, path: str) -> FileStat:
+        """One PUT, or a multipart upload for a large file (obstore decides); then one HEAD for
+        the store's modification time."""
+        store, key = self._split(path)
+        with _answered(self.uri(path), "writing"):
+            _obstore().put(store, key, Path(local_file))
+        return self.stat(path)
 
     def list_dir(self, path: str) -> list[FileStat]:
         store, key = self._split(path)

@@ -49,6 +49,24 @@ class Storage(ABC):
     def read_bytes(self, path: str) -> bytes:
         """Whole content of a file; raises ``FileNotFoundError`` when it does not exist."""
 
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        """``length`` bytes from offset ``start`` (fewer at the end of the file): one ranged
+        request on an object store, where reading a footer must not fetch the whole file."""
+        return self.read_bytes(path)[start:start + max(0, length)]
+
+    def download(self, path: str, local_file: str) -> int:
+        """Copy a file to ``local_file`` (a local path, replaced atomically); its size."""
+        data = self.read_bytes(path)
+        _replace_local(local_file, data)
+        return len(data)
+
+    def upload(self, local_file: str, path: str) -> FileStat:
+        """Copy a local file to ``path`` (replacing it as :meth:`write_bytes` does); the stat of
+        the new file. Object stores stream it, in parts when it is large."""
+        with open(local_file, "rb") as handle:
+            self.write_bytes(path, handle.read())
+        return self.stat(path)
+
     @abstractmethod
     def write_bytes(self, path: str, data: bytes) -> None:
         """Create or replace a file so that readers see either the old or the new content."""
@@ -141,6 +159,11 @@ class LocalStorage(Storage):
         with open(path, "rb") as handle:
             return handle.read()
 
+    def read_range(self, path: str, start: int, length: int) -> bytes:
+        with open(path, "rb") as handle:
+            handle.seek(start)
+            return handle.read(max(0, length))
+
     def write_bytes(self, path: str, data: bytes) -> None:
         tmp = self._temp_name(path)
         try:
@@ -214,6 +237,17 @@ class LocalStorage(Storage):
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+
+
+def _replace_local(local_file: str, data: bytes) -> None:
+    tmp = f"{local_file}.{uuid.uuid4().hex}.part"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, local_file)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
 
 
 def _unlink_quietly(path: str) -> None:

@@ -20,12 +20,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from qbeast.commit import CommitProperties
 from qbeast.commit import commit_properties as commit_properties_of
@@ -36,7 +34,9 @@ from qbeast.core.types import qdatatype_from_spark_name
 from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
 from qbeast.delta.errors import MetadataChangedError, NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
+from qbeast.delta.parquet_footer import read_footer
 from qbeast.delta.stats import footer_stats
+from qbeast.delta.storage import FileStat, Storage
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
@@ -232,16 +232,17 @@ def _convert_delta_once(log: DeltaLog, table_id: str, columns: list[str],
 
 def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
                      cube_size: int, props: CommitProperties) -> ConvertResult:
-    root = log.table_path  # LocalStorage resolves file: URIs to plain absolute paths
-    if not os.path.isdir(root):
+    root = log.table_path  # a plain absolute path (file: URIs resolved), or an object-store URI
+    storage = log.storage
+    if not storage.exists(root) or not storage.stat(root).is_dir:
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
     phase = Phase(logger, "convert", log.table_path, "listing parquet files")
-    names = list_parquet_files(root)
-    phase.done(files=len(names))
+    files = list_parquet_files(storage, root)
+    phase.done(files=len(files))
     phase = Phase(logger, "convert", log.table_path, "schema and footer statistics")
-    schema_json = infer_parquet_schema(spark, [os.path.join(root, n) for n in names])
+    schema_json = infer_parquet_schema(spark, [f.path for f in files])
     columns = _schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
-    adds = [parquet_add_file(root, name) for name in names]
+    adds = [parquet_add_file(storage, root, f) for f in files]
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))
     phase = Phase(logger, "convert", log.table_path, "commit")
     metadata = Metadata.create(json.dumps(schema_json), [], _qbeast_properties(table_id, columns, cube_size))
@@ -262,17 +263,17 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
                          cube_size, message)
 
 
-def list_parquet_files(root: str) -> list[str]:
-    """Data files of a flat parquet folder, relative to it, sorted.
+def list_parquet_files(storage: Storage, root: str) -> list[FileStat]:
+    """Data files of a flat parquet folder, sorted by name (one listing of the folder).
 
     Hidden names (``_SUCCESS``, ``.crc`` files, ``_delta_log``) are skipped like Spark does.
     Sub-folders holding data mean a partitioned (``key=value``) or nested layout; both are refused.
     """
-    names: list[str] = []
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+    files: list[FileStat] = []
+    for entry in sorted(storage.list_dir(root), key=lambda e: e.name):
         if entry.name.startswith(("_", ".")):
             continue
-        if entry.is_dir():
+        if entry.is_dir:
             if "=" in entry.name:
                 raise PartitionedTableError(
                     f"{root} holds the hive-style partition folder {entry.name!r}; partitioned "
@@ -283,21 +284,19 @@ def list_parquet_files(root: str) -> list[str]:
                 f"{root} holds the sub-folder {entry.name!r}; only a flat folder of parquet files "
                 "can be converted"
             )
-        names.append(entry.name)
-    if not names:
+        files.append(entry)
+    if not files:
         raise InvalidOptionError(f"{root} holds no parquet files to convert")
-    return names
+    return files
 
 
-def parquet_add_file(root: str, name: str) -> AddFile:
-    """The AddFile of one existing parquet file, with Delta statistics from its footer."""
-    full = os.path.join(root, name)
+def parquet_add_file(storage: Storage, root: str, file: FileStat) -> AddFile:
+    """The AddFile of one existing parquet file, with Delta statistics from its footer (read
+    with ranged requests on an object store)."""
     try:
-        footer = pq.read_metadata(full)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise InvalidOptionError(f"{full} is not a readable parquet file: {exc}") from exc
-    info = os.stat(full)
+        footer = read_footer(storage, file.path, file.size)
+    except (OSError, ValueError, pa.ArrowInvalid) as exc:
+        raise InvalidOptionError(f"{file.path} is not a readable parquet file: {exc}") from exc
     return AddFile(
-        encode_relative_path(name), {}, info.st_size, info.st_mtime_ns // 1_000_000, True,
-        footer_stats(footer),
+        encode_relative_path(file.name), {}, file.size, file.mtime_ms, True, footer_stats(footer),
     )

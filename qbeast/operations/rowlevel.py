@@ -51,8 +51,9 @@ from qbeast.commit import CommitProperties, WrittenFile, add_file, commit_proper
 from qbeast.core import expressions as ex
 from qbeast.core.blocks import Block
 from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
-from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.actions import AddFile, Metadata, resolve_file_path
 from qbeast.delta.errors import ConcurrentDeleteReadError
+from qbeast.delta.log import DeltaLog
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
 from qbeast.index.file_blocks import settle_empty_blocks
@@ -417,7 +418,8 @@ class _Operation:
         snapshot = self.snapshot
         table_dir = snapshot.delta.log.table_path
         removed = [job.add_of(u) for u in affected]
-        targets = [RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)))
+        targets = [RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)),
+                                 int(a.size) if a.size else None)
                    for i, a in enumerate(removed)]
         counts = dict.fromkeys(FATES, 0)
         written: list[WrittenFile] = []  # deleted when nothing is committed
@@ -448,7 +450,7 @@ class _Operation:
             return self._commit(candidates, targets, rewritten, appended, parameters,
                                 counts, inserted, written)
         except BaseException:
-            _delete_written(table_dir, written)
+            _delete_written(snapshot.delta.log, written)
             raise
 
     def _settled_adds(self, targets: list[RewriteTarget], rewritten: dict[int, WrittenFile],
@@ -477,7 +479,7 @@ class _Operation:
                 if t.origin in rewritten:
                     adds.append(add_file(dataclasses.replace(rewritten[t.origin], blocks=blocks), rid))
                 elif blocks:  # every row gone, but a block must stay: an empty file carries it
-                    empty = empty_file(table_dir, self.job.schema, t.origin, blocks)
+                    empty = empty_file(self.job.spark, table_dir, self.job.schema, t.origin, blocks)
                     written.append(empty)
                     adds.append(add_file(empty, rid))
         return adds
@@ -571,9 +573,10 @@ def _all_empty(blocks: Sequence[Block]) -> tuple[Block, ...]:
     return tuple(Block(b.cube, b.max_weight, b.max_weight, 0) for b in blocks)
 
 
-def _delete_written(table_dir: str, written: Sequence[WrittenFile]) -> None:
+def _delete_written(log: DeltaLog, written: Sequence[WrittenFile]) -> None:
+    """Delete the files of a change that committed nothing (through the table's storage)."""
     for w in written:
         try:
-            os.remove(os.path.join(table_dir, w.path))
+            log.storage.delete(resolve_file_path(log.table_path, w.path))
         except OSError:
             pass

@@ -139,6 +139,10 @@ def get_or_create_session(
     if mode == "true" or (mode == "auto" and tasks_leave_process(_master_of(session), remote)):
         ship_engine(session)
     register(session)  # `qbeast` in SQL: the JVM read bridge, or the Python data source
+    if any(str(key).startswith("spark.hadoop.fs.s3a.") for key in merged):
+        from qbeast.spark.data_files import apply_session_settings  # loads the storage layer
+
+        apply_session_settings(session)  # S3 tables of this process use the session's settings
     return session
 
 

@@ -39,11 +39,18 @@ class Setting:
     doc: str
     minimum: int | None = None
     choices: tuple[str, ...] | None = None
+    #: what a free-text setting holds (e.g. "a local folder"); None: a number or a choice
+    text: str | None = None
 
     def parse(self, value: Any) -> Any:
         """The setting's value from its text (``None``: unset, the default)."""
         if value is None:
             return self.default
+        if self.text is not None:
+            if not str(value).strip():
+                raise InvalidOptionError(f"{self.key} is empty; expected {self.text}",
+                                         option=self.key, value=value, allowed=self.text)
+            return str(value).strip()
         if self.choices is not None:
             canonical = {choice.lower(): choice for choice in self.choices}
             word = canonical.get(str(value).strip().lower())
@@ -73,6 +80,8 @@ class Setting:
         """The allowed values, as the documentation states them."""
         if self.choices is not None:
             return ", ".join(self.choices)
+        if self.text is not None:
+            return self.text
         return "integer >= 0" if self.minimum == 0 else "positive integer"
 
 
@@ -138,10 +147,25 @@ SQL_BRIDGE = Setting(
     choices=("auto", "false"),
 )
 
+MIRROR_DIR = Setting(
+    "spark.qbeast.storage.mirrorDir", None,
+    "Local folder for tables on object stores (s3://, gs://, abfss://) when the engine moves "
+    "their data files itself: new files are staged there before upload, and reads open local "
+    "copies of the files they need (data files never change, so a copy stays right). Default: "
+    "qbeast-mirror-<user> in the system's temporary folder.",
+    text="a local folder",
+)
+MIRROR_MAX_BYTES = Setting(
+    "spark.qbeast.storage.mirrorMaxBytes", 20 * 1024**3,
+    "Bytes of local copies kept in spark.qbeast.storage.mirrorDir; past it, the least recently "
+    "used copies are removed (never one used in the last 10 minutes). Default 20 GiB.",
+    minimum=0,
+)
+
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
                                  REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION, SHIP_ENGINE,
-                                 SQL_BRIDGE)
+                                 SQL_BRIDGE, MIRROR_DIR, MIRROR_MAX_BYTES)
 
 
 def check_write_settings(spark: Any) -> None:

@@ -114,3 +114,46 @@ def test_example_project_parses_with_the_full_row_count(tmp_path):
     assert result.success, messages
     compiled = next((project / "target" / "compiled").rglob("events.sql")).read_text()
     assert "range(1000000)" in compiled
+
+
+@pytest.mark.slow
+@pytest.mark.objectstore
+def test_demo_with_its_qbeast_tables_on_a_bucket_builds_twice(tmp_path, s3_environment):
+    """The example project with its Qbeast models at ``location_root: s3://...`` (moto on
+    loopback, credentials from the AWS environment variables only): `run_demo` builds it and
+    runs it a second time (the click stream's incremental merge), and the tables in the bucket
+    hold what the runs say, as deltalake reads them."""
+    import uuid
+
+    from deltalake import DeltaTable
+    from s3_server import BUCKET
+
+    project = copy_example_project(tmp_path / "demo")
+    _small_driver(project)
+    root = f"s3://{BUCKET}/dbt-{uuid.uuid4().hex[:8]}"
+    config = yaml.safe_load((project / "dbt_project.yml").read_text())
+    models = config["models"]["qbeast_demo"]
+    models["events"] = {"+location_root": root}
+    models["marts"]["daily_category_revenue"] = {"+location_root": root}
+    (project / "dbt_project.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    profiles = yaml.safe_load((project / "profiles.yml").read_text())
+    params = profiles["qbeast_demo"]["outputs"]["local"]["server_side_parameters"]
+    params["spark.qbeast.storage.mirrorDir"] = str(tmp_path / "mirror")
+    (project / "profiles.yml").write_text(yaml.safe_dump(profiles))
+
+    demo = _run([sys.executable, str(RUN_DEMO), "--project-dir", str(project),
+                 "--rows", str(ROWS), "--increment", str(INCREMENT)], tmp_path)
+    assert demo.returncode == 0, demo.stdout[-4000:] + demo.stderr[-4000:]
+    events_line = next(line for line in demo.stdout.splitlines()
+                       if line.strip().startswith("ecommerce.events "))
+    assert events_line.split()[1:3] == ["qbeast", f"{ROWS + INCREMENT:,}"]
+    assert f"{root}/events" in demo.stdout
+
+    options = {"AWS_ENDPOINT_URL": s3_environment, "AWS_ALLOW_HTTP": "true"}
+    events = DeltaTable(f"{root}/events", storage_options=options)
+    assert events.to_pyarrow_table(columns=["event_id"]).num_rows == ROWS + INCREMENT
+    assert events.version() >= 1  # built, then merged into by the second run
+    daily = DeltaTable(f"{root}/daily_category_revenue", storage_options=options)
+    assert daily.to_pyarrow_table().num_rows > 0
+    warehouse = project / ".qbeast_demo" / "warehouse" / "ecommerce.db"
+    assert not (warehouse / "events").exists() and not (warehouse / "daily_category_revenue").exists()

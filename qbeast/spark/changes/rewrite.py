@@ -30,7 +30,7 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import resolve_file_path
-from qbeast.spark import settings
+from qbeast.spark import data_files, settings
 from qbeast.spark.write.staging import StagedFiles
 from qbeast.spark.write.options import WEIGHT_COLUMN
 
@@ -43,12 +43,14 @@ _DESCRIPTION_SCHEMA = ("origin int, name string, size long, mtime long, rows lon
 
 @dataclass(frozen=True)
 class RewriteTarget:
-    """One old file to replace: its index, name in the log, revision and blocks."""
+    """One old file to replace: its index, name in the log, revision, blocks and size (bytes;
+    None: unknown, saves a request when its footer is read from an object store)."""
 
     origin: int
     path: str
     revision_id: int
     blocks: tuple[Block, ...]
+    size: int | None = None
 
 
 def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision]) -> Any:
@@ -85,29 +87,37 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
     by_origin = {t.origin: t for t in targets}
     needed = {t.revision_id: revisions[t.revision_id] for t in targets if t.revision_id > 0}
     columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
-    with StagedFiles(table_dir) as staged:
+    with StagedFiles(table_dir, rows.sparkSession) as staged:
         os.makedirs(staged.path)
         version = settings.PARQUET_VERSION.read(rows.sparkSession)
-        task = _rewrite_task(by_origin, needed, columns, staged.path, table_dir, version)
+        # where each task reads its old file's footer: the file itself, or (object stores) the
+        # local copy the scan of its rows made, so tasks need no store credentials
+        olds = data_files.readable(rows.sparkSession,
+                                   [resolve_file_path(table_dir, t.path) for t in targets],
+                                   [t.size for t in targets])
+        footers = {t.origin: old for t, old in zip(targets, olds)}
+        task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version)
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
         described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
                      .collect())
         out: dict[int, WrittenFile] = {}
         for r in described:
-            name, _ = staged.publish(os.path.join(staged.path, r["name"]))
+            name, info = staged.publish(os.path.join(staged.path, r["name"]))
             blocks = tuple(Block(c, lo, hi, n, rep) for c, lo, hi, n, rep in json.loads(r["blocks"]))
-            out[int(r["origin"])] = WrittenFile(int(r["origin"]), name, int(r["size"]),
-                                                int(r["mtime"]), int(r["rows"]), r["stats"], blocks)
+            out[int(r["origin"])] = WrittenFile(int(r["origin"]), name, info.size, info.mtime_ms,
+                                                int(r["rows"]), r["stats"], blocks)
         return out
 
 
-def empty_file(table_dir: str, schema: Any, origin: int, blocks: tuple[Block, ...]) -> WrittenFile:
+def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
+               blocks: tuple[Block, ...]) -> WrittenFile:
     """A parquet file without rows (of the Spark ``schema``) whose tags carry ``blocks``.
 
     When every row of a file goes but one of its blocks must stay (a zero-element block that
     keeps a cube's threshold, :func:`qbeast.index.file_blocks.settle_empty_blocks`), some file
-    has to carry the block: this one.
+    has to carry the block: this one. It is published like any new file (moved into a local
+    table, uploaded to one on an object store).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -116,16 +126,17 @@ def empty_file(table_dir: str, schema: Any, origin: int, blocks: tuple[Block, ..
     from qbeast.delta.stats import footer_stats
 
     arrow = to_arrow_schema(schema)
-    name = f"{uuid.uuid4()}.parquet"
-    target = os.path.join(table_dir, name)
-    pq.write_table(pa.Table.from_batches([], arrow), target, compression="snappy")
-    info = os.stat(target)
-    return WrittenFile(origin, name, info.st_size, int(info.st_mtime * 1000), 0,
-                       footer_stats(pq.ParquetFile(target).metadata, non_finite=set()), blocks)
+    with StagedFiles(table_dir, spark) as staged:
+        os.makedirs(staged.path)
+        local = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")
+        pq.write_table(pa.Table.from_batches([], arrow), local, compression="snappy")
+        stats = footer_stats(pq.ParquetFile(local).metadata, non_finite=set())
+        name, info = staged.publish(local)
+    return WrittenFile(origin, name, info.size, info.mtime_ms, 0, stats, blocks)
 
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
-                  columns: list[str], staging: str, table_dir: str, version: str):
+                  columns: list[str], staging: str, footers: dict[int, str], version: str):
     """The grouped Arrow function: all remaining rows of one old file -> its description row.
 
     A file written in band pieces (``rowGroups`` layout) is rewritten in the same pieces, its
@@ -161,7 +172,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
             plan = file_plan(revision.dimension_count, target.blocks)
             cubes = row_cubes(plan, coords, weights, target.path)
             blocks = recount_blocks(target.blocks, cubes, weights)
-            old = read_piece_layout(resolve_file_path(table_dir, target.path))
+            old = read_piece_layout(footers[origin], target.size)
             if old is not None:
                 order, pieces = split_by_floors(weights, [p.min_weight for p in old.pieces])
                 ordered = data.take(pa.array(order))

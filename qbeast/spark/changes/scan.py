@@ -17,6 +17,7 @@ from qbeast.delta.actions import AddFile
 from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
+from qbeast.spark.data_files import readable
 from qbeast.spark.read.files import read_files
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
@@ -40,6 +41,7 @@ class ChangeScan:
         self.staging_origins: list[int] = []
         self._persisted: list[Any] = []
         self._by_path: dict[str, AddFile] | None = None
+        self._opened: dict[str, AddFile] = {}  # the path Spark opened -> its file
 
     @property
     def columns(self) -> list[str]:
@@ -72,7 +74,11 @@ class ChangeScan:
             if row_index:
                 extra.append(F.lit(None).cast("long").alias(ROW_COLUMN))
             return self.spark.createDataFrame([], self.schema).select("*", *extra)
-        df = read_files(self.spark, self.schema, [self.snapshot.delta.file_path(a) for a in files])
+        # an object-store table's files are opened as local copies: remember which is which
+        opened = readable(self.spark, [self.snapshot.delta.file_path(a) for a in files],
+                          [int(a.size) if a.size else None for a in files])
+        self._opened.update((os.path.normpath(p), a) for p, a in zip(opened, files))
+        df = read_files(self.spark, self.schema, opened)
         extra = [F.col("_metadata.file_path").alias(URI_COLUMN)]
         if row_index:
             extra.append(F.col("_metadata.row_index").alias(ROW_COLUMN))
@@ -84,10 +90,13 @@ class ChangeScan:
 
     def add_of(self, uri: str) -> AddFile:
         """The active file the scan named ``uri`` (a URI, matched by its decoded local path)."""
+        path = os.path.normpath(local_path(uri))
+        if path in self._opened:
+            return self._opened[path]
         if self._by_path is None:
             self._by_path = {os.path.normpath(self.snapshot.delta.file_path(a)): a
                              for a in self.snapshot.files()}
-        return self._by_path[os.path.normpath(local_path(uri))]
+        return self._by_path[path]
 
     def scan_affected(self, uris: Sequence[str], row_index: bool = False) -> Any:
         """The rows of the affected files, each with its origin (index into ``uris``)."""

@@ -11,6 +11,7 @@ Spark-free.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterable
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
+from qbeast.spark.data_files import readable
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -95,13 +97,25 @@ def _partition_literal(value: Any):
     return F.lit(value)
 
 
+def opened_plan(spark: Any, plan: ReadPlan) -> ReadPlan:
+    """``plan`` with each file's path as Spark opens it: unchanged on a local disk, the local
+    copy of a file on an object store (:func:`qbeast.spark.data_files.readable`)."""
+    opened = readable(spark, plan.paths, [f.size for f in plan.files])
+    if opened == plan.paths:
+        return plan
+    files = tuple(dataclasses.replace(f, path=p) for f, p in zip(plan.files, opened))
+    return dataclasses.replace(plan, files=files)
+
+
 def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
 
-    ``df.inputFiles()`` lists the planned files. ``row_filters`` are Spark Columns or SQL strings
-    applied after the sample filter (the user's predicate, so that results are exact).
+    ``df.inputFiles()`` lists the planned files (for a table on an object store, their local
+    copies). ``row_filters`` are Spark Columns or SQL strings applied after the sample filter
+    (the user's predicate, so that results are exact).
     """
     schema = spark_schema(plan)
+    plan = opened_plan(spark, plan)
     if not plan.files:
         df = spark.createDataFrame([], schema)
     elif plan.layout is None:

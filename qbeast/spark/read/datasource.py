@@ -331,7 +331,7 @@ class QbeastDataSourceReader(DataSourceReader):
         physical = layout.physical_names if layout is not None else {}
         for path in partition.paths:
             constants = dict(partition.partition_values.get(path, ()))
-            parquet = pq.ParquetFile(path, coerce_int96_timestamp_unit="us")
+            parquet = pq.ParquetFile(_opened(path), coerce_int96_timestamp_unit="us")
             by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
             if layout is not None:  # display name -> the physical name in the file
                 by_lower = {name.lower(): by_lower.get(physical[name].lower())
@@ -358,6 +358,20 @@ class QbeastDataSourceReader(DataSourceReader):
                 if out.num_rows:
                     yield out
         logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+
+
+def _opened(path: str) -> Any:
+    """What pyarrow opens for a planned file: its local path, or the bytes of a file on an object
+    store read through the storage layer (the task may run on any machine of the cluster)."""
+    from qbeast.delta.object_storage import SCHEMES, scheme_of
+
+    if scheme_of(path) not in SCHEMES:
+        return path
+    import pyarrow as pa
+
+    from qbeast.delta.stores import storage_for
+
+    return pa.BufferReader(storage_for(path).read_bytes(path))
 
 
 def _check_python_readable(schema_json: str, layout: ScanSchema | None) -> None:

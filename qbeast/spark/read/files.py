@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from qbeast.spark.data_files import readable
+
 _GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
 
 
@@ -25,12 +27,14 @@ def spark_path(location: str) -> str:
 
 def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[str]) -> Any:
     """A native parquet scan of exactly ``locations`` with ``schema`` (a Spark ``StructType`` or
-    its JSON form); columns a file lacks read as null."""
+    its JSON form); columns a file lacks read as null. Files on an object store are read from
+    local copies (:func:`qbeast.spark.data_files.readable`)."""
     from pyspark.sql.types import StructType
 
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
-    return spark.read.schema(schema).parquet(*[spark_path(p) for p in locations])
+    opened = readable(spark, locations)
+    return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 
 def infer_parquet_schema(spark: Any, files: Sequence[str]) -> dict[str, Any]:
@@ -50,7 +54,7 @@ def infer_parquet_schema(spark: Any, files: Sequence[str]) -> dict[str, Any]:
 
     try:
         inferred = spark.read.option("mergeSchema", "true").parquet(
-            *[spark_path(f) for f in files]).schema.jsonValue()
+            *[spark_path(f) for f in readable(spark, files)]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])
         raise InvalidOptionError(

@@ -289,7 +289,7 @@ def _may_hold_heavier(snapshot: Any, add: Any, below: int) -> bool:
 
 def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | None]:
     """Per ``(add, location)``: the bytes a sample below weight ``below`` needs; ``None``: the
-    whole file (no piece record, or a file not on the local file system: the footer is read here).
+    whole file (no piece record, or a footer that cannot be read here).
 
     Footers not cached yet are read in parallel (I/O bound: pyarrow releases the GIL).
     """
@@ -298,7 +298,7 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
         missing = [k for k in dict.fromkeys(keys) if k not in _FOOTERS]
     if missing:
         with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
-            layouts = list(pool.map(read_piece_layout, [k[0] for k in missing]))
+            layouts = list(pool.map(lambda k: read_piece_layout(k[0], k[1] or None), missing))
         with _FOOTERS_LOCK:
             _FOOTERS.update(zip(missing, layouts))
             while len(_FOOTERS) > _FOOTER_CACHE_FILES:

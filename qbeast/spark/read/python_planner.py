@@ -50,14 +50,20 @@ class PythonPlanner:
 
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
         from qbeast.delta.storage import file_uri
+        from qbeast.spark import data_files
         from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             schema = json.loads(catalog_schema_json) if catalog_schema_json else None
             described = sql_planner.describe(json.loads(options_json), schema)
+            location = described.table.location
+            if data_files.is_remote(location):  # Spark opens local copies (listFiles)
+                session = data_files.current_session()
+                data_files.check_access(session, location)
+                location = data_files.mirror(session).files_dir
             return {
                 "table": json.dumps(described.table.to_json()),
-                "root": file_uri(described.table.location),
+                "root": file_uri(location),
                 "schema": described.schema,
                 "sampleFilter": described.sample_filter,
                 "description": described.table.describe(),
@@ -67,12 +73,16 @@ class PythonPlanner:
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
         from qbeast.delta.storage import file_uri
+        from qbeast.spark import data_files
         from qbeast.spark.read import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             files = sql_planner.list_files(table, json.loads(filters_json), time_zone)
-            return {"files": [[file_uri(f.path), f.bytes_to_read, f.modification_time] for f in files]}
+            opened = data_files.readable(data_files.current_session(), [f.path for f in files],
+                                         [f.size for f in files])
+            return {"files": [[file_uri(p), f.bytes_to_read, f.modification_time]
+                              for p, f in zip(opened, files)]}
 
         return _answer("listFiles", run)
 

@@ -24,6 +24,9 @@ import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
 from qbeast.delta.actions import is_local_file_path
+from qbeast.delta.object_storage import SCHEMES, scheme_of
+from qbeast.delta.parquet_footer import read_footer
+from qbeast.delta.stores import storage_for
 from qbeast.delta.storage import file_uri
 from qbeast.spark import settings
 from qbeast.spark.write.arrow_parquet import arrow_write_options
@@ -31,14 +34,19 @@ from qbeast.spark.write.arrow_parquet import arrow_write_options
 logger = logging.getLogger("qbeast.spark.write.row_groups")
 
 
-def read_piece_layout(location: str) -> PieceLayout | None:
-    """The piece record of a local data file's footer, with its row groups; ``None`` without a
-    record or when the footer cannot be read here (the file is then read, or rewritten, whole).
+def read_piece_layout(location: str, size: int | None = None) -> PieceLayout | None:
+    """The piece record of a data file's footer, with its row groups; ``None`` without a record
+    or when the footer cannot be read here (the file is then read, or rewritten, whole).
+
+    Local files are opened directly; files on an object store through its storage, with ranged
+    requests for the footer only (``size``, from the log, saves one request).
     """
-    if not is_local_file_path(location):
-        return None
     try:
-        return PieceLayout.of(pq.read_metadata(location))
+        if is_local_file_path(location):
+            return PieceLayout.of(pq.read_metadata(location))
+        if scheme_of(location) not in SCHEMES:
+            return None  # a scheme no storage here serves (hdfs://, ...): read the file whole
+        return PieceLayout.of(read_footer(storage_for(location), location, size))
     except (OSError, ValueError) as exc:
         logger.debug("footer of %s not read (%s): no piece record", location, exc)
         return None

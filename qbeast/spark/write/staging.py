@@ -50,9 +50,11 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.stats import footer_stats
+from qbeast.delta.storage import FileStat
+from qbeast.delta.stores import storage_for
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
-from qbeast.spark import settings
+from qbeast.spark import data_files, settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
@@ -79,10 +81,6 @@ _WRITE_CONFS = {
 
 class FileWriteError(QbeastError):
     """The staging write did not produce exactly one file per group."""
-
-
-#: parquet-mr's ``parquet.writer.version`` for each value of ``spark.qbeast.write.parquetVersion``.
-_WRITER_VERSIONS = {"v1": "PARQUET_1_0", "v2": "PARQUET_2_0"}
 
 
 #: parquet-mr's ``parquet.writer.version`` for each value of ``spark.qbeast.write.parquetVersion``.
@@ -132,7 +130,7 @@ def write_plan_files(
     started = time.perf_counter()
     spark = data.sparkSession
     runs_format = run_parquet_format(spark) if plan.row_group_files is not None else None
-    out = StagedFiles(table_dir)
+    out = StagedFiles(table_dir, spark)
     staging = out.path
     try:
         if runs_format is not None:
@@ -169,8 +167,8 @@ def write_plan_files(
                 continue
             num_records, stats, blocks, _ = entry
             name, info = out.publish(part)
-            results.append(WrittenFile(first_piece.get(file_id, file_id), name, info.st_size,
-                                       int(info.st_mtime * 1000), num_records, stats, blocks))
+            results.append(WrittenFile(first_piece.get(file_id, file_id), name, info.size,
+                                       info.mtime_ms, num_records, stats, blocks))
         return results
     except BaseException:
         out.discard()
@@ -319,7 +317,7 @@ def _join_and_publish(spark: Any, out: StagedFiles, parts: dict[int, str],
     results = []
     for (_, pieces), (target, rows, stats, blocks) in zip(items, joined):
         name, info = out.publish(target)
-        results.append(WrittenFile(pieces[0], name, info.st_size, int(info.st_mtime * 1000),
+        results.append(WrittenFile(pieces[0], name, info.size, info.mtime_ms,
                                    rows, stats, blocks))
     logger.info("band pieces joined: pieces=%d files=%d elapsed=%.2fs",
                 sum(len(p) for p in by_file.values()), len(results), time.perf_counter() - started)
@@ -341,31 +339,51 @@ def _merged_blocks(blocks: Sequence[Block]) -> tuple[Block, ...]:
 
 
 class StagedFiles:
-    """A staging folder inside the table folder, and the files published from it.
+    """A staging folder for a table's new files, and the files published from it.
 
-    Tasks write into :attr:`path`; :meth:`publish` moves a finished file to the table root as
-    ``<uuid>.parquet``. When the operation fails, :meth:`discard` removes what was published
-    (nothing references it yet); :meth:`cleanup` always removes the staging folder. As a context
-    manager it does both.
+    Tasks write into :attr:`path`; :meth:`publish` makes a finished file a data file of the
+    table, named ``<uuid>.parquet`` at its root. For a table on the local disk the staging folder
+    is inside the table folder and publishing is a rename. For a table on an object store
+    (:mod:`qbeast.spark.data_files`) the staging folder is in the session's local mirror folder
+    and publishing uploads the file, which then stays as the mirror's copy of it. When the
+    operation fails, :meth:`discard` removes what was published (nothing references it yet);
+    :meth:`cleanup` always removes the staging folder. As a context manager it does both.
     """
 
-    def __init__(self, table_dir: str) -> None:
+    def __init__(self, table_dir: str, spark: Any = None) -> None:
         self.table_dir = table_dir
-        self.path = os.path.join(table_dir, f"{STAGING_PREFIX}{uuid.uuid4().hex}")
+        self.remote = data_files.is_remote(table_dir)
+        name = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
         self.published: list[str] = []
+        if self.remote:
+            data_files.check_access(spark, table_dir)
+            self.storage = storage_for(table_dir)
+            self.mirror = data_files.mirror(spark)
+            self.path = os.path.join(self.mirror.root, "staging", name)
+        else:
+            self.path = os.path.join(table_dir, name)
 
-    def publish(self, part: str) -> tuple[str, os.stat_result]:
-        """Move ``part`` to the table root; its new name (relative) and its stat."""
+    def publish(self, part: str) -> tuple[str, FileStat]:
+        """Make ``part`` a data file of the table; its name (relative to the table) and stat."""
         name = f"{uuid.uuid4()}.parquet"
-        target = os.path.join(self.table_dir, name)
+        target = f"{self.table_dir.rstrip('/')}/{name}"
+        if self.remote:
+            self.published.append(target)
+            stat = self.storage.upload(part, target)
+            self.mirror.adopt(part, target)
+            return name, stat
         os.replace(part, target)
         self.published.append(target)
-        return name, os.stat(target)
+        info = os.stat(target)
+        return name, FileStat(info.st_size, int(info.st_mtime * 1000), target)
 
     def discard(self) -> None:
         for path in self.published:
             with contextlib.suppress(OSError):
-                os.remove(path)
+                if self.remote:
+                    self.storage.delete(path)
+                else:
+                    os.remove(path)
 
     def cleanup(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -55,7 +55,7 @@ from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, root_cause
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark import settings
+from qbeast.spark import data_files, settings
 from qbeast.spark.write.revision_change import choose_revision, index_spec
 from qbeast.spark.write.table_state import TableState
 from qbeast.spark.write.options import (
@@ -148,6 +148,7 @@ def write(
         raise InvalidOptionError(f"path must be a non-empty string, got {path!r}")
     check_storable_schema(df.schema)
     spark = df.sparkSession
+    data_files.check_access(spark, path)  # before the log is read: a store's settings may be the session's
 
     state = TableState.load(path)
     skipped = props.done_before(state.snapshot)
@@ -176,8 +177,9 @@ def write(
     phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
     props.check_cancelled(f"write to {path}", "writing files")
 
-    table_dir = state.log.table_path  # a plain folder: the log resolved any file: URI
-    os.makedirs(table_dir, exist_ok=True)
+    table_dir = state.log.table_path  # a plain folder (the log resolved any file: URI) or a URI
+    if not data_files.is_remote(table_dir):
+        os.makedirs(table_dir, exist_ok=True)
     adds: list[AddFile] = []
     blocks_written = 0
     if count > 0:

@@ -54,6 +54,35 @@ def check_storage_contract(storage: Storage, root: str) -> None:
     assert storage.put_if_absent(path, b"again") is True
 
 
+def check_file_transfers(storage: Storage, root: str, local_dir: str) -> None:
+    """Ranged reads, downloads and uploads between ``storage`` (under ``root``, empty) and the
+    local folder ``local_dir``: what reading footers and publishing data files rely on."""
+    import os
+
+    payload = bytes(range(256)) * 4096  # 1 MiB, not one repeated byte: offsets are checked
+    source = os.path.join(local_dir, "source.bin")
+    with open(source, "wb") as handle:
+        handle.write(payload)
+    target = storage.join(root, "data", "file.bin")
+    stat = storage.upload(source, target)
+    assert (stat.size, stat.path) == (len(payload), target) and stat.mtime_ms > 0
+    assert storage.read_range(target, 0, 4) == payload[:4]
+    assert storage.read_range(target, len(payload) - 8, 8) == payload[-8:]
+    assert storage.read_range(target, 1000, 300) == payload[1000:1300]
+    assert storage.read_range(target, len(payload) - 3, 100) == payload[-3:]  # short at the end
+    assert storage.read_range(target, 5, 0) == b""
+    copy = os.path.join(local_dir, "copy.bin")
+    assert storage.download(target, copy) == len(payload)
+    with open(copy, "rb") as handle:
+        assert handle.read() == payload
+    assert sorted(os.listdir(local_dir)) == ["copy.bin", "source.bin"]  # no partial file left
+    with pytest.raises(FileNotFoundError):
+        storage.download(storage.join(root, "data", "missing.bin"), os.path.join(local_dir, "x"))
+    assert not os.path.exists(os.path.join(local_dir, "x"))
+    with pytest.raises(FileNotFoundError):
+        storage.read_range(storage.join(root, "data", "missing.bin"), 0, 4)
+
+
 def check_log_layer(storage: Storage, location: str, now_ms: Callable[[], int]) -> None:
     """The whole log layer on ``storage``: commits, rebase over blind appends, checkpoints,
     time travel, history and vacuum, for a table at ``location`` (nothing there yet).

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from storage_contract import check_log_layer, check_storage_contract
+from storage_contract import check_file_transfers, check_log_layer, check_storage_contract
 
 from qbeast.delta.storage import FileStat, LocalStorage, Storage
 
@@ -88,6 +88,9 @@ def _local(tmp_path: Path) -> tuple[Storage, str, Callable[[], int]]:
 def test_storage_contract(backend: str, tmp_path: Path) -> None:
     storage, location, _ = _memory() if backend == "memory" else _local(tmp_path)
     check_storage_contract(storage, storage.resolve(location))
+    local = tmp_path / "local"
+    local.mkdir()
+    check_file_transfers(storage, storage.resolve(location + "/transfers"), str(local))
 
 
 @pytest.mark.parametrize("backend", ["memory", "local"])

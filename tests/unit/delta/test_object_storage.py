@@ -12,21 +12,20 @@ from __future__ import annotations
 import io
 import json
 import logging
-import socket
 import subprocess
 import sys
 import textwrap
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from delta_helpers import SCHEMA, make_add
-from storage_contract import check_log_layer, check_storage_contract
+from s3_server import BUCKET, CREDENTIALS, free_port
+from storage_contract import check_file_transfers, check_log_layer, check_storage_contract
 
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.errors import ConcurrentModificationError
@@ -38,32 +37,6 @@ from qbeast.errors import InvalidOptionError
 
 pytestmark = pytest.mark.objectstore
 
-BUCKET = "qbeast-tests"
-CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "testing", "region": "us-east-1"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    """An S3-compatible server on loopback for the whole session, with one bucket."""
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=_free_port(), verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    import boto3
-
-    boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="testing",
-                 aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
 
 
 @pytest.fixture
@@ -81,10 +54,11 @@ def root() -> str:
 # ---------------------------------------------------------------- the shared contract
 
 
-def test_storage_contract_on_s3(options: dict[str, Any], root: str) -> None:
+def test_storage_contract_on_s3(options: dict[str, Any], root: str, tmp_path: Any) -> None:
     storage = storage_for(root, options)
     assert isinstance(storage, ObjectStorage)
     check_storage_contract(storage, storage.resolve(root))
+    check_file_transfers(storage, storage.resolve(f"{root}/transfers"), str(tmp_path))
 
 
 def test_log_layer_on_s3(options: dict[str, Any], root: str) -> None:
@@ -149,6 +123,80 @@ def test_credentials_and_endpoint_from_the_aws_environment(moto_endpoint: str, r
     # an unreachable store is a clear error naming the location, not the client library's trace
     with pytest.raises(ObjectStoreError, match=r"reading s3://.*/env\.txt failed: .*check the endpoint"):
         broken.read_bytes(f"{storage.resolve(root)}/env.txt")
+
+
+_AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_ALLOW_HTTP",
+                  "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_REGION",
+                  "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_DEFAULT_PROFILE")
+
+
+def test_credentials_and_endpoint_from_the_shared_aws_files(moto_endpoint: str, root: str, tmp_path: Any,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """No AWS variable but the files' locations and the profile: ~/.aws/config and credentials."""
+    from qbeast.delta.object_storage import set_session_settings
+
+    for name in _AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    set_session_settings("s3", {})
+    config, credentials = tmp_path / "config", tmp_path / "credentials"
+    config.write_text(f"[default]\nregion = eu-west-3\n\n[profile lake]\nregion = us-east-1\n"
+                      f"endpoint_url = {moto_endpoint}\n")
+    credentials.write_text("[default]\naws_access_key_id = wrong\naws_secret_access_key = wrong\n\n"
+                           "[lake]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_PROFILE", "lake")
+    storage = storage_for(root)
+    target = f"{storage.resolve(root)}/files.txt"
+    storage.write_bytes(target, b"from the shared files")
+    assert storage.read_bytes(target) == b"from the shared files"
+    # the environment wins over the files, setting by setting
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    with pytest.raises(ObjectStoreError):
+        storage_for(root, {"timeout": "2s", "connect_timeout": "1s"}).read_bytes(target)
+
+
+def test_s3_settings_are_layered_options_environment_session_files(tmp_path: Any,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from qbeast.delta import aws_config
+    from qbeast.delta.object_storage import set_session_settings
+
+    for name in _AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    credentials = tmp_path / "credentials"
+    credentials.write_text("[default]\naws_access_key_id = file-id\naws_secret_access_key = file-secret\n"
+                           "aws_session_token = file-token\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "missing"))
+    hadoop = aws_config.from_hadoop({"fs.s3a.access.key": "hadoop-id", "fs.s3a.secret.key": "hadoop-secret",
+                                     "fs.s3a.endpoint": "minio:9000", "fs.s3a.connection.ssl.enabled": "false",
+                                     "fs.s3a.path.style.access": "true", "fs.s3a.endpoint.region": "eu-west-1"})
+    assert hadoop == {"access_key_id": "hadoop-id", "secret_access_key": "hadoop-secret",
+                      "endpoint": "http://minio:9000", "region": "eu-west-1",
+                      "virtual_hosted_style_request": "false"}
+    assert aws_config.from_hadoop({"fs.s3a.secret.key": "alone"}) == {}  # never half a credential
+    try:
+        set_session_settings("s3", hadoop)
+        # the session's key replaces the file's whole credential (no file token beside it)
+        config = ObjectStorage("s3")._config
+        assert (config["access_key_id"], config["secret_access_key"]) == ("hadoop-id", "hadoop-secret")
+        assert "session_token" not in config and config["endpoint"] == "http://minio:9000"
+        assert ObjectStorage("s3")._client.get("allow_http") is True  # implied by http://
+        # the environment wins over the session; options over both
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "env-id")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret")
+        monkeypatch.setenv("AWS_REGION", "ap-south-1")
+        config = ObjectStorage("s3")._config
+        assert not {"access_key_id", "secret_access_key", "region"} & set(config)  # obstore reads env
+        config = ObjectStorage("s3", {"AWS_ENDPOINT_URL": "http://other:1"})._config
+        assert config.get("aws_endpoint_url") == "http://other:1" and "endpoint" not in config
+        set_session_settings("s3", {})
+        monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+        monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+        config = ObjectStorage("s3")._config
+        assert (config["access_key_id"], config["session_token"]) == ("file-id", "file-token")
+    finally:
+        set_session_settings("s3", {})
 
 
 def test_unknown_option_is_an_option_error(options: dict[str, Any], root: str) -> None:
@@ -231,7 +279,7 @@ def _refusing_server() -> tuple[Any, str]:
                     b"functionality that is not implemented</Message></Error>"]
         return moto_app(environ, start_response)
 
-    server = make_server("127.0.0.1", _free_port(), app, threaded=True)
+    server = make_server("127.0.0.1", free_port(), app, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_port}"
 

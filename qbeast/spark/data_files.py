@@ -1,0 +1,184 @@
+"""How Spark reaches a table's data files: in the table's local folder, or through the storage layer.
+
+A table on the local disk is read and written by Spark where it lies, as always. A table on an
+object store (``s3://``, ``gs://``, ``abfss://``) is reached through the engine's own storage
+layer (:mod:`qbeast.delta.object_storage`), because a plain ``pip install pyspark`` has no Hadoop
+connector for those schemes:
+
+* **writes** are staged in a local folder (``spark.qbeast.storage.mirrorDir``) by Spark's own
+  parquet writer, exactly as for a local table, and each finished file is uploaded to the table
+  (:class:`qbeast.spark.write.staging.StagedFiles`); the uploaded file becomes the local copy;
+* **reads** hand Spark local copies of the files the planner chose (:func:`readable`), fetched
+  once into the mirror (:class:`qbeast.delta.mirror.LocalMirror`): data files never change, so
+  a copy stays right, and every later read of the file runs at local-disk speed.
+
+Both need the driver and the executors to share one disk, which is true of ``local[*]``
+sessions (the engine's default and the dbt adapter's embedded mode). Other sessions are refused
+for object-store tables with an error that says so (:func:`check_access`); a cluster reading
+through Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
+One log line per session and scheme says which way a session reaches its tables and why.
+"""
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from qbeast.delta import aws_config
+from qbeast.delta.mirror import LocalMirror
+from qbeast.delta.object_storage import SCHEMES, scheme_of, set_session_settings
+from qbeast.delta.stores import storage_for
+from qbeast.errors import InvalidOptionError
+from qbeast.spark import settings
+from qbeast.spark.shipping import is_connect_session
+
+logger = logging.getLogger(__name__)
+
+_announced: set[tuple[str, str]] = set()
+#: the Hadoop S3A settings the storage layer takes from a session
+_HADOOP_S3A_KEYS = ("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
+                    "fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access",
+                    "fs.s3a.connection.ssl.enabled")
+_lock = threading.Lock()
+
+
+def is_remote(location: str) -> bool:
+    """True for a location on an object store (``s3://``, ``s3a://``, ``gs://``, ``abfss://``)."""
+    return isinstance(location, str) and scheme_of(location) in SCHEMES
+
+
+def mirror_dir(spark: Any) -> str:
+    """The session's local folder for staged uploads and local copies."""
+    configured = settings.MIRROR_DIR.read(spark) if spark is not None else None
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # a container user without a passwd entry
+        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return os.path.join(tempfile.gettempdir(), f"qbeast-mirror-{user}")
+
+
+def mirror(spark: Any) -> LocalMirror:
+    """The session's mirror (its folder and size bound read from the session's settings)."""
+    max_bytes = settings.MIRROR_MAX_BYTES.read(spark) if spark is not None else settings.MIRROR_MAX_BYTES.default
+    return LocalMirror(mirror_dir(spark), max_bytes)
+
+
+def apply_session_settings(spark: Any) -> dict[str, str]:
+    """Hand the session's Hadoop S3A settings (``fs.s3a.access.key``, ``fs.s3a.endpoint``, ...)
+    to the storage layer, for stores built from now on (below the environment); what was found.
+
+    Read from the session's Hadoop configuration (``spark.hadoop.fs.s3a.*`` confs and the
+    cluster's ``core-site.xml``); a Spark Connect session has none to read here.
+    """
+    if spark is None or is_connect_session(spark):
+        return {}
+    try:
+        hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001 - classic sessions
+        conf = {key: hadoop.get(key) for key in _HADOOP_S3A_KEYS if _set_by_user(hadoop, key)}
+    except Exception:  # noqa: BLE001 - no JVM handle: the plain confs are what there is
+        conf = {key: spark.conf.get(f"spark.hadoop.{key}", None) for key in _HADOOP_S3A_KEYS}
+    found = aws_config.from_hadoop({k: v for k, v in conf.items() if v is not None})
+    set_session_settings("s3", found)
+    return found
+
+
+def _set_by_user(hadoop: Any, key: str) -> bool:
+    """Whether a Hadoop setting was set (a conf, a site file), not only Hadoop's own default
+    (``core-default.xml`` has ``fs.s3a.path.style.access=false``, which is no one's choice)."""
+    if hadoop.get(key) is None:
+        return False
+    sources = list(hadoop.getPropertySources(key) or [])
+    return not sources or any("default" not in str(source) for source in sources)
+
+
+def check_access(spark: Any, location: str) -> None:
+    """Refuse an object-store table in a session whose tasks do not share the driver's disk;
+    say once per session and scheme how its data files are reached."""
+    if not is_remote(location):
+        return
+    scheme = scheme_of(location) or ""
+    if spark is not None and is_connect_session(spark):
+        raise InvalidOptionError(
+            f"{location}: tables on object stores are not supported over Spark Connect yet (the "
+            "server would have to read files this client copies); use a classic session "
+            "(qbeast.spark.session.get_or_create_session) on this machine",
+            option="location", value=location,
+        )
+    master = spark.sparkContext.master if spark is not None else "local"
+    if not master.startswith("local"):
+        raise InvalidOptionError(
+            f"{location}: tables on object stores need a local[*] session for now (master is "
+            f"{master!r}): the engine stages and copies their data files on this machine's disk, "
+            "which executors elsewhere cannot see; reading through Hadoop's connectors on a "
+            "cluster is not built yet (docs/cluster.md)",
+            option="location", value=location,
+        )
+    key = (_session_key(spark), scheme)
+    with _lock:
+        first = key not in _announced
+        _announced.add(key)
+    if first:
+        apply_session_settings(spark)
+        logger.info(
+            "%s:// tables: data files go through the engine's storage layer (master %s, %s): new "
+            "files are staged in %s and uploaded, reads open local copies kept there",
+            scheme, master, _connector_note(spark, scheme), mirror_dir(spark),
+        )
+
+
+def readable(spark: Any, locations: Iterable[str], sizes: Sequence[int | None] | None = None) -> list[str]:
+    """``locations`` as Spark opens them: local paths unchanged, object-store files as local
+    copies (fetched now when not yet copied; ``sizes`` from the log check each copy)."""
+    locations = list(locations)
+    remote = [i for i, location in enumerate(locations) if is_remote(location)]
+    if not remote:
+        return locations
+    check_access(spark, locations[remote[0]])
+    out = list(locations)
+    by_store: dict[str, list[int]] = {}
+    for i in remote:
+        by_store.setdefault(scheme_of(locations[i]) or "", []).append(i)
+    local = mirror(spark)
+    for indexes in by_store.values():
+        storage = storage_for(locations[indexes[0]])
+        files = [(locations[i], sizes[i] if sizes is not None else None) for i in indexes]
+        for i, path in zip(indexes, local.fetch(storage, files)):
+            out[i] = path
+    return out
+
+
+def current_session() -> Any:
+    """The session a callback from the JVM serves (the active one, else the one created)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession() or SparkSession._instantiatedSession  # noqa: SLF001
+
+
+def _session_key(spark: Any) -> str:
+    if spark is None:
+        return "none"
+    return str(spark.sparkContext.applicationId)
+
+
+def _connector_note(spark: Any, scheme: str) -> str:
+    """Whether Hadoop has a file system for the scheme: named in the log line, not used yet."""
+    if spark is None:
+        return "no session"
+    try:
+        jvm = spark.sparkContext._jvm
+        conf = spark.sparkContext._jsc.hadoopConfiguration()
+        for candidate in (scheme, "s3a" if scheme == "s3" else scheme):
+            try:
+                jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(candidate, conf)
+                return f"Hadoop has a {candidate} connector, but direct access is not built yet"
+            except Exception:  # noqa: BLE001 - UnsupportedFileSystemException through Py4J
+                continue
+    except Exception:  # noqa: BLE001 - no JVM handle: say nothing more
+        return "Hadoop connectors not checked"
+    return f"Hadoop has no {scheme} connector"

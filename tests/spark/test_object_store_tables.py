@@ -1,0 +1,295 @@
+"""Qbeast tables on an S3-compatible store (moto on loopback), through the engine's entry points.
+
+The session is the shared ``local[2]`` one, with no Hadoop connector for ``s3://``: the engine
+stages new files locally and uploads them, and reads open local copies
+(:mod:`qbeast.spark.data_files`). Credentials and endpoint come from the AWS environment
+variables only, as a user sets them. Every check compares with what an independent reader
+(deltalake, DuckDB) finds in the bucket, or with exact expected rows.
+"""
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+from s3_server import BUCKET
+
+import qbeast
+from qbeast.delta.log import DeltaLog
+from qbeast.delta.stores import storage_for
+from qbeast.snapshot import QbeastSnapshot
+
+pytestmark = [pytest.mark.spark, pytest.mark.objectstore]
+
+
+@pytest.fixture
+def bucket_root(spark, s3_environment: str, tmp_path: Path) -> str:
+    """A fresh prefix in the test bucket; the session's mirror folder in ``tmp_path``."""
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    yield f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    spark.conf.unset("spark.qbeast.storage.mirrorDir")
+
+
+def _events(spark, start: int, count: int):
+    return spark.range(start, start + count).selectExpr(
+        "id", "cast(rand(7) * 10000 as int) as user_id", "round(rand(8) * 500, 2) as price")
+
+
+def _objects(root: str) -> dict[str, int]:
+    storage = storage_for(root)
+    prefix = storage.resolve(root) + "/"
+    return {s.path[len(prefix):]: s.size for s in storage.walk(root)}
+
+
+def _deltalake_ids(root: str, endpoint: str) -> list[int]:
+    from deltalake import DeltaTable
+
+    options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    return sorted(DeltaTable(root, storage_options=options).to_pyarrow_table(columns=["id"])
+                  .column("id").to_pylist())
+
+
+def test_write_sample_filter_and_append_on_s3(spark, bucket_root: str, s3_environment: str,
+                                              tmp_path: Path) -> None:
+    path = f"{bucket_root}/events"
+    result = qbeast.write(_events(spark, 0, 20_000), path, columns_to_index="user_id,price",
+                          cube_size=2_000, mode="overwrite")
+    assert result.rows == 20_000 and result.file_count > 1
+    objects = _objects(path)
+    assert {f"_delta_log/{0:020d}.json"} <= set(objects)
+    assert set(result.files) <= set(objects)  # the data files are in the bucket ...
+    assert not [n for n in objects if n.startswith("_qbeast_staging")]  # ... and no staging left
+    assert not os.path.exists(f"/{BUCKET}")  # nothing written to a local folder named like it
+
+    table = qbeast.QbeastTable.for_path(spark, path)
+    assert sorted(r.id for r in table.to_df().select("id").collect()) == list(range(20_000))
+    assert _deltalake_ids(path, s3_environment) == list(range(20_000))
+    sample = table.sample(0.1)
+    assert 0.07 * 20_000 < sample.count() < 0.13 * 20_000
+    assert len(sample.inputFiles()) < result.file_count
+    pruned = table.to_df(filter="user_id < 1000 and price between 10 and 20")
+    expected = _events(spark, 0, 20_000).where("user_id < 1000 and price between 10 and 20")
+    assert sorted(pruned.collect()) == sorted(expected.collect())
+    assert len(pruned.inputFiles()) < result.file_count
+
+    props = qbeast.CommitProperties(user_metadata="nightly", app_id="loader", app_version=1)
+    appended = qbeast.write(_events(spark, 20_000, 5_000), path, commit_properties=props)
+    assert appended.version == 1 and appended.rows == 5_000
+    assert qbeast.write(_events(spark, 20_000, 5_000), path, commit_properties=props).skipped
+    assert _deltalake_ids(path, s3_environment) == list(range(25_000))
+    assert DeltaLog.for_path(path).snapshot().txn_version("loader") == 1
+
+
+def _duckdb_on(endpoint: str):
+    """A DuckDB connection with the httpfs and delta extensions (from their PyPI wheels, no
+    network) and an S3 secret for the test server."""
+    import importlib.resources
+
+    duckdb = pytest.importorskip("duckdb", reason="duckdb is a test dependency")
+    con = duckdb.connect(config={"allow_unsigned_extensions": "true"})
+    for package, name in (("duckdb_extension_httpfs", "httpfs"), ("duckdb_extension_delta", "delta")):
+        root = Path(str(importlib.resources.files(package))) / "extensions"
+        exact = root / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+        con.execute(f"LOAD '{exact if exact.is_file() else sorted(root.glob(f'*/{name}.duckdb_extension'))[-1]}'")
+    host = endpoint.split("://", 1)[1]
+    con.execute(f"CREATE SECRET test_s3 (TYPE S3, KEY_ID 'testing', SECRET 'testing', REGION "
+                f"'us-east-1', ENDPOINT '{host}', URL_STYLE 'path', USE_SSL false)")
+    return con
+
+
+def test_duckdb_reads_the_engine_table_and_the_engine_reads_deltalakes_from_the_bucket(
+        spark, bucket_root: str, s3_environment: str) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    path = f"{bucket_root}/events"
+    qbeast.write(_events(spark, 0, 5_000), path, columns_to_index="user_id,price", cube_size=1_000)
+    engine = sorted(tuple(r) for r in qbeast.QbeastTable.for_path(spark, path).to_df().collect())
+    duck = sorted(_duckdb_on(s3_environment).execute(
+        f"SELECT id, user_id, price FROM delta_scan('{path}')").fetchall())
+    assert duck == engine and len(engine) == 5_000
+
+    other = f"{bucket_root}/from_deltalake"
+    options = {"AWS_ENDPOINT_URL": s3_environment, "AWS_ALLOW_HTTP": "true"}
+    data = pa.table({"id": list(range(300)), "name": [f"n{i}" for i in range(300)]})
+    write_deltalake(other, data, storage_options=options)
+    write_deltalake(other, data.slice(0, 10), mode="append", storage_options=options)
+    read = qbeast.QbeastTable.for_path(spark, other).to_df()
+    assert sorted(tuple(r) for r in read.collect()) == sorted(
+        [(i, f"n{i}") for i in range(300)] + [(i, f"n{i}") for i in range(10)])
+
+
+def test_row_level_changes_optimize_and_vacuum_on_s3(spark, bucket_root: str,
+                                                     s3_environment: str) -> None:
+    path = f"{bucket_root}/users"
+    users = spark.range(0, 2_000).selectExpr("id", "cast(id % 97 as int) as country", "'new' as status")
+    qbeast.write(users, path, columns_to_index="id,country", cube_size=200)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    table.delete("country = 0")
+    table.update("id < 10", set={"status": "'vip'"})
+    upserts = spark.createDataFrame([(5, 1, "gone"), (5000, 2, "new")], "id long, country int, status string")
+    merged = table.merge(upserts, on=["id"])
+    assert (merged.rows_updated, merged.rows_inserted) == (1, 1)
+    expected = {i: ("vip" if i < 10 else "new") for i in range(2_000) if i % 97 != 0}
+    expected[5], expected[5000] = "gone", "new"
+    rows = {r.id: r.status for r in table.to_df().collect()}
+    assert rows == expected
+    assert _deltalake_ids(path, s3_environment) == sorted(expected)
+
+    optimized = table.optimize(merge_revisions=True)  # revision 1 into the merge's revision 2
+    assert optimized.versions  # files were rewritten and committed
+    assert {r.id: r.status for r in table.to_df().collect()} == expected
+    before = set(_objects(path))
+    live = {a.path for a in DeltaLog.for_path(path).snapshot().files.values()}
+    report = table.vacuum(retention_hours=0, allow_short_retention=True)
+    after = set(_objects(path))
+    removed = before - after
+    assert removed and removed == set(report.files)
+    assert live <= after and not (removed & live)  # only files no version needs went away
+    assert {r.id: r.status for r in table.to_df().collect()} == expected
+    assert _deltalake_ids(path, s3_environment) == sorted(expected)
+    snapshot = QbeastSnapshot.load(path)
+    assert snapshot.is_qbeast and snapshot.delta.num_records == len(expected)
+
+
+_APPENDER = """
+import os, sys, time
+import qbeast
+
+path, worker, ready, mirror = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+spark = qbeast.get_or_create_session({"spark.qbeast.storage.mirrorDir": mirror,
+                                      "spark.sql.shuffle.partitions": "1",
+                                      "spark.ui.enabled": "false"}, master="local[1]")
+batches = [spark.range(1_000 + worker * 1_000 + i * 100, 1_000 + worker * 1_000 + (i + 1) * 100)
+           .selectExpr("id", "cast(id % 13 as int) as k") for i in range(10)]
+batches[0].count()  # the JVM warmed up
+open(os.path.join(ready, str(worker)), "w").close()
+deadline = time.time() + 300
+while len(os.listdir(ready)) < 4 and time.time() < deadline:  # all four start together
+    time.sleep(0.05)
+versions = [qbeast.write(batch, path).version for batch in batches]
+print("versions", *versions)
+"""
+
+
+@pytest.mark.slow
+def test_four_processes_appending_ten_times_each_commit_forty_contiguous_versions(
+        spark, bucket_root: str, tmp_path: Path) -> None:
+    """4 processes x 10 appends to one S3 table at once: the store's conditional write decides
+    each version; every append lands exactly once, versions 1..40 without a gap."""
+    import subprocess
+    import sys
+
+    path = f"{bucket_root}/appends"
+    first = spark.range(0, 1_000).selectExpr("id", "cast(id % 13 as int) as k")
+    assert qbeast.write(first, path, columns_to_index="id,k", cube_size=500).version == 0
+    ready = tmp_path / "ready"
+    ready.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", _APPENDER, path, str(w), str(ready),
+                               str(tmp_path / f"mirror-{w}")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for w in range(4)]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for p, (_, err) in zip(procs, outputs):
+        assert p.returncode == 0, err[-3000:]
+    versions = sorted(int(v) for out, _ in outputs
+                      for line in out.splitlines() if line.startswith("versions")
+                      for v in line.split()[1:])
+    assert versions == list(range(1, 41))
+    log = DeltaLog.for_path(path)
+    assert log.snapshot().version == 40
+    ids = sorted(r.id for r in qbeast.QbeastTable.for_path(spark, path).to_df().select("id").collect())
+    assert ids == list(range(5_000))  # every appended row exactly once
+
+
+def test_convert_describe_history_metrics_upgrade_and_sql_on_s3(spark, bucket_root: str,
+                                                                 tmp_path: Path) -> None:
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from qbeast.cli import main as cli
+
+    # a plain parquet folder in the bucket (written by pyarrow, uploaded through the storage)
+    folder = f"{bucket_root}/plain"
+    storage = storage_for(folder)
+    for part in range(3):
+        local = tmp_path / f"part-{part}.parquet"
+        ids = list(range(part * 1_000, (part + 1) * 1_000))
+        pq.write_table(pa.table({"id": ids, "k": [i % 11 for i in ids]}), local)
+        storage.upload(str(local), f"{folder}/part-{part}.parquet")
+    converted = qbeast.convert_to_qbeast(spark, folder, ["id", "k"], cube_size=500)
+    assert converted.version == 0 and converted.file_count == 3
+    table = qbeast.QbeastTable.for_path(spark, folder)
+    table.optimize(revision_id=0)  # indexes the converted files: read, rewritten, uploaded
+    assert sorted(r.id for r in table.to_df().collect()) == list(range(3_000))
+    assert table.snapshot().index_status() and table.index_metrics().revision_id == 1
+    assert [h.operation for h in table.history()][:2] == ["OPTIMIZE", "CONVERT"]
+    assert not qbeast.upgrade_format(folder, dry_run=True).changes  # current format already
+
+    out = io.StringIO()
+    assert cli(["describe", folder], out=out) == 0
+    assert f"Table:      {folder}\nVersion:    1 " in out.getvalue()
+
+    # SQL: a catalog table on the bucket and a path read, both through the read bridge
+    qbeast.create_table(spark, "s3_plain", folder, replace=True)
+    try:
+        assert spark.sql("SELECT count(*) FROM s3_plain WHERE id < 100").first()[0] == 100
+        sampled = spark.sql("SELECT count(*) FROM s3_plain TABLESAMPLE (10 PERCENT)").first()[0]
+        assert sampled == table.sample(0.1).count()
+        assert spark.read.format("qbeast").load(folder).where("k = 3").count() == \
+            sum(1 for i in range(3_000) if i % 11 == 3)
+    finally:
+        spark.sql("DROP TABLE IF EXISTS s3_plain")
+
+
+def test_object_store_tables_are_refused_where_their_files_cannot_be_reached(bucket_root: str) -> None:
+    from qbeast.errors import InvalidOptionError
+    from qbeast.spark.data_files import check_access
+
+    class _Cluster:  # what check_access asks of a classic session with a cluster master
+        class sparkContext:  # noqa: N801 - pyspark's attribute name
+            master = "spark://10.0.0.1:7077"
+
+    with pytest.raises(InvalidOptionError, match=r"need a local\[\*\] session for now .*spark://10.0.0.1:7077"):
+        check_access(_Cluster(), f"{bucket_root}/t")
+    check_access(_Cluster(), "/tmp/local-table")  # local tables: nothing to check
+
+
+_PYTHON_SOURCE_READER = """
+import sys
+import qbeast
+
+path, mirror = sys.argv[1], sys.argv[2]
+spark = qbeast.get_or_create_session({"spark.qbeast.sqlBridge": "false",
+                                      "spark.qbeast.storage.mirrorDir": mirror,
+                                      "spark.ui.enabled": "false"}, master="local[1]")
+print("source", qbeast.register(spark))
+df = spark.read.format("qbeast").load(path)
+print("rows", df.count(), df.where("k = 3").count())
+print("sampled", spark.read.format("qbeast").option("sampleFraction", "0.1").load(path).count())
+"""
+
+
+@pytest.mark.slow
+def test_the_python_data_source_reads_a_table_on_the_bucket(spark, bucket_root: str,
+                                                            tmp_path: Path) -> None:
+    """Without the read bridge, SQL reads go through the Python data source, whose tasks read
+    the files from the store themselves (a process of its own: the source's workers take the
+    AWS environment from the JVM's start)."""
+    import subprocess
+    import sys
+
+    path = f"{bucket_root}/python_source"
+    rows = spark.range(0, 3_000).selectExpr("id", "cast(id % 11 as int) as k")
+    qbeast.write(rows, path, columns_to_index="id,k", cube_size=500)
+    done = subprocess.run([sys.executable, "-c", _PYTHON_SOURCE_READER, path, str(tmp_path / "m")],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in done.stdout.splitlines() if " " in line)
+    assert lines["source"] == "python"
+    assert lines["rows"].split() == ["3000", str(sum(1 for i in range(3_000) if i % 11 == 3))]
+    assert int(lines["sampled"]) == qbeast.QbeastTable.for_path(spark, path).sample(0.1).count()
