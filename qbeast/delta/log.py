@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from qbeast.delta.actions import CommitInfo, Metadata
-from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write_checkpoint
+from qbeast.delta.checkpoint import CheckpointState, read_checkpoint, read_last_checkpoint, write_checkpoint
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
@@ -51,13 +51,17 @@ class LogListing:
     on first use, because stat-ing a thousand commit files costs more than replaying ten.
     """
 
-    def __init__(self, storage: Storage, log_path: str) -> None:
+    def __init__(self, storage: Storage, log_path: str, since: int | None = None) -> None:
         self.storage = storage
+        #: the first version listed (None: the whole log was listed)
+        self.since = since
         self.commits: dict[int, str] = {}
         # version -> number of parts -> {part number: path}
         self.checkpoints: dict[int, dict[int, dict[int, str]]] = {}
         self._timestamps: dict[int, int] | None = None
-        for name in storage.list_names(log_path):
+        names = (storage.list_names(log_path) if since is None
+                 else storage.list_names_after(log_path, f"{since - 1:020d}.~" if since > 0 else ""))
+        for name in names:
             if len(name) == 25 and name.endswith(".json"):  # cheap test first: most names are commits
                 if _COMMIT_RE.match(name):
                     self.commits[int(name[:20])] = f"{log_path}/{name}"
@@ -144,9 +148,10 @@ class DeltaLog:
 
     # ------------------------------------------------------------------ listing
 
-    def list_log(self) -> LogListing:
-        """List ``_delta_log`` once (commits and classic checkpoints)."""
-        return LogListing(self.storage, self.log_path)
+    def list_log(self, since: int | None = None) -> LogListing:
+        """List ``_delta_log`` once (commits and classic checkpoints), from version ``since``
+        on when given (one listing that starts there on an object store)."""
+        return LogListing(self.storage, self.log_path, since)
 
     def table_exists(self) -> bool:
         """True when the log holds at least one version."""
@@ -200,6 +205,15 @@ class DeltaLog:
         if version is not None and timestamp is not None:
             raise InvalidOptionError("give either version or timestamp for time travel, not both")
         started = time.perf_counter()
+        if version is None and timestamp is None:
+            snapshot = self._latest_from_checkpoint()
+            if snapshot is not None:
+                logger.debug(
+                    "snapshot loaded from the last checkpoint's listing: table=%s version=%d "
+                    "checkpoint=%s files=%d elapsed=%.3fs", self.table_path, snapshot.version,
+                    snapshot.checkpoint_version, len(snapshot.files), time.perf_counter() - started,
+                )
+                return snapshot
         listing = self._require_listing()
         latest = listing.latest_version
         if timestamp is not None:
@@ -221,6 +235,50 @@ class DeltaLog:
         )
         return snapshot
 
+    def _latest_from_checkpoint(self) -> Snapshot | None:
+        """The latest snapshot from ``_last_checkpoint`` and a listing that starts at its version
+        (as Delta readers do: a long log is never listed whole); None when there is no hint or
+        what it names cannot be used (the full listing then decides, with its fallbacks)."""
+        hint = read_last_checkpoint(self.storage, self.log_path)
+        since = hint.get("version") if hint else None
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            return None
+        listing = self.list_log(since)
+        if since not in listing.checkpoints or listing.latest_version < since:
+            return None
+        found = [paths for v, paths in listing.complete_checkpoints(listing.latest_version, hint) if v == since]
+        if not found or not all(v in listing.commits for v in range(since + 1, listing.latest_version + 1)):
+            return None
+        try:
+            checkpoint = read_checkpoint(self.storage, found[0])
+        except CorruptLogError as exc:
+            logger.warning("skipping unreadable checkpoint %s: %s", found[0][0], exc)
+            return None
+        with gc_paused():
+            return self._replay(listing, listing.latest_version, checkpoint, since)
+
+    def _replay(self, listing: LogListing, version: int, checkpoint: CheckpointState, cp_version: int) -> Snapshot:
+        """The snapshot at ``version``: ``checkpoint`` (of ``cp_version``) and the commits after it."""
+        state = self._checkpoint_state(checkpoint)
+        self._apply_commits(state, cp_version + 1, version)
+        return Snapshot(self, version, state, self._timestamp_source(listing, version, state), cp_version)
+
+    def _checkpoint_state(self, cp: CheckpointState) -> ReplayState:
+        return ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns,
+                           self.table_path)
+
+    def _apply_commits(self, state: ReplayState, start: int, version: int) -> None:
+        for v in range(start, version + 1):
+            source = f"{self.log_path}/{commit_file_name(v)}"
+            try:
+                data = self.read_commit(v)
+            except FileNotFoundError:
+                raise CorruptLogError(
+                    f"{source} disappeared while the log was being read (concurrent log cleanup?); "
+                    "retry"
+                ) from None
+            state.apply(data, source)
+
     def _build(self, listing: LogListing, version: int) -> Snapshot:
         commits = listing.commits
         state: ReplayState | None = None
@@ -236,8 +294,7 @@ class DeltaLog:
                     logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)
                     unreadable.append(str(exc))
                     continue
-                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns,
-                                    self.table_path)
+                state = self._checkpoint_state(cp)
                 start = cp_version + 1
                 break
         if state is None:
@@ -257,16 +314,7 @@ class DeltaLog:
                 )
             state = ReplayState(table_path=self.table_path)
         checkpoint_version = start - 1 if start > 0 else None
-        for v in range(start, version + 1):
-            source = f"{self.log_path}/{commit_file_name(v)}"
-            try:
-                data = self.read_commit(v)
-            except FileNotFoundError:
-                raise CorruptLogError(
-                    f"{source} disappeared while the log was being read (concurrent log cleanup?); "
-                    "retry"
-                ) from None
-            state.apply(data, source)
+        self._apply_commits(state, start, version)
         return Snapshot(
             self, version, state, self._timestamp_source(listing, version, state), checkpoint_version
         )
@@ -295,8 +343,11 @@ class DeltaLog:
             return lambda: self._in_commit_timestamp(version)
 
         def from_files() -> int:
-            stamps = listing.commit_timestamps()
-            return stamps[version] if version in stamps else listing.checkpoint_mtime(version)
+            # file times are made strictly increasing over the whole log, so a listing that
+            # started at a checkpoint is completed first (only when a timestamp is asked for)
+            whole = listing if listing.since is None else self.list_log()
+            stamps = whole.commit_timestamps()
+            return stamps[version] if version in stamps else whole.checkpoint_mtime(version)
 
         return from_files
 

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -173,6 +174,29 @@ def _s3_settings_beside_the_environment(options: Mapping[str, object]) -> dict[s
 
 def _truthy(value: object) -> bool:
     return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+#: requests made to object stores by this process, by kind (list, get, head, put, delete)
+_REQUESTS: Counter[str] = Counter()
+_REQUESTS_LOCK = threading.Lock()
+
+
+def _count(kind: str) -> None:
+    with _REQUESTS_LOCK:
+        _REQUESTS[kind] += 1
+
+
+def _request(kind: str) -> Any:
+    """The ``obstore`` module, after counting one request of ``kind``."""
+    _count(kind)
+    return _obstore()
+
+
+def request_counts() -> dict[str, int]:
+    """Requests this process made to object stores so far, by kind; subtract two of these to
+    get what an operation cost (:class:`qbeast.progress.Phase` logs it at debug level)."""
+    with _REQUESTS_LOCK:
+        return dict(_REQUESTS)
 
 
 def _obstore() -> Any:
@@ -342,7 +366,7 @@ class ObjectStorage(Storage):
         store, key = self._split(path)
         try:
             with _answered(self.uri(path), "reading"):
-                return bytes(_obstore().get(store, key).bytes())
+                return bytes(_request("get").get(store, key).bytes())
         except FileNotFoundError:
             raise FileNotFoundError(path) from None
 
@@ -352,7 +376,7 @@ class ObjectStorage(Storage):
             return b""
         try:
             with _answered(self.uri(path), "reading"):
-                return bytes(_obstore().get_range(store, key, start=start, length=length))
+                return bytes(_request("get").get_range(store, key, start=start, length=length))
         except FileNotFoundError:
             raise FileNotFoundError(path) from None
         except ObjectStoreError:
@@ -361,7 +385,7 @@ class ObjectStorage(Storage):
             if start >= size:
                 return b""
             with _answered(self.uri(path), "reading"):
-                return bytes(_obstore().get_range(store, key, start=start, end=min(size, start + length)))
+                return bytes(_request("get").get_range(store, key, start=start, end=min(size, start + length)))
 
     def download(self, path: str, local_file: str) -> int:
         """Stream the object into ``local_file`` chunk by chunk (never whole in memory)."""
@@ -370,7 +394,7 @@ class ObjectStorage(Storage):
         size = 0
         try:
             with _answered(self.uri(path), "reading"), open(tmp, "wb") as handle:
-                for chunk in _obstore().get(store, key):
+                for chunk in _request("get").get(store, key):
                     handle.write(chunk)
                     size += len(chunk)
             os.replace(tmp, local_file)
@@ -386,23 +410,42 @@ class ObjectStorage(Storage):
         the store's modification time."""
         store, key = self._split(path)
         with _answered(self.uri(path), "writing"):
-            _obstore().put(store, key, Path(local_file))
+            _request("put").put(store, key, Path(local_file))
         return self.stat(path)
 
     def list_dir(self, path: str) -> list[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
         with _answered(self.uri(path), "listing"):
-            listing = _obstore().list_with_delimiter(store, key or None)
+            listing = _request("list").list_with_delimiter(store, key or None)
         out = [FileStat(0, 0, f"{root}/{prefix}", True) for prefix in listing["common_prefixes"]]
         out += [self._stat_of(root, meta) for meta in listing["objects"]]
         return out
+
+    def list_names_after(self, path: str, start_after: str) -> list[str]:
+        store, key = self._split(path)
+        prefix = f"{key}/" if key else ""
+        names = []
+        with _answered(self.uri(path), "listing"):
+            _count("list")
+            for page, chunk in enumerate(_obstore().list(store, prefix or None, offset=prefix + start_after,
+                                                         chunk_size=1000)):
+                if page:
+                    _count("list")
+                for meta in chunk:
+                    name = meta["path"][len(prefix):]
+                    if "/" not in name:  # direct children only
+                        names.append(name)
+        return sorted(names)
 
     def walk(self, path: str) -> Iterator[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
         with _answered(self.uri(path), "listing"):  # the listing stays lazy, page by page
-            for chunk in _obstore().list(store, key or None, chunk_size=1000):
+            _count("list")
+            for page, chunk in enumerate(_obstore().list(store, key or None, chunk_size=1000)):
+                if page:
+                    _count("list")  # S3 answers a listing 1,000 keys per request
                 for meta in chunk:
                     yield self._stat_of(root, meta)
 
@@ -411,7 +454,7 @@ class ObjectStorage(Storage):
         if key:
             try:
                 with _answered(self.uri(path), "reading"):
-                    return self._stat_of(self._bucket_path(path), _obstore().head(store, key))
+                    return self._stat_of(self._bucket_path(path), _request("head").head(store, key))
             except FileNotFoundError:
                 pass
         with _answered(self.uri(path), "listing"):
@@ -430,7 +473,7 @@ class ObjectStorage(Storage):
     @staticmethod
     def _has_children(store: ObjectStore, key: str) -> bool:
         """Whether a "directory" exists: object stores have none, only keys under a prefix."""
-        for chunk in _obstore().list(store, key or None, chunk_size=1):
+        for chunk in _request("list").list(store, key or None, chunk_size=1):
             if chunk:
                 return True
         return False
@@ -440,13 +483,13 @@ class ObjectStorage(Storage):
     def write_bytes(self, path: str, data: bytes) -> None:
         store, key = self._split(path)
         with _answered(self.uri(path), "writing"):
-            _obstore().put(store, key, data)  # one PUT (or a multipart upload): atomic on object stores
+            _request("put").put(store, key, data)  # one PUT (or a multipart upload): atomic on object stores
 
     def delete(self, path: str) -> None:
         store, key = self._split(path)
         try:
             with _answered(self.uri(path), "deleting"):
-                _obstore().delete(store, key)
+                _request("delete").delete(store, key)
         except FileNotFoundError:
             pass
 
@@ -463,7 +506,7 @@ class ObjectStorage(Storage):
 
         for attempt in range(_CONFLICT_RETRIES):
             try:
-                _obstore().put(store, key, data, mode="create")
+                _request("put").put(store, key, data, mode="create")
                 return True
             except (AlreadyExistsError, PreconditionError):
                 return False
@@ -504,8 +547,8 @@ class ObjectStorage(Storage):
     @staticmethod
     def _check_then_put(store: ObjectStore, key: str, data: bytes) -> bool:
         try:
-            _obstore().head(store, key)
+            _request("head").head(store, key)
             return False
         except FileNotFoundError:
-            _obstore().put(store, key, data)
+            _request("put").put(store, key, data)
             return True

@@ -86,6 +86,12 @@ class Storage(ABC):
         """Names of the direct children of a directory; cheaper than ``list_dir`` on some stores."""
         return [stat.name for stat in self.list_dir(path)]
 
+    def list_names_after(self, path: str, start_after: str) -> list[str]:
+        """Names of the direct children of a directory that sort after ``start_after``: on an
+        object store one listing that starts there (S3's ``start-after``), so that reading the
+        end of a long ``_delta_log`` does not list all of it."""
+        return sorted(name for name in self.list_names(path) if name > start_after)
+
     @abstractmethod
     def walk(self, path: str) -> Iterator[FileStat]:
         """Every file below a directory, recursively (directories themselves are not yielded)."""

@@ -281,7 +281,9 @@ class Transaction:
                 ) from exc
             if published:
                 break
-            latest = self.log.list_log().latest_version
+            latest = self.log.list_log(since=version).latest_version  # the winners only
+            if latest < version:  # the winner's file vanished meanwhile: look again, whole
+                latest = max(self.log.list_log().latest_version, version)
             for winner in range(checked + 1, latest + 1):
                 self._check_conflicts(winner)
             checked = latest

@@ -390,3 +390,46 @@ def test_gcs_and_azure_stores_are_built_by_the_same_class() -> None:
     assert 'container_name="cont"' in repr(built) and 'account_name="acct"' in repr(built)
     gcs = storage_for("gs://bkt/t")
     assert isinstance(gcs, ObjectStorage) and 'bucket="bkt"' in repr(gcs._store("bkt"))
+
+
+def test_a_snapshot_load_lists_the_log_from_the_last_checkpoint(options: dict[str, Any], root: str) -> None:
+    """After 25 commits (checkpoints every 10), loading the latest snapshot costs one listing that
+    starts at checkpoint 20, the hint, the checkpoint and the 4 commits after it: never a listing
+    of the whole ``_delta_log``. The result is the snapshot a full listing gives."""
+    from qbeast.delta.object_storage import request_counts
+
+    storage = storage_for(root, options)
+    log = DeltaLog.for_path(f"{root}/t", storage)
+    tx = log.start_transaction()
+    tx.update_metadata(Metadata.create(SCHEMA, configuration={"delta.checkpointInterval": "10"}))
+    tx.add_actions(make_add("f0.parquet"))
+    tx.commit("CREATE TABLE")
+    for i in range(1, 25):
+        log.start_transaction().add_actions(make_add(f"f{i}.parquet")).commit("WRITE", blind_append=True)
+    before = request_counts()
+    snapshot = DeltaLog.for_path(f"{root}/t", storage).snapshot()
+    after = request_counts()
+    made = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+    assert made == {"list": 1, "get": 1 + 1 + 4}, made
+    assert (snapshot.version, snapshot.checkpoint_version) == (24, 20)
+    full = log._build(log.list_log(), 24)  # the whole log listed, replayed the usual way
+    assert set(snapshot.files) == set(full.files) == {f"f{i}.parquet" for i in range(25)}
+    assert snapshot.timestamp == full.timestamp
+
+
+def test_a_stale_or_broken_checkpoint_hint_falls_back_to_the_full_listing(options: dict[str, Any],
+                                                                         root: str) -> None:
+    storage = storage_for(root, options)
+    log = DeltaLog.for_path(f"{root}/t", storage)
+    tx = log.start_transaction()
+    tx.update_metadata(Metadata.create(SCHEMA, configuration={"delta.checkpointInterval": "5"}))
+    tx.add_actions(make_add("f0.parquet"))
+    tx.commit("CREATE TABLE")
+    for i in range(1, 12):
+        log.start_transaction().add_actions(make_add(f"f{i}.parquet")).commit("WRITE", blind_append=True)
+    storage.write_bytes(f"{log.log_path}/{10:020d}.checkpoint.parquet", b"not parquet")
+    snapshot = DeltaLog.for_path(f"{root}/t", storage).snapshot()  # checkpoint 5 and commits 6..11
+    assert (snapshot.version, snapshot.checkpoint_version) == (11, 5)
+    assert set(snapshot.files) == {f"f{i}.parquet" for i in range(12)}
+    storage.write_bytes(f"{log.log_path}/_last_checkpoint", b'{"version": 40, "size": 1}')
+    assert DeltaLog.for_path(f"{root}/t", storage).snapshot().version == 11  # a hint past the end
