@@ -406,12 +406,14 @@ class ObjectStorage(Storage):
         return size
 
     def upload(self, local_file: str, path: str) -> FileStat:
-        """One PUT, or a multipart upload for a large file (obstore decides); then one HEAD for
-        the store's modification time."""
+        """One PUT, or a multipart upload for a large file (obstore decides). The stat returned
+        has the local file's size and the time the upload finished (no HEAD request: a Delta
+        ``modificationTime`` is the writer's clock, and vacuum reads the store's own times)."""
         store, key = self._split(path)
+        size = os.path.getsize(local_file)
         with _answered(self.uri(path), "writing"):
             _request("put").put(store, key, Path(local_file))
-        return self.stat(path)
+        return FileStat(size, int(time.time() * 1000), self.resolve(path), False)
 
     def list_dir(self, path: str) -> list[FileStat]:
         store, key = self._split(path)

@@ -171,3 +171,41 @@ class TestRunOperations:
                   expect_pass=False)
         assert f"a name that is free or already this table (it is a qbeast table at file:{folder})" in out
         spark.sql(f"drop schema {schema}_raw cascade")
+
+
+@pytest.mark.objectstore
+class TestSourcesOnABucket:
+    """Qbeast tables in an S3 bucket (moto on loopback) registered by hand and from sources.yml,
+    then read by a model; credentials come from the AWS environment variables only."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"placeholder.sql": "select 1 as x"}
+
+    def test_register_a_bucket_table_and_read_bucket_sources(self, project, spark, s3_environment, tmp_path):
+        import uuid
+
+        from s3_server import BUCKET
+
+        spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+        schema = project.test_schema
+        root = f"s3://{BUCKET}/dbt-sources-{uuid.uuid4().hex[:8]}"
+        folder, other = f"{root}/converted", f"{root}/other"
+        qbeast.write(spark.range(50).selectExpr("id", "id % 5 as k"), folder, "id,k", cube_size=20)
+        qbeast.write(spark.range(7), other, "id")
+        try:
+            _op("qbeast_register_table", {"path": folder, "relation": f"{schema}_raw.converted"})
+            assert spark.table(f"{schema}_raw.converted").where("k = 1").count() == 10
+            write_file(SOURCES.format(schema=schema, folder=folder, other=other),
+                       project.project_root, "models", "sources.yml")
+            write_file("select count(*) as n from {{ source('raw', 'converted') }} "
+                       "cross join {{ source('raw', 'other') }}",
+                       project.project_root, "models", "from_sources.sql")
+            _op("qbeast_register_sources", {})
+            run_dbt(["run", "--select", "from_sources"])
+            assert spark.table(f"{schema}.from_sources").first().n == 50 * 7
+            known = names.known(os.path.join(project.project_root, ".qbeast"))
+            assert known[f"{schema}_raw.other"] == other
+        finally:
+            spark.sql(f"drop schema if exists {schema}_raw cascade")
+            spark.conf.unset("spark.qbeast.storage.mirrorDir")
