@@ -41,6 +41,22 @@ def _op(name: str, args: dict, expect_pass: bool = True) -> str:
     return out
 
 
+def _read_two_sources(project, spark, folder: str, other: str) -> None:
+    """Declare the Qbeast tables at ``folder`` (50 rows) and ``other`` (7 rows) as sources in
+    sources.yml, register them, and read both in a model (their cross join: 350 rows)."""
+    schema = project.test_schema
+    write_file(SOURCES.format(schema=schema, folder=folder, other=other),
+               project.project_root, "models", "sources.yml")
+    write_file("select count(*) as n from {{ source('raw', 'converted') }} "
+               "cross join {{ source('raw', 'other') }}",
+               project.project_root, "models", "from_sources.sql")
+    _op("qbeast_register_sources", {})
+    run_dbt(["run", "--select", "from_sources"])
+    assert spark.table(f"{schema}.from_sources").first().n == 50 * 7
+    known = names.known(os.path.join(project.project_root, ".qbeast"))
+    assert known[f"{schema}_raw.other"] == other
+
+
 def _parquet_files(folder: str) -> set:
     return {
         os.path.join(root, f) for root, _, files in os.walk(folder) if "_delta_log" not in root
@@ -155,16 +171,7 @@ class TestRunOperations:
         assert spark.table(f"{schema}_raw.converted").count() == 50
         other = str(tmp_path / "other_qbeast")
         qbeast.write(spark.range(7), other, "id")
-        write_file(SOURCES.format(schema=schema, folder=folder, other=other),
-                   project.project_root, "models", "sources.yml")
-        write_file("select count(*) as n from {{ source('raw', 'converted') }} "
-                   "cross join {{ source('raw', 'other') }}",
-                   project.project_root, "models", "from_sources.sql")
-        _op("qbeast_register_sources", {})
-        run_dbt(["run", "--select", "from_sources"])
-        assert spark.table(f"{schema}.from_sources").first().n == 50 * 7
-        known = names.known(os.path.join(project.project_root, ".qbeast"))
-        assert known[f"{schema}_raw.other"] == other
+        _read_two_sources(project, spark, folder, other)
         # registering again is harmless; another folder under a taken name is refused
         _op("qbeast_register_table", {"path": folder, "relation": f"{schema}_raw.converted"})
         out = _op("qbeast_register_table", {"path": other, "relation": f"{schema}_raw.converted"},
@@ -196,16 +203,7 @@ class TestSourcesOnABucket:
         try:
             _op("qbeast_register_table", {"path": folder, "relation": f"{schema}_raw.converted"})
             assert spark.table(f"{schema}_raw.converted").where("k = 1").count() == 10
-            write_file(SOURCES.format(schema=schema, folder=folder, other=other),
-                       project.project_root, "models", "sources.yml")
-            write_file("select count(*) as n from {{ source('raw', 'converted') }} "
-                       "cross join {{ source('raw', 'other') }}",
-                       project.project_root, "models", "from_sources.sql")
-            _op("qbeast_register_sources", {})
-            run_dbt(["run", "--select", "from_sources"])
-            assert spark.table(f"{schema}.from_sources").first().n == 50 * 7
-            known = names.known(os.path.join(project.project_root, ".qbeast"))
-            assert known[f"{schema}_raw.other"] == other
+            _read_two_sources(project, spark, folder, other)
         finally:
             spark.sql(f"drop schema if exists {schema}_raw cascade")
             spark.conf.unset("spark.qbeast.storage.mirrorDir")
