@@ -240,7 +240,7 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
     files = list_parquet_files(storage, root)
     phase.done(files=len(files))
     phase = Phase(logger, "convert", log.table_path, "schema and footer statistics")
-    schema_json = infer_parquet_schema(spark, [f.path for f in files])
+    schema_json = infer_parquet_schema(spark, [f.path for f in files], [f.size for f in files])
     columns = _schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
     adds = [parquet_add_file(storage, root, f) for f in files]
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))

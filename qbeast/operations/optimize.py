@@ -481,7 +481,8 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
 
 def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
-    return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files])
+    return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files],
+                      [int(f.size) if f.size else None for f in files])
 
 
 # -- indexing the staging files -------------------------------------------------------------------

@@ -25,19 +25,21 @@ def spark_path(location: str) -> str:
     return _GLOB_CHARACTERS.sub(r"\\\1", location)
 
 
-def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[str]) -> Any:
+def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[str],
+               sizes: Sequence[int | None] | None = None) -> Any:
     """A native parquet scan of exactly ``locations`` with ``schema`` (a Spark ``StructType`` or
     its JSON form); columns a file lacks read as null. Files on an object store are read from
-    local copies (:func:`qbeast.spark.data_files.readable`)."""
+    local copies (:func:`qbeast.spark.data_files.readable`; ``sizes``, from the log, check them)."""
     from pyspark.sql.types import StructType
 
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
-    opened = readable(spark, locations)
+    opened = readable(spark, locations, sizes)
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 
-def infer_parquet_schema(spark: Any, files: Sequence[str]) -> dict[str, Any]:
+def infer_parquet_schema(spark: Any, files: Sequence[str],
+                         sizes: Sequence[int | None] | None = None) -> dict[str, Any]:
     """The schema Spark reads ``files`` with (merged across files) in its JSON form, every field
     nullable and without engine column metadata: the schema a converted parquet folder records.
 
@@ -54,7 +56,7 @@ def infer_parquet_schema(spark: Any, files: Sequence[str]) -> dict[str, Any]:
 
     try:
         inferred = spark.read.option("mergeSchema", "true").parquet(
-            *[spark_path(f) for f in readable(spark, files)]).schema.jsonValue()
+            *[spark_path(f) for f in readable(spark, files, sizes)]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])
         raise InvalidOptionError(
