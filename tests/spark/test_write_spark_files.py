@@ -137,3 +137,21 @@ def test_files_are_nullable_micros_and_only_user_columns(spark, tmp_path):
         assert kinds == "INT64"  # TIMESTAMP_MICROS, not the legacy INT96
     back = spark.read.parquet(*[os.path.join(path, f) for f in result.files])
     assert sorted(back.collect()) == sorted(df.collect())
+
+
+def test_a_staging_write_the_driver_cannot_see_fails_and_commits_nothing(spark, tmp_path, monkeypatch):
+    """Executors writing to a disk the driver does not see (a cluster without a shared file
+    system) leave the driver's staging folder empty: the write fails naming the requirement and
+    the table keeps its version, instead of committing no files for the rows it counted."""
+    from qbeast.delta.log import DeltaLog
+    from qbeast.errors import QbeastError
+    from qbeast.spark.write import staging
+
+    path = str(tmp_path / "t")
+    qbeast.write(spark.range(100), path, "id")
+    monkeypatch.setattr(staging, "_write_staged", lambda *args, **kwargs: None)  # written elsewhere
+    monkeypatch.setattr(staging, "run_parquet_format", lambda spark: None)
+    with pytest.raises(QbeastError, match="staging write produced no file in .*executors must write where the driver reads"):
+        qbeast.write(spark.range(100, 200), path)
+    assert DeltaLog.for_path(path).snapshot().version == 0
+    assert spark.read.format("qbeast").load(path).count() == 100

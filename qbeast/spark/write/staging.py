@@ -147,6 +147,14 @@ def write_plan_files(
                     "elapsed=%.2fs", staging, tasks, plain, runs_format is not None,
                     time.perf_counter() - started)
         parts = _staging_parts(staging, plain)
+        if not parts:
+            # rows were written (the caller counted them), but not where this process looks:
+            # the executors wrote to a disk the driver does not see
+            raise FileWriteError(
+                f"the staging write produced no file in {staging}, which this process reads; the "
+                "executors must write where the driver reads: a local[*] session, or a table "
+                "folder on a file system every machine mounts at the same path (docs/cluster.md)"
+            )
         staged = StagedRows(spark, data.schema, staging, plain)
         owners = plan.row_group_files if runs_format is not None else None
         described = describe_from_footers(staged, parts, plan, tally, flags, owners=owners)
