@@ -158,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="only read the existing table (no write, no optimize)")
     parser.add_argument("--sql-bridge", action="store_true",
                         help="report the SQL bridge checks on the table at --table")
+    parser.add_argument("--object-store-write", action="store_true",
+                        help="write to --table (an s3:// location) and report the error the write gets")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -174,7 +176,13 @@ def main(argv: list[str] | None = None) -> int:
         import qbeast
 
         result["sql_source"] = qbeast.register(spark)  # jvm (the bridge) or python (fallback)
-        if args.sql_bridge:
+        if args.object_store_write:
+            try:
+                qbeast.write(events_frame(spark, 10), args.table, "user_id")
+                result["object_store_write"] = "written"
+            except qbeast.QbeastError as exc:
+                result["object_store_write"] = f"{type(exc).__name__}: {exc}"
+        elif args.sql_bridge:
             result["sql_bridge"] = sql_bridge_report(spark, args.table)
         elif args.read_only:
             result["counts"] = table_counts(spark, args.table)

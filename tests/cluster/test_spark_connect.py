@@ -52,3 +52,11 @@ def test_example_project_builds_through_connect_like_embedded(connect_server, bu
     """`dbt build` with `spark.remote: sc://...` in the profile: same models, rows, samples."""
     built = build_example_project("connect", {"spark.remote": connect_server.url})
     assert built == embedded_dbt_build
+
+
+def test_an_object_store_table_is_refused_through_connect(connect_server, run_scenario):
+    result = run_scenario("--remote", connect_server.url, "--object-store-write",
+                          "--table", "s3://qbeast-tests/refused/events")
+    assert result["object_store_write"].startswith(
+        "InvalidOptionError: s3://qbeast-tests/refused/events: tables on object stores are not "
+        "supported over Spark Connect yet")

@@ -80,3 +80,13 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
     report = result["sql_bridge"]
     assert not problems(report), "\n".join(problems(report))
     assert report == embedded
+
+
+def test_an_object_store_table_is_refused_with_a_cluster_master(standalone_cluster, run_scenario):
+    """Executors on other machines cannot see the driver's staging and copies: the write is
+    refused before any request, naming the master and what to use instead."""
+    result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
+                          "--table", "s3://qbeast-tests/refused/events")
+    assert result["object_store_write"].startswith("InvalidOptionError: s3://qbeast-tests/refused/events: "
+                                                   "tables on object stores need a local[*] session")
+    assert standalone_cluster.url in result["object_store_write"]

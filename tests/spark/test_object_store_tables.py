@@ -246,19 +246,6 @@ def test_convert_describe_history_metrics_upgrade_and_sql_on_s3(spark, bucket_ro
         spark.sql("DROP TABLE IF EXISTS s3_plain")
 
 
-def test_object_store_tables_are_refused_where_their_files_cannot_be_reached(bucket_root: str) -> None:
-    from qbeast.errors import InvalidOptionError
-    from qbeast.spark.data_files import check_access
-
-    class _Cluster:  # what check_access asks of a classic session with a cluster master
-        class sparkContext:  # noqa: N801 - pyspark's attribute name
-            master = "spark://10.0.0.1:7077"
-
-    with pytest.raises(InvalidOptionError, match=r"need a local\[\*\] session for now .*spark://10.0.0.1:7077"):
-        check_access(_Cluster(), f"{bucket_root}/t")
-    check_access(_Cluster(), "/tmp/local-table")  # local tables: nothing to check
-
-
 _PYTHON_SOURCE_READER = """
 import sys
 import qbeast
