@@ -154,10 +154,12 @@ def _rebased_schema(planned: PlannedCommit, fresh: QbeastSnapshot) -> str | None
 
 
 def metadata_for(planned: PlannedCommit, snapshot: QbeastSnapshot | None,
-                 new_metadata: Callable[[str, dict[str, str]], Metadata]) -> Metadata | None:
+                 new_metadata: Callable[[str, dict[str, str]], Metadata] | None = None) -> Metadata | None:
     """The ``metaData`` action ``planned`` needs on top of ``snapshot`` (None if unchanged).
 
-    ``new_metadata(schema_string, configuration)`` makes the metadata of a new table.
+    ``new_metadata(schema_string, configuration)`` makes the metadata of a new table; without
+    it (operations that only change an existing table: optimize, row-level changes) a missing
+    ``snapshot`` is a programming error.
     """
     configuration = dict(snapshot.configuration) if snapshot is not None else {}
     changed = planned.schema_string is not None or snapshot is None
@@ -167,6 +169,8 @@ def metadata_for(planned: PlannedCommit, snapshot: QbeastSnapshot | None,
     if not changed:
         return None
     if snapshot is None:
+        if new_metadata is None:
+            raise AssertionError("this operation changes an existing table; it never creates one")
         assert planned.schema_string is not None
         return new_metadata(planned.schema_string, configuration)
     old = snapshot.delta.metadata

@@ -37,7 +37,7 @@ from qbeast.commit import CommitProperties, add_file, delete_new_files
 from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.revision import STAGING_REVISION_ID, Revision, fits_within
 from qbeast.core.weight import fraction as weight_fraction
-from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.actions import AddFile
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError
 from qbeast.index.thresholds import files_to_lay_out, pass_through_thresholds
@@ -559,13 +559,9 @@ def _transaction(planned: PlannedCommit, snapshot: QbeastSnapshot | None) -> Tra
     if snapshot is None:
         raise NotAQbeastTableError("the table disappeared while it was being optimized")
     transaction = snapshot.delta.log.start_transaction(snapshot.delta)
-    metadata = metadata_for(planned, snapshot, _no_new_table)
+    metadata = metadata_for(planned, snapshot)
     if metadata is not None:
         transaction.update_metadata(metadata)
     transaction.mark_files_read(f.path for f in planned.removes)
     transaction.add_actions([f.remove(data_change=False) for f in planned.removes])
     return transaction
-
-
-def _no_new_table(schema: str, configuration: dict[str, str]) -> Metadata:
-    raise AssertionError("optimize never creates a table")

@@ -51,7 +51,7 @@ from qbeast.commit import CommitProperties, WrittenFile, add_file, commit_proper
 from qbeast.core import expressions as ex
 from qbeast.core.blocks import Block
 from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
-from qbeast.delta.actions import AddFile, Metadata, resolve_file_path
+from qbeast.delta.actions import AddFile, resolve_file_path
 from qbeast.delta.errors import ConcurrentDeleteReadError
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.transaction import Transaction
@@ -549,7 +549,7 @@ class _Operation:
                     f"removed by another commit after version {self.snapshot.version}; nothing "
                     "was committed — retry the operation")
         transaction = fresh.delta.log.start_transaction(fresh.delta)
-        metadata = metadata_for(planned, fresh, _no_new_table)
+        metadata = metadata_for(planned, fresh)
         if engine_metadata_columns(fresh.delta.schema):  # left by an older version: dropped
             metadata = dataclasses.replace(
                 metadata or fresh.delta.metadata,
@@ -563,10 +563,6 @@ class _Operation:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-
-def _no_new_table(schema: str, configuration: dict[str, str]) -> Metadata:
-    raise AssertionError("a row-level change never creates a table")
 
 
 def _all_empty(blocks: Sequence[Block]) -> tuple[Block, ...]:

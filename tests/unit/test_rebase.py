@@ -185,3 +185,18 @@ def test_a_revision_replaced_under_files_indexed_into_it_is_a_true_conflict(tabl
                             _builder([overwrite_with_other_revision_one]),
                             what="write", operation="WRITE", parameters={})
     assert not (table / "mine.parquet").exists()
+
+
+def test_metadata_for_an_operation_that_never_creates_a_table(table: Path) -> None:
+    """Optimize and row-level changes give no new-table factory: an unchanged plan needs no
+    metadata, a plan opening a revision updates the table's, and a missing table is refused."""
+    snapshot = QbeastSnapshot.load(str(table))
+    unchanged = PlannedCommit(revision=None, opens_revision=False, adds=[], schema_string=None,
+                              data_schema=SCHEMA, read_version=snapshot.version)
+    assert metadata_for(unchanged, snapshot) is None
+    opening = dataclasses.replace(unchanged, revision=_revision(2, 0, 20), opens_revision=True)
+    updated = metadata_for(opening, snapshot)
+    assert updated is not None and updated.id == snapshot.delta.metadata.id
+    assert "qbeast.revision.2" in updated.configuration
+    with pytest.raises(AssertionError, match="never creates one"):
+        metadata_for(dataclasses.replace(opening, schema_string=json.dumps(SCHEMA)), None)
