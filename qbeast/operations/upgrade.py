@@ -46,6 +46,7 @@ from qbeast.delta.log import DeltaLog
 from qbeast.errors import FormatError
 from qbeast.operations.common import OperationResult, check_bool, check_path
 from qbeast.progress import Phase
+from qbeast.rebase import RETRYABLE
 from qbeast.snapshot import NotAQbeastTableError
 
 logger = logging.getLogger("qbeast.operations.upgrade")
@@ -146,12 +147,27 @@ def upgrade_format(path: str, dry_run: bool = False,
     ``commit_properties`` (:class:`qbeast.CommitProperties`): user metadata and the application
     transaction recorded by the commit, and a ``cancelled`` callback checked right before it. An
     upgrade is idempotent by itself (a second one finds nothing to change), so it is never
-    skipped for an application version already committed.
+    skipped for an application version already committed. A commit that loses a race to a
+    concurrent metadata change is planned again on the new version, up to
+    ``commit_properties.max_retries`` times, like every other writing operation.
     """
     check_path(path)
     check_bool(dry_run, "dry_run")
     props = commit_properties_of(commit_properties)
     log = DeltaLog.for_path(path)
+    for attempt in range(props.max_retries + 1):
+        try:
+            return _upgrade(log, dry_run, props)
+        except RETRYABLE as exc:
+            if attempt == props.max_retries:
+                raise
+            logger.info("upgrade %s: lost a race to a concurrent change (%s); planning again "
+                        "(attempt %d of %d)", log.table_path, exc, attempt + 2, props.max_retries + 1)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _upgrade(log: DeltaLog, dry_run: bool, props: CommitProperties) -> UpgradeResult:
+    """One plan and commit of the upgrade on the latest snapshot."""
     snapshot = log.snapshot()
     configuration = snapshot.configuration
     if LAST_REVISION_KEY not in configuration:

@@ -125,3 +125,50 @@ def test_upgrade_commits_with_properties(spark, tmp_path):
     assert entry.version == result.version == before + 1
     assert entry.user_metadata == "format-upgrade"
     assert QbeastSnapshot.load(str(path)).delta.txn_version("ops") == 3
+
+
+def test_upgrade_is_planned_again_after_losing_a_race_to_a_metadata_change(spark, tmp_path):
+    """Another writer changes the table's metadata between the upgrade's plan and its commit
+    (committed from the ``cancelled`` hook, which runs right before the commit): the upgrade
+    plans again on the new version and commits; with max_retries=0 it fails and changes nothing."""
+    import dataclasses
+
+    from qbeast import CommitProperties
+    from qbeast.delta.errors import MetadataChangedError
+    from qbeast.delta.log import DeltaLog
+
+    def competitor(path, key):
+        log = DeltaLog.for_path(str(path))
+        snapshot = log.snapshot()
+        configuration = {**snapshot.configuration, key: "x"}
+        (log.start_transaction(snapshot)
+         .update_metadata(dataclasses.replace(snapshot.metadata, configuration=configuration))
+         .commit("SET TBLPROPERTIES"))
+
+    def racing(path, key):
+        raced = []
+
+        def cancelled():
+            if not raced:
+                raced.append(True)
+                competitor(path, key)
+            return False
+        return cancelled
+
+    path = tmp_path / "legacy"
+    legacy_table(spark, path)
+    before = QbeastSnapshot.load(str(path)).version
+    with pytest.raises(MetadataChangedError):
+        upgrade_format(str(path), commit_properties=CommitProperties(
+            max_retries=0, cancelled=racing(path, "competitor.first")))
+    after_race = QbeastSnapshot.load(str(path))
+    assert after_race.version == before + 1  # only the competitor's commit
+    assert upgrade_format(str(path), dry_run=True).changes != ()  # still to upgrade
+
+    result = upgrade_format(str(path), commit_properties=CommitProperties(
+        max_retries=1, cancelled=racing(path, "competitor.second")))
+    upgraded = QbeastSnapshot.load(str(path))
+    assert result.version == upgraded.version == before + 3
+    assert upgraded.configuration["competitor.first"] == "x"
+    assert upgraded.configuration["competitor.second"] == "x"  # the competitor's change kept
+    assert upgrade_format(str(path), dry_run=True).changes == ()  # and the upgrade done
