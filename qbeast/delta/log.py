@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Callable
 
 from qbeast.delta.actions import CommitInfo, Metadata
-from qbeast.delta.checkpoint import CheckpointState, read_checkpoint, read_last_checkpoint, write_checkpoint
+from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write_checkpoint
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
@@ -244,28 +244,13 @@ class DeltaLog:
         if not isinstance(since, int) or isinstance(since, bool) or since < 0:
             return None
         listing = self.list_log(since)
-        if since not in listing.checkpoints or listing.latest_version < since:
-            return None
-        found = [paths for v, paths in listing.complete_checkpoints(listing.latest_version, hint) if v == since]
-        if not found or not all(v in listing.commits for v in range(since + 1, listing.latest_version + 1)):
+        if since not in listing.checkpoints:
             return None
         try:
-            checkpoint = read_checkpoint(self.storage, found[0])
-        except CorruptLogError as exc:
-            logger.warning("skipping unreadable checkpoint %s: %s", found[0][0], exc)
+            with gc_paused():
+                return self._build(listing, listing.latest_version, hint)
+        except CorruptLogError:  # the hinted checkpoint is unusable and nothing before it was listed
             return None
-        with gc_paused():
-            return self._replay(listing, listing.latest_version, checkpoint, since)
-
-    def _replay(self, listing: LogListing, version: int, checkpoint: CheckpointState, cp_version: int) -> Snapshot:
-        """The snapshot at ``version``: ``checkpoint`` (of ``cp_version``) and the commits after it."""
-        state = self._checkpoint_state(checkpoint)
-        self._apply_commits(state, cp_version + 1, version)
-        return Snapshot(self, version, state, self._timestamp_source(listing, version, state), cp_version)
-
-    def _checkpoint_state(self, cp: CheckpointState) -> ReplayState:
-        return ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol, cp.txns,
-                           self.table_path)
 
     def _apply_commits(self, state: ReplayState, start: int, version: int) -> None:
         for v in range(start, version + 1):
@@ -279,11 +264,14 @@ class DeltaLog:
                 ) from None
             state.apply(data, source)
 
-    def _build(self, listing: LogListing, version: int) -> Snapshot:
+    def _build(self, listing: LogListing, version: int, hint: dict | None = None) -> Snapshot:
+        """Replay ``version`` from the newest usable checkpoint of ``listing`` (``hint``: the
+        ``_last_checkpoint`` already read, else it is read here) and the commits after it."""
         commits = listing.commits
         state: ReplayState | None = None
         start = 0
-        hint = read_last_checkpoint(self.storage, self.log_path) if listing.checkpoints else None
+        if hint is None and listing.checkpoints:
+            hint = read_last_checkpoint(self.storage, self.log_path)
         unreadable: list[str] = []
         for cp_version, paths in listing.complete_checkpoints(version, hint):
             if all(v in commits for v in range(cp_version + 1, version + 1)):
@@ -294,7 +282,8 @@ class DeltaLog:
                     logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)
                     unreadable.append(str(exc))
                     continue
-                state = self._checkpoint_state(cp)
+                state = ReplayState(FileIndex(cp.adds), cp.tombstones, cp.metadata, cp.protocol,
+                                    cp.txns, self.table_path)
                 start = cp_version + 1
                 break
         if state is None:
