@@ -192,6 +192,16 @@ def _request(kind: str) -> Any:
     return _obstore()
 
 
+def _listing(store: ObjectStore, prefix: str | None, offset: str | None = None) -> Iterator[ObjectMeta]:
+    """Every object under ``prefix`` (after ``offset``), fetched lazily a page at a time; each
+    page counted as one list request (S3 answers 1,000 keys per request)."""
+    _count("list")
+    for page, chunk in enumerate(_obstore().list(store, prefix, offset=offset, chunk_size=1000)):
+        if page:
+            _count("list")
+        yield from chunk
+
+
 def request_counts() -> dict[str, int]:
     """Requests this process made to object stores so far, by kind; subtract two of these to
     get what an operation cost (:class:`qbeast.progress.Phase` logs it at debug level)."""
@@ -429,27 +439,18 @@ class ObjectStorage(Storage):
         prefix = f"{key}/" if key else ""
         names = []
         with _answered(self.uri(path), "listing"):
-            _count("list")
-            for page, chunk in enumerate(_obstore().list(store, prefix or None, offset=prefix + start_after,
-                                                         chunk_size=1000)):
-                if page:
-                    _count("list")
-                for meta in chunk:
-                    name = meta["path"][len(prefix):]
-                    if "/" not in name:  # direct children only
-                        names.append(name)
+            for meta in _listing(store, prefix or None, offset=prefix + start_after):
+                name = meta["path"][len(prefix):]
+                if "/" not in name:  # direct children only
+                    names.append(name)
         return sorted(names)
 
     def walk(self, path: str) -> Iterator[FileStat]:
         store, key = self._split(path)
         root = self._bucket_path(path)
         with _answered(self.uri(path), "listing"):  # the listing stays lazy, page by page
-            _count("list")
-            for page, chunk in enumerate(_obstore().list(store, key or None, chunk_size=1000)):
-                if page:
-                    _count("list")  # S3 answers a listing 1,000 keys per request
-                for meta in chunk:
-                    yield self._stat_of(root, meta)
+            for meta in _listing(store, key or None):
+                yield self._stat_of(root, meta)
 
     def stat(self, path: str) -> FileStat:
         store, key = self._split(path)

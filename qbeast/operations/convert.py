@@ -234,7 +234,11 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
                      cube_size: int, props: CommitProperties) -> ConvertResult:
     root = log.table_path  # a plain absolute path (file: URIs resolved), or an object-store URI
     storage = log.storage
-    if not storage.exists(root) or not storage.stat(root).is_dir:
+    try:
+        is_folder = storage.stat(root).is_dir
+    except FileNotFoundError:
+        is_folder = False
+    if not is_folder:
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
     phase = Phase(logger, "convert", log.table_path, "listing parquet files")
     files = list_parquet_files(storage, root)

@@ -173,7 +173,7 @@ def _connector_note(spark: Any, scheme: str) -> str:
     try:
         jvm = spark.sparkContext._jvm
         conf = spark.sparkContext._jsc.hadoopConfiguration()
-        for candidate in (scheme, "s3a" if scheme == "s3" else scheme):
+        for candidate in dict.fromkeys((scheme, "s3a" if scheme == "s3" else scheme)):
             try:
                 jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(candidate, conf)
                 return f"Hadoop has a {candidate} connector, but direct access is not built yet"

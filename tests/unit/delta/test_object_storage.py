@@ -392,6 +392,18 @@ def test_gcs_and_azure_stores_are_built_by_the_same_class() -> None:
     assert isinstance(gcs, ObjectStorage) and 'bucket="bkt"' in repr(gcs._store("bkt"))
 
 
+def _log_of_appends(storage: Any, location: str, commits: int, interval: int) -> DeltaLog:
+    """A table of ``commits`` commits adding ``f<i>.parquet`` each, checkpoints every ``interval``."""
+    log = DeltaLog.for_path(location, storage)
+    tx = log.start_transaction()
+    tx.update_metadata(Metadata.create(SCHEMA, configuration={"delta.checkpointInterval": str(interval)}))
+    tx.add_actions(make_add("f0.parquet"))
+    tx.commit("CREATE TABLE")
+    for i in range(1, commits):
+        log.start_transaction().add_actions(make_add(f"f{i}.parquet")).commit("WRITE", blind_append=True)
+    return log
+
+
 def test_a_snapshot_load_lists_the_log_from_the_last_checkpoint(options: dict[str, Any], root: str) -> None:
     """After 25 commits (checkpoints every 10), loading the latest snapshot costs one listing that
     starts at checkpoint 20, the hint, the checkpoint and the 4 commits after it: never a listing
@@ -399,13 +411,7 @@ def test_a_snapshot_load_lists_the_log_from_the_last_checkpoint(options: dict[st
     from qbeast.delta.object_storage import request_counts
 
     storage = storage_for(root, options)
-    log = DeltaLog.for_path(f"{root}/t", storage)
-    tx = log.start_transaction()
-    tx.update_metadata(Metadata.create(SCHEMA, configuration={"delta.checkpointInterval": "10"}))
-    tx.add_actions(make_add("f0.parquet"))
-    tx.commit("CREATE TABLE")
-    for i in range(1, 25):
-        log.start_transaction().add_actions(make_add(f"f{i}.parquet")).commit("WRITE", blind_append=True)
+    log = _log_of_appends(storage, f"{root}/t", 25, 10)
     before = request_counts()
     snapshot = DeltaLog.for_path(f"{root}/t", storage).snapshot()
     after = request_counts()
@@ -420,13 +426,7 @@ def test_a_snapshot_load_lists_the_log_from_the_last_checkpoint(options: dict[st
 def test_a_stale_or_broken_checkpoint_hint_falls_back_to_the_full_listing(options: dict[str, Any],
                                                                          root: str) -> None:
     storage = storage_for(root, options)
-    log = DeltaLog.for_path(f"{root}/t", storage)
-    tx = log.start_transaction()
-    tx.update_metadata(Metadata.create(SCHEMA, configuration={"delta.checkpointInterval": "5"}))
-    tx.add_actions(make_add("f0.parquet"))
-    tx.commit("CREATE TABLE")
-    for i in range(1, 12):
-        log.start_transaction().add_actions(make_add(f"f{i}.parquet")).commit("WRITE", blind_append=True)
+    log = _log_of_appends(storage, f"{root}/t", 12, 5)
     storage.write_bytes(f"{log.log_path}/{10:020d}.checkpoint.parquet", b"not parquet")
     snapshot = DeltaLog.for_path(f"{root}/t", storage).snapshot()  # checkpoint 5 and commits 6..11
     assert (snapshot.version, snapshot.checkpoint_version) == (11, 5)
