@@ -363,9 +363,9 @@ class QbeastDataSourceReader(DataSourceReader):
 def _opened(path: str) -> Any:
     """What pyarrow opens for a planned file: its local path, or the bytes of a file on an object
     store read through the storage layer (the task may run on any machine of the cluster)."""
-    from qbeast.delta.object_storage import SCHEMES, scheme_of
+    from qbeast.spark.data_files import is_remote
 
-    if scheme_of(path) not in SCHEMES:
+    if not is_remote(path):
         return path
     import pyarrow as pa
 

@@ -24,11 +24,11 @@ import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
 from qbeast.delta.actions import is_local_file_path
-from qbeast.delta.object_storage import SCHEMES, scheme_of
 from qbeast.delta.parquet_footer import read_footer
 from qbeast.delta.stores import storage_for
 from qbeast.delta.storage import file_uri
 from qbeast.spark import settings
+from qbeast.spark.data_files import is_remote
 from qbeast.spark.write.arrow_parquet import arrow_write_options
 
 logger = logging.getLogger("qbeast.spark.write.row_groups")
@@ -44,7 +44,7 @@ def read_piece_layout(location: str, size: int | None = None) -> PieceLayout | N
     try:
         if is_local_file_path(location):
             return PieceLayout.of(pq.read_metadata(location))
-        if scheme_of(location) not in SCHEMES:
+        if not is_remote(location):
             return None  # a scheme no storage here serves (hdfs://, ...): read the file whole
         return PieceLayout.of(read_footer(storage_for(location), location, size))
     except (OSError, ValueError) as exc:
