@@ -225,6 +225,26 @@ class QbeastTable:
             commit_properties=properties(commit_properties, user_metadata=user_metadata,
                                          cancelled=cancelled))
 
+    def replace_where(self, source: Any, condition: str | ex.Expression, *,
+                      user_metadata: str | None = None, cancelled: Any = None,
+                      commit_properties: CommitProperties | None = None):
+        """Replace the rows where ``condition`` is true (SQL text or a core expression on the
+        table's columns) by the rows of the DataFrame ``source``, in one commit.
+
+        Delta's ``replaceWhere``; dbt's ``microbatch`` strategy runs one per batch, over the
+        batch's time window. Only the files holding rows of the condition are read and
+        rewritten (the OTree and the min/max statistics prune the others); the new rows go
+        through the indexed append. Every source row must meet the condition, else nothing is
+        written. ``commit_properties``, ``user_metadata`` and ``cancelled`` as for
+        :meth:`merge`. Returns a :class:`qbeast.operations.rowlevel.RowLevelResult`.
+        """
+        from qbeast.operations.rowlevel import replace_where_rows
+
+        return replace_where_rows(
+            self.spark, self.path, source, condition,
+            commit_properties=properties(commit_properties, user_metadata=user_metadata,
+                                         cancelled=cancelled))
+
     # -- table operations (see qbeast.operations) -------------------------------------------------
 
     def optimize(

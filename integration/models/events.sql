@@ -17,6 +17,7 @@
     cube_size=var('events_cube_size'),
     incremental_strategy='merge',
     unique_key='event_id',
+    event_time='event_time',
 ) }}
 
 {% if is_incremental() %}

@@ -252,6 +252,61 @@ def delete_insert_rows(
         job.release()
 
 
+def replace_where_rows(
+    spark: Any,
+    path: str,
+    source: Any,
+    condition: str | ex.Expression,
+    *,
+    commit_properties: CommitProperties | None = None,
+) -> RowLevelResult:
+    """Replace the rows where ``condition`` is true by the rows of ``source``: one commit.
+
+    Delta's ``replaceWhere``, and what one batch of dbt's ``microbatch`` strategy does to its
+    time window. The condition prunes the files read (OTree on the indexed columns, min/max
+    statistics on the others), so only the files holding rows of the window are rewritten.
+    Every source row must meet the condition (a null is not a match): a row outside it would
+    not be replaced by the run that owns its window and could be counted twice later, so such
+    a source fails before anything is written.
+    """
+    op = _Operation.start(spark, path, "REPLACE_WHERE", commit_properties)
+    if not isinstance(condition, (str, ex.Expression)) or (
+            isinstance(condition, str) and not condition.strip()):
+        raise InvalidOptionError(
+            f"replace_where on {op.path} needs a condition (SQL text or a "
+            f"qbeast.core.expressions predicate) on the columns {op.columns}, got {condition!r}")
+    source_columns = [op.column_name(c, "the source") for c in source.columns]
+    if op.skipped is not None:
+        return op.skipped
+    job = op.job
+    try:
+        predicate, matches = fates.row_condition(job, condition)
+        rows = job.keep(merge.table_rows(job, merge.cast_to_table(job, source, source_columns),
+                                         source_columns))
+        _check_inside(op, rows, matches, condition)
+        candidates = op.candidates(predicate)
+        # a window no file can hold (a new day) is a plain indexed append: no scan
+        affected = op.affected(job.scan(candidates).where(matches)) if candidates else []
+        out = fates.deleted_rows(job, affected, matches) if affected else None
+        return op.finish(candidates, affected, out, rows,
+                         parameters={"predicate": _describe(condition)})
+    finally:
+        job.release()
+
+
+def _check_inside(op: _Operation, rows: Any, matches: Any, condition: Any) -> None:
+    """Fail (nothing written) when a row of ``rows`` does not meet the replace condition."""
+    outside = rows.where(~matches)
+    found = outside.limit(3).collect()
+    if found:
+        total = outside.count() if len(found) == 3 else len(found)
+        shown = "; ".join(str(r.asDict()) for r in found)
+        raise InvalidOptionError(
+            f"replace_where on {op.path}: {total} source row(s) do not meet the condition "
+            f"{_describe(condition)!r} (e.g. {shown}); every row written must fall inside the "
+            "rows it replaces; nothing was written")
+
+
 def _source_and_reach(job: ChangeScan, source: Any, source_columns: Sequence[str],
                       keys: list[str] | None, target_predicate: str | None, *,
                       unique: bool) -> tuple[Any, ex.Expression]:

@@ -62,7 +62,7 @@ def test_deprecated_write_mode_maps_to_a_strategy_with_a_warning():
         ({"cube_size": True}, "cube_size", "a positive integer"),
         ({"write_mode": "merge"}, "write_mode", "append, overwrite (deprecated"),
         ({"incremental_strategy": "insert_overwrite"}, "incremental_strategy",
-         "append, merge, delete+insert (or leave it out"),
+         "append, merge, delete+insert, microbatch (or leave it out"),
         ({"incremental_strategy": "append", "write_mode": "overwrite"}, "write_mode", "which disagree"),
         ({"location_root": ""}, "location_root", "a folder path"),
     ],
@@ -209,3 +209,46 @@ def test_snapshots_keep_the_default_maintenance_unless_switched_off():
     assert snapshot_config_from_node(snapshot(cube_size=5)).cube_size == 5
     with pytest.raises(QbeastModelConfigError, match=r"optimize_after_run='yes'; allowed values: true, false"):
         snapshot_config_from_node(snapshot(optimize_after_run="yes"))
+
+
+def test_microbatch_needs_the_incremental_spelling_and_an_event_time():
+    node = _node("incremental", file_format="qbeast", incremental_strategy="microbatch",
+                 event_time=" ts ", batch_size="day", unique_key="a")
+    config = model_config_from_node(node)
+    assert config.write_mode(incremental_run=True) == "replace_where"
+    assert config.write_mode(incremental_run=False) == "overwrite"  # first batch, full refresh
+    assert config.event_time == "ts" and config.unique_key == ()  # the key plays no part...
+    assert "unique_key='a' has no effect" in config.warnings[0]  # ...and the user is told
+    with pytest.raises(QbeastModelConfigError, match="event_time names ts, which the model"):
+        config.check_columns_exist(["a", "b"])
+    # dbt runs batches only for materialized='incremental': 'qbeast' would be one big batch
+    with pytest.raises(QbeastModelConfigError, match=re.escape(
+            "needs materialized='incremental' with file_format='qbeast'")):
+        model_config_from_node(_node(incremental_strategy="microbatch", event_time="ts"))
+    with pytest.raises(QbeastModelConfigError, match="invalid config event_time=None"):
+        model_config_from_node(_node("incremental", file_format="qbeast",
+                                     incremental_strategy="microbatch"))
+
+
+def test_a_batch_window_becomes_a_half_open_condition_on_the_event_time():
+    import datetime as dt
+
+    from dbt.adapters.qbeast.microbatch import batch_window, window_condition
+
+    utc = dt.timezone.utc
+    batch = {"event_time_start": dt.datetime(2026, 1, 2, tzinfo=utc),
+             "event_time_end": "2026-01-03T00:00:00+00:00"}  # as dbt serializes it
+    window = batch_window({"name": "m", "batch": batch})
+    assert window == (dt.datetime(2026, 1, 2, tzinfo=utc), dt.datetime(2026, 1, 3, tzinfo=utc))
+    assert window_condition("event time", window) == (
+        "`event time` >= timestamp'2026-01-02 00:00:00.000000+00:00' and "
+        "`event time` < timestamp'2026-01-03 00:00:00.000000+00:00'")
+    # dbt 1.9's config keys; a naive bound is UTC; no batch at all: None
+    legacy = {"__dbt_internal_microbatch_event_time_start": dt.datetime(2026, 1, 2),
+              "__dbt_internal_microbatch_event_time_end": dt.datetime(2026, 1, 2, 1)}
+    assert batch_window({"name": "m", "config": legacy})[1] == dt.datetime(2026, 1, 2, 1, tzinfo=utc)
+    assert batch_window({"name": "m", "config": {}}) is None
+    with pytest.raises(QbeastModelConfigError, match="'yesterday' is not a timestamp"):
+        batch_window({"name": "m", "batch": {**batch, "event_time_start": "yesterday"}})
+    with pytest.raises(QbeastModelConfigError, match="is empty"):
+        batch_window({"name": "m", "batch": {**batch, "event_time_start": batch["event_time_end"]}})

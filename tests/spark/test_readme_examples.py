@@ -64,10 +64,15 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     assert converted.staging_files() == []
     assert sum(c.element_count for c in converted.index_status()) == 200_000
 
-    # delete, update, merge, delete_insert on the users table: 11 rows of country 0 deleted, 1 inserted
+    # delete, update, merge, delete_insert, replace_where on the users table: 11 rows of country 0
+    # deleted, 1 inserted; then the 11 rows of country 2 replaced by the one upsert of country 2
     users = {r.id: r.status for r in namespace["users_table"].to_df().collect()}
-    assert len(users) == 1000 - 11 + 1 and 0 not in users and users[5000] == "new"
-    assert users[5] == "gone" and all(users[i] == "vip" for i in range(1, 10) if i != 5)
+    country_2 = [i for i in range(1000) if i % 97 == 2]
+    assert len(country_2) == 11
+    assert len(users) == 1000 - 11 + 1 - 11 and 0 not in users and users[5000] == "new"
+    assert not set(country_2) & set(users)
+    assert users[5] == "gone" and all(users[i] == "vip" for i in range(1, 10) if i not in (2, 5))
     assert "1 updated, 1 inserted" in printed
-    # delete_insert of the same rows: ids 5 and 5000 deleted and inserted again, one commit
-    assert namespace["users_table"].history(limit=1)[0].operation == "DELETE_INSERT"
+    # delete_insert of the same rows: ids 5 and 5000 deleted and inserted again, one commit each
+    history = namespace["users_table"].history(limit=2)
+    assert [h.operation for h in history] == ["REPLACE_WHERE", "DELETE_INSERT"]

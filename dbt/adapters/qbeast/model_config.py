@@ -26,10 +26,12 @@ NON_FINITE: Tuple[str, ...] = ("fail", "null")
 
 #: Incremental strategies of a qbeast model and the engine operation each one runs on an
 #: incremental run (``QbeastAdapter.qbeast_write``): ``qbeast.write(mode='append')``,
-#: ``QbeastTable.merge`` and ``QbeastTable.delete_insert``. A model without
+#: ``QbeastTable.merge``, ``QbeastTable.delete_insert`` and, per batch of a microbatch model,
+#: ``QbeastTable.replace_where`` over the batch's window. A model without
 #: ``incremental_strategy`` rebuilds its table on every run (one overwrite commit), like ``table``.
 INCREMENTAL_STRATEGIES: Dict[str, str] = {
     "append": "append", "merge": "merge", "delete+insert": "delete_insert",
+    "microbatch": "replace_where",
 }
 #: Strategies that match the new rows to the table's by ``unique_key`` (required for them).
 KEYED_STRATEGIES: Tuple[str, ...] = ("merge", "delete+insert")
@@ -52,7 +54,8 @@ class QbeastModelConfig:
     required); ``incremental_predicates`` are SQL conditions on the table's columns that limit
     the rows a merge can match or a delete+insert can delete; ``merge_update_columns`` /
     ``merge_exclude_columns`` pick the columns a merge updates.
-    ``warnings`` are deprecation notes the materialization prints (dbt ``warn``).
+    ``event_time`` is the column a ``microbatch`` model's batches replace by time window.
+    ``warnings`` are notes the materialization prints (dbt ``warn``).
     """
 
     model: str
@@ -74,6 +77,7 @@ class QbeastModelConfig:
     incremental_predicates: Tuple[str, ...] = ()
     merge_update_columns: Optional[Tuple[str, ...]] = None
     merge_exclude_columns: Optional[Tuple[str, ...]] = None
+    event_time: Optional[str] = None
     warnings: Tuple[str, ...] = ()
 
     @property
@@ -104,6 +108,8 @@ class QbeastModelConfig:
         too (as in dbt, the first run and a full refresh do not use them)."""
         known = {name.lower() for name in available}
         checked: List[Tuple[str, Sequence[str]]] = [("columns_to_index", self.column_names)]
+        if self.event_time is not None:
+            checked.append(("event_time", [self.event_time]))
         if keyed_run:
             checked += [("unique_key", self.unique_key),
                         ("merge_update_columns", self.merge_update_columns or ()),
@@ -397,6 +403,11 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         config.get("incremental_strategy"),
         config.get("write_mode"),
     )
+    warnings = base.warnings
+    event_time: Optional[str] = None
+    if base.incremental_strategy == "microbatch":
+        event_time, config, notes = _microbatch_options(model, spelling, config)
+        warnings += notes
     keyed = _keyed_options(model, base.incremental_strategy, config)
     return QbeastModelConfig(
         model=base.model,
@@ -417,8 +428,36 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         incremental_predicates=keyed.incremental_predicates,
         merge_update_columns=keyed.merge_update_columns,
         merge_exclude_columns=keyed.merge_exclude_columns,
-        warnings=base.warnings,
+        event_time=event_time,
+        warnings=warnings,
     )
+
+
+def _microbatch_options(model: str, spelling: Optional[str], config: Mapping[str, Any]
+                        ) -> Tuple[str, Mapping[str, Any], Tuple[str, ...]]:
+    """(event_time, the config without the keys microbatch does not use, notes) of a microbatch
+    model. dbt runs a model in batches only when it is ``materialized='incremental'``, so a
+    ``materialized='qbeast'`` model with this strategy would silently run as one batch over
+    everything: refused with the spelling that works. ``unique_key`` plays no part (each batch
+    replaces its window), as in dbt's other adapters: accepted, with a note."""
+    if spelling != "incremental":
+        raise QbeastModelConfigError(
+            f"model {model}: incremental_strategy='microbatch' needs materialized='incremental' "
+            "with file_format='qbeast' (dbt runs batches only for incremental models); allowed "
+            f"values for materialized with microbatch: incremental (this model: {spelling!r})"
+        )
+    event_time = config.get("event_time")
+    if not isinstance(event_time, str) or not event_time.strip():
+        raise _error(model, "event_time", event_time,
+                     "the name of the model's event time column (microbatch replaces each "
+                     "batch's window of it)")
+    notes: Tuple[str, ...] = ()
+    if is_set(config.get("unique_key")):
+        notes = (f"model {model}: unique_key={config.get('unique_key')!r} has no effect with "
+                 "incremental_strategy='microbatch': each batch replaces every row of its "
+                 f"{event_time.strip()} window",)
+        config = {k: v for k, v in config.items() if k != "unique_key"}
+    return event_time.strip(), config, notes
 
 
 def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:

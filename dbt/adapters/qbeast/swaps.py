@@ -125,15 +125,19 @@ class CatalogSwap:
 
     # -- catalog steps -----------------------------------------------------------------------
 
-    def catalog_facts(self, relation: QbeastRelation) -> Dict[str, str]:
-        """The catalog's description of ``relation`` (Type, Provider, Location...); {} when absent."""
+    def described(self, relation: QbeastRelation) -> QbeastRelation:
+        """``relation`` with the catalog's description of it now (no ``information`` when absent)."""
         rows = self.spark.sql(
             f"show table extended in {relation.schema} like {sql_string(relation.identifier)}"
         ).collect()
         return QbeastRelation.create(
-            schema=relation.schema, identifier=relation.identifier,
-            information=rows[0].information if rows else None,
-        ).facts
+            database=relation.database, schema=relation.schema, identifier=relation.identifier,
+            type=relation.type, information=rows[0].information if rows else None,
+        )
+
+    def catalog_facts(self, relation: QbeastRelation) -> Dict[str, str]:
+        """The catalog's description of ``relation`` (Type, Provider, Location...); {} when absent."""
+        return self.described(relation).facts
 
     def rename(self, source: QbeastRelation, target: QbeastRelation) -> None:
         self.spark.sql(f"alter {kind_word(source)} {source.render()} rename to {target.render()}")

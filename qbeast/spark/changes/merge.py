@@ -38,7 +38,7 @@ def _not_null(keys: Sequence[str]) -> Any:
     return condition
 
 
-def _table_rows(job: ChangeScan, rows: Any, source_columns: Sequence[str]) -> Any:
+def table_rows(job: ChangeScan, rows: Any, source_columns: Sequence[str]) -> Any:
     """``rows`` (with the source's columns) as table rows: the columns it lacks are null."""
     from pyspark.sql import functions as F
 
@@ -170,7 +170,7 @@ class MergeJoin:
             anti = self.source.join(matched_keys, self.keys, "left_anti")
         else:
             anti = self.aliased_source.join(self.target, self.condition, "left_anti")
-        return _table_rows(self.job, anti, self.source_columns)
+        return table_rows(self.job, anti, self.source_columns)
 
 
 class KeyReplace:
@@ -209,4 +209,4 @@ class KeyReplace:
 
     def inserts(self) -> Any:
         """Every source row, as table rows."""
-        return _table_rows(self.job, self.source, self.source.columns)
+        return table_rows(self.job, self.source, self.source.columns)

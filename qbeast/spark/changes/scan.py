@@ -53,8 +53,12 @@ class ChangeScan:
         return {f.name: f.dataType for f in self.schema.fields}
 
     def keep(self, df: Any) -> Any:
-        """``df`` persisted (memory, then disk) until :meth:`release`."""
+        """``df`` persisted (memory, then disk) until :meth:`release` (as it is, when a step
+        before already kept it)."""
         from pyspark import StorageLevel
+
+        if df.is_cached:
+            return df
 
         kept = df.persist(StorageLevel.MEMORY_AND_DISK)
         self._persisted.append(kept)
