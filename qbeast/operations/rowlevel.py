@@ -61,7 +61,7 @@ from qbeast.operations.common import OperationResult, check_path
 from qbeast.progress import Phase
 from qbeast.rebase import PlannedCommit, WriteConflictError, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.changes import fates, merge
+from qbeast.spark.changes import fates, file_merge, merge, shipped_source
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
 from qbeast.spark.changes.rewrite import RewriteTarget, empty_file, rewrite_files
 from qbeast.spark.changes.scan import ChangeScan
@@ -189,6 +189,12 @@ def merge_rows(
         return op.skipped
     job = op.job
     try:
+        shipped = _shipped(op, source, source_columns, keys, target_predicate)
+        if shipped is not None:
+            return _in_one_job(
+                op, shipped, action=when_matched or "match", updated=updated,
+                inserts="unmatched" if when_not_matched == "insert" else None,
+                parameters=_merge_parameters(on, when_matched, when_not_matched, target_predicate))
         source, predicate = _source_and_reach(job, source, source_columns, keys, target_predicate,
                                               unique=True)
         candidates = op.candidates(predicate)
@@ -204,12 +210,9 @@ def merge_rows(
             assert when_matched is not None
             out = join.fates(affected, updated, when_matched)
         inserts = join.inserts() if when_not_matched == "insert" else None
-        parameters = {"matchedPredicates": when_matched or "none",
-                      "notMatchedPredicates": when_not_matched or "none",
-                      "on": on if isinstance(on, str) else list(on)}
-        if target_predicate is not None:
-            parameters["targetPredicate"] = target_predicate
-        return op.finish(candidates, affected, out, inserts, parameters=parameters)
+        return op.finish(candidates, affected, out, inserts,
+                         parameters=_merge_parameters(on, when_matched, when_not_matched,
+                                                      target_predicate))
     finally:
         job.release()
 
@@ -237,16 +240,19 @@ def delete_insert_rows(
     if op.skipped is not None:
         return op.skipped
     job = op.job
+    parameters: dict[str, Any] = {"on": keys}
+    if target_predicate is not None:
+        parameters["targetPredicate"] = target_predicate
     try:
+        shipped = _shipped(op, source, source_columns, keys, target_predicate)
+        if shipped is not None:
+            return _in_one_job(op, shipped, action="delete", inserts="all", parameters=parameters)
         source, predicate = _source_and_reach(job, source, source_columns, keys, target_predicate,
                                               unique=False)
         candidates = op.candidates(predicate)
         keyed = merge.KeyReplace(job, source, keys, target_predicate)
         affected = op.affected(keyed.matching(candidates))
         out = keyed.fates(affected) if affected else None
-        parameters: dict[str, Any] = {"on": keys}
-        if target_predicate is not None:
-            parameters["targetPredicate"] = target_predicate
         return op.finish(candidates, affected, out, keyed.inserts(), parameters=parameters)
     finally:
         job.release()
@@ -305,6 +311,69 @@ def _check_inside(op: _Operation, rows: Any, matches: Any, condition: Any) -> No
             f"replace_where on {op.path}: {total} source row(s) do not meet the condition "
             f"{_describe(condition)!r} (e.g. {shown}); every row written must fall inside the "
             "rows it replaces; nothing was written")
+
+
+def _merge_parameters(on: str | Sequence[str], when_matched: str | None,
+                      when_not_matched: str | None, target_predicate: str | None) -> dict[str, Any]:
+    """A merge's ``operationParameters`` in ``commitInfo``."""
+    parameters: dict[str, Any] = {"matchedPredicates": when_matched or "none",
+                                  "notMatchedPredicates": when_not_matched or "none",
+                                  "on": on if isinstance(on, str) else list(on)}
+    if target_predicate is not None:
+        parameters["targetPredicate"] = target_predicate
+    return parameters
+
+
+def _shipped(op: _Operation, source: Any, source_columns: Sequence[str], keys: list[str] | None,
+             target_predicate: str | None) -> shipped_source.ShippedSource | None:
+    """The source collected for the one-job path, or None: the join path runs (a SQL
+    condition, a target predicate, or see :func:`qbeast.spark.changes.shipped_source.ship_source`)."""
+    if keys is None or target_predicate is not None:
+        return None
+    phase = op.phase("source")
+    shipped = shipped_source.ship_source(
+        op.job, merge.cast_to_table(op.job, source, source_columns), keys)
+    phase.done(rows=shipped.rows.num_rows if shipped is not None else "over the limit or joined",
+               path="one job" if shipped is not None else "join")
+    return shipped
+
+
+def _in_one_job(op: _Operation, shipped: shipped_source.ShippedSource, *, action: str,
+                updated: Sequence[str] = (), inserts: str | None,
+                parameters: dict[str, Any]) -> RowLevelResult:
+    """A key merge (``action`` update, delete or match) or delete+insert (``inserts="all"``)
+    whose source was shipped: the candidates' one job
+    (:func:`qbeast.spark.changes.file_merge.merge_files`), then the append of the moved rows
+    and of the inserts (the source rows that matched nothing, or ``all``), one commit."""
+    job, snapshot = op.job, op.snapshot
+    predicate = shipped.key_range(job, unique=inserts != "all")  # duplicates fail here
+    candidates = op.candidates(predicate)
+    written: list[WrittenFile] = []  # deleted when nothing is committed
+    try:
+        outcome = file_merge.FileMergeOutcome()
+        if candidates and (action != "match" or inserts == "unmatched"):
+            op.check_cancelled("the rewrite")
+            phase = op.phase("rewrite")
+            outcome = file_merge.merge_files(job, candidates, shipped, action=action,
+                                             updated=updated, distinct_keys=inserts == "all")
+            written += outcome.rewritten.values()
+            counts = outcome.counts
+            phase.done(candidates=len(candidates), removed=len(outcome.removed),
+                       files=len(outcome.rewritten), updated=counts[UPDATE_IN_PLACE],
+                       deleted=counts[DELETE], moved=counts[MOVE],
+                       rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
+        targets = [RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)),
+                                 int(a.size) if a.size else None)
+                   for i, a in enumerate(outcome.removed)]
+        new_rows = file_merge.appended_rows(job, shipped, outcome, inserts)
+        if new_rows is None and inserts is not None and snapshot.latest_revision is not None:
+            # what the join path's append of no row gives, without a Spark job for it
+            new_rows = IndexedRows(snapshot.latest_revision, False, (), 0)
+        return op.append_and_commit(candidates, targets, outcome.rewritten, outcome.counts,
+                                    new_rows, parameters, written)
+    except BaseException:
+        _delete_written(snapshot.delta.log, written)
+        raise
 
 
 def _source_and_reach(job: ChangeScan, source: Any, source_columns: Sequence[str],
@@ -479,7 +548,6 @@ class _Operation:
         counts = dict.fromkeys(FATES, 0)
         written: list[WrittenFile] = []  # deleted when nothing is committed
         rewritten: dict[int, WrittenFile] = {}
-        appended = None
         try:
             if out is not None:
                 # not persisted: caching every row of the affected files costs more than
@@ -497,16 +565,30 @@ class _Operation:
                 phase.done(files=len(rewritten), removed=len(removed),
                            rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
             new_rows = fates.appended_rows(job, out, counts[MOVE] > 0, inserts)
-            if new_rows is not None:
-                self.check_cancelled("the append")
-                appended = index_rows(job.spark, new_rows, snapshot, table_dir)
-                written += appended.written
-            inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
-            return self._commit(candidates, targets, rewritten, appended, parameters,
-                                counts, inserted, written)
+            return self.append_and_commit(candidates, targets, rewritten, counts, new_rows,
+                                          parameters, written)
         except BaseException:
             _delete_written(snapshot.delta.log, written)
             raise
+
+    def append_and_commit(self, candidates: list[AddFile], targets: list[RewriteTarget],
+                          rewritten: dict[int, WrittenFile], counts: dict[int, int],
+                          new_rows: Any, parameters: dict[str, Any],
+                          written: list[WrittenFile]) -> RowLevelResult:
+        """Append ``new_rows`` (the moved rows and the inserts, a DataFrame; None: none; an
+        :class:`IndexedRows`: what an append without rows gives), commit the replacements of
+        ``targets`` with them; the operation's result. The files written are added to
+        ``written`` (the caller deletes them when this fails)."""
+        appended = new_rows if isinstance(new_rows, IndexedRows) else None
+        if new_rows is not None:
+            self.check_cancelled("the append")
+        if new_rows is not None and appended is None:
+            appended = index_rows(self.job.spark, new_rows, self.snapshot,
+                                  self.snapshot.delta.log.table_path)
+            written += appended.written
+        inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
+        return self._commit(candidates, targets, rewritten, appended, parameters,
+                            counts, inserted, written)
 
     def _settled_adds(self, targets: list[RewriteTarget], rewritten: dict[int, WrittenFile],
                       appended: IndexedRows | None, written: list[WrittenFile]) -> list[AddFile]:

@@ -147,6 +147,17 @@ SQL_BRIDGE = Setting(
     choices=("auto", "false"),
 )
 
+SHIPPED_SOURCE_ROWS = Setting(
+    "spark.qbeast.merge.shippedSourceRows", 1_000_000,
+    "Largest source (rows) of a merge or delete+insert on key columns that is collected and "
+    "shipped to the tasks: the change then runs as one Spark job with one task per candidate "
+    "file (read, matched against the source's keys, rewritten only when a row matched). A "
+    "larger source, a merge on a SQL condition, a target_predicate (incremental_predicates), "
+    "floating-point keys, and tables with partition columns, column mapping or nested types "
+    "join the source with the table in Spark instead (same result); 0 = always join.",
+    minimum=0,
+)
+
 MIRROR_DIR = Setting(
     "spark.qbeast.storage.mirrorDir", None,
     "Local folder for tables on object stores (s3://, gs://, abfss://) when the engine moves "
@@ -164,8 +175,9 @@ MIRROR_MAX_BYTES = Setting(
 
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
-                                 REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION, SHIP_ENGINE,
-                                 SQL_BRIDGE, MIRROR_DIR, MIRROR_MAX_BYTES)
+                                 REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION,
+                                 SHIPPED_SOURCE_ROWS, SHIP_ENGINE, SQL_BRIDGE, MIRROR_DIR,
+                                 MIRROR_MAX_BYTES)
 
 
 def check_write_settings(spark: Any) -> None:

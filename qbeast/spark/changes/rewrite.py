@@ -12,7 +12,8 @@ rows are grouped by the file they came from (``ORIGIN_COLUMN``), and one Arrow t
    (size, Delta stats from the footer, blocks).
 
 Unlike an indexing write, no row changes file or cube, so no shuffle by cube and no second
-description pass are needed. Staging files (revision 0) are rewritten as staging files (no
+description pass are needed. :func:`write_replacement` writes one file's replacement; the
+one-job key merge (:mod:`qbeast.spark.changes.file_merge`) calls it from its own tasks. Staging files (revision 0) are rewritten as staging files (no
 blocks). The new files are moved to the table root only when every task succeeded; on failure
 the staging folder is removed and nothing else was touched.
 """
@@ -24,6 +25,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pyarrow as pa
 
 from qbeast.commit import WrittenFile
 from qbeast.core.blocks import Block
@@ -137,66 +140,90 @@ def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
                   columns: list[str], staging: str, footers: dict[int, str], version: str):
-    """The grouped Arrow function: all remaining rows of one old file -> its description row.
-
-    A file written in band pieces (``rowGroups`` layout) is rewritten in the same pieces, its
-    remaining rows regrouped by the old pieces' weights, so samples still read a prefix of it.
-    The new file is encoded as a Spark write of the session's page ``version`` would encode it
-    (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
-    """
+    """The grouped Arrow function: all remaining rows of one old file -> its description row."""
 
     def rewrite(table):
         import numpy as np
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        from qbeast.core.band_row_groups import encode_pieces, split_by_floors
-        from qbeast.delta.stats import footer_stats
-        from qbeast.spark.write.arrow_parquet import arrow_write_options
-        from qbeast.spark.write.row_groups import read_piece_layout, write_pieces_with_arrow
-        from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
-        from qbeast.index.points import table_points
 
         origin = int(table.column(ORIGIN_COLUMN)[0].as_py())
         target = by_origin[origin]
-        data = table.select(columns)
-        data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
-        blocks: tuple[Block, ...] = ()
-        parts = [data]
-        record = None
+        weights = None
         if target.revision_id > 0:
-            revision = revisions[target.revision_id]
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
-            coords = table_points(revision, data, list(revision.columns))
-            plan = file_plan(revision.dimension_count, target.blocks)
-            cubes = row_cubes(plan, coords, weights, target.path)
-            blocks = recount_blocks(target.blocks, cubes, weights)
-            old = read_piece_layout(footers[origin], target.size)
-            if old is not None:
-                order, pieces = split_by_floors(weights, [p.min_weight for p in old.pieces])
-                ordered = data.take(pa.array(order))
-                ends = np.cumsum([p.rows for p in pieces])
-                parts = [ordered.slice(int(end - p.rows), p.rows) for end, p in zip(ends, pieces)]
-                record = encode_pieces(pieces)
-        name = f"{uuid.uuid4()}.parquet"
-        path = os.path.join(staging, name)
-        write_pieces_with_arrow(path, parts, record, **arrow_write_options(data, version))
-        non_finite = set()
-        for field in data.schema:
-            if pa.types.is_floating(field.type):
-                values = pc.fill_null(data.column(field.name), 0.0)
-                if pc.any(pc.invert(pc.is_finite(values))).as_py():
-                    non_finite.add(field.name)
-        info = os.stat(path)
-        stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite)
-        encoded = json.dumps([[b.cube, b.min_weight, b.max_weight, b.element_count, b.replicated]
-                              for b in blocks])
-        return pa.table({
-            "origin": pa.array([origin], pa.int32()), "name": [name],
-            "size": pa.array([info.st_size], pa.int64()),
-            "mtime": pa.array([int(info.st_mtime * 1000)], pa.int64()),
-            "rows": pa.array([data.num_rows], pa.int64()), "stats": [stats], "blocks": [encoded],
-        })
+        described = write_replacement(table.select(columns), target,
+                                      revisions.get(target.revision_id), staging,
+                                      footers[origin], version, weights=weights)
+        return pa.table({k: [v] for k, v in described.items()}, schema=DESCRIPTION_ARROW)
 
     return rewrite
+
+
+#: The Arrow schema of a replacement's description (``_DESCRIPTION_SCHEMA``).
+DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("size", pa.int64()),
+                               ("mtime", pa.int64()), ("rows", pa.int64()),
+                               ("stats", pa.string()), ("blocks", pa.string())])
+
+
+def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
+                      footer: str, version: str, *, weights: Any = None) -> dict[str, Any]:
+    """Write ``data`` (the remaining rows of ``target``, the table's columns) as the target's
+    replacement in the folder ``staging``; its description (``_DESCRIPTION_SCHEMA`` fields).
+
+    Runs in tasks: the grouped rewrite and the per-file key merge
+    (:mod:`qbeast.spark.changes.file_merge`) both write through it, so their files are alike.
+    Each row stays in the cube it was written to (recomputed from the old file's blocks,
+    ``weights`` being the rows' weights under ``revision``: computed here with
+    :func:`qbeast.index.row_weights.spark_hash` when not given), and the blocks are recounted;
+    staging files (revision 0) get no blocks. A file written in band pieces (``rowGroups``
+    layout, read from the old file's ``footer``: a local path) is rewritten in the same
+    pieces, its remaining rows regrouped by the old pieces' weights, so samples still read a
+    prefix of it. The new file is encoded as a Spark write of the session's page ``version``
+    would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from qbeast.core.band_row_groups import encode_pieces, split_by_floors
+    from qbeast.delta.stats import footer_stats
+    from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
+    from qbeast.index.points import table_points
+    from qbeast.index.row_weights import spark_hash
+    from qbeast.spark.write.arrow_parquet import arrow_write_options
+    from qbeast.spark.write.row_groups import read_piece_layout, write_pieces_with_arrow
+
+    data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
+    blocks: tuple[Block, ...] = ()
+    parts = [data]
+    record = None
+    if target.revision_id > 0:
+        assert revision is not None
+        if weights is None:
+            weights = spark_hash([data.column(c) for c in revision.columns]).astype(np.int64)
+        coords = table_points(revision, data, list(revision.columns))
+        plan = file_plan(revision.dimension_count, target.blocks)
+        cubes = row_cubes(plan, coords, weights, target.path)
+        blocks = recount_blocks(target.blocks, cubes, weights)
+        old = read_piece_layout(footer, target.size)
+        if old is not None:
+            order, pieces = split_by_floors(weights, [p.min_weight for p in old.pieces])
+            ordered = data.take(pa.array(order))
+            ends = np.cumsum([p.rows for p in pieces])
+            parts = [ordered.slice(int(end - p.rows), p.rows) for end, p in zip(ends, pieces)]
+            record = encode_pieces(pieces)
+    name = f"{uuid.uuid4()}.parquet"
+    path = os.path.join(staging, name)
+    write_pieces_with_arrow(path, parts, record, **arrow_write_options(data, version))
+    non_finite = set()
+    for field in data.schema:
+        if pa.types.is_floating(field.type):
+            values = pc.fill_null(data.column(field.name), 0.0)
+            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                non_finite.add(field.name)
+    info = os.stat(path)
+    stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite)
+    encoded = json.dumps([[b.cube, b.min_weight, b.max_weight, b.element_count, b.replicated]
+                          for b in blocks])
+    return {"origin": target.origin, "name": name, "size": info.st_size,
+            "mtime": int(info.st_mtime * 1000), "rows": data.num_rows, "stats": stats,
+            "blocks": encoded}

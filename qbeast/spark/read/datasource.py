@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from qbeast.errors import InvalidOptionError
+from qbeast.spark.arrow_columns import conform_column
 
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
     from qbeast.delta.scan import ScanSchema
@@ -264,26 +265,6 @@ def group_files(files: Sequence[Any], target_bytes: int | None = None) -> list[l
     return groups
 
 
-def _conform_column(column: Any, target: Any) -> Any:
-    """Cast one parquet column to the Arrow type Spark expects for the table column."""
-    import pyarrow as pa
-
-    if column.type.equals(target):
-        return column
-    if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
-        # Spark truncates sub-microsecond parts by flooring (INT96 nanoseconds); do the same.
-        raw = column.cast(pa.int64())
-        factor = {"s": None, "ms": None, "us": 1, "ns": 1000}[column.type.unit]
-        if factor == 1000:
-            import numpy as np
-
-            values = np.floor_divide(raw.fill_null(0).to_numpy(), 1000)
-            raw = pa.array(values, pa.int64(), mask=column.is_null().to_numpy(zero_copy_only=False))
-            return raw.cast(pa.timestamp("us", tz=target.tz))
-        return column.cast(pa.timestamp("us", tz=column.type.tz)).cast(target)
-    return column.cast(target)
-
-
 class QbeastDataSourceReader(DataSourceReader):
     """Reads the files of a sample (or of the whole table) with pyarrow.
 
@@ -350,7 +331,7 @@ class QbeastDataSourceReader(DataSourceReader):
                     elif source is None:
                         arrays.append(pa.nulls(batch.num_rows, f.type))
                     else:
-                        arrays.append(_conform_column(batch.column(source), f.type))
+                        arrays.append(conform_column(batch.column(source), f.type))
                 out = pa.RecordBatch.from_arrays(arrays, schema=target)
                 if weight_range is not None:
                     out = out.filter(_weight_mask(batch, hash_names, hash_types, weight_range))
@@ -428,7 +409,7 @@ def _weight_mask(
 
     columns = [
         pa.nulls(batch.num_rows, arrow_type) if source is None
-        else _conform_column(batch.column(source), arrow_type)
+        else conform_column(batch.column(source), arrow_type)
         for source, arrow_type in zip(hash_names, hash_types)
     ]
     weights = spark_hash(columns)
