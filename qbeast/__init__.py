@@ -27,6 +27,7 @@ _LAZY = {
     "register": ("qbeast.spark.read.sources", "register"),
     "create_table": ("qbeast.spark.catalog", "create_table"),
     "stale_catalog_metadata": ("qbeast.spark.catalog", "stale_catalog_metadata"),
+    "EmbeddedCatalog": ("qbeast.spark.embedded_catalog", "EmbeddedCatalog"),
     # the rules integrations (the dbt adapter) build on
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
     "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),

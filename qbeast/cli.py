@@ -1,4 +1,5 @@
-"""The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]``.
+"""The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]`` and
+``qbeast serve [--catalog-dir DIR] [--connect-port N] [--thrift-port N] [--master URL]``.
 
 ``describe`` answers "what is in this table?" without starting Spark: the Delta facts (version,
 protocol, schema, properties, file/row/byte counts) from the transaction log, and for a Qbeast
@@ -11,8 +12,13 @@ unique across schemas, looked up in the names file the dbt adapter keeps beside 
 catalog (:mod:`qbeast.names`; found from the dbt project around the working directory, or given
 with ``--catalog-dir``). Output piped into a command that stops reading (``| head``) just ends.
 
+``serve`` starts one Spark driver with the engine in it and serves its catalog through Spark
+Connect and the Thrift JDBC/ODBC protocol until SIGTERM or Ctrl-C (:mod:`qbeast.spark.server`,
+docs/serve.md). It is the only command that starts Spark; its imports wait until it runs.
+
 Exit codes: 0 success; 2 when the path is not a Delta table, the name is unknown, the log or the
-Qbeast metadata is corrupt, or the arguments are wrong (argparse's convention for usage errors).
+Qbeast metadata is corrupt, the server cannot start as asked, or the arguments are wrong
+(argparse's convention for usage errors).
 """
 from __future__ import annotations
 
@@ -198,7 +204,8 @@ def render_text(facts: dict[str, Any], out: TextIO) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     parser = argparse.ArgumentParser(
-        prog="qbeast", description="Inspect Qbeast (and plain Delta) tables without Spark.")
+        prog="qbeast", description="Inspect Qbeast (and plain Delta) tables without Spark, or "
+        "serve a catalog of them to SQL clients.")
     parser.add_argument("--version", action="version", version=f"dbt-qbeast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     desc = sub.add_parser("describe", help="show a table's version, schema, files and Qbeast revisions")
@@ -212,6 +219,26 @@ def build_parser() -> argparse.ArgumentParser:
                       help="describe table version N (time travel) instead of the latest")
     desc.add_argument("--json", action="store_true", help="print one JSON document")
     desc.add_argument("--files", action="store_true", help="list the active files with their tags")
+    from qbeast.spark.embedded_catalog import DEFAULT_FOLDER
+
+    serve = sub.add_parser(
+        "serve", help="serve a catalog's tables through Spark Connect and Thrift JDBC/ODBC",
+        description="Start one Spark driver with the qbeast engine and serve the embedded catalog "
+                    "through Spark Connect and the Thrift JDBC/ODBC protocol, on this machine "
+                    "only, until SIGTERM or Ctrl-C.")
+    serve.add_argument("--catalog-dir", metavar="DIR", default=DEFAULT_FOLDER,
+                       help=f"the catalog folder to serve (a dbt project's catalog_dir; default "
+                            f"{DEFAULT_FOLDER} in the working directory)")
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to bind (loopback only: the server has no authentication yet)")
+    serve.add_argument("--connect-port", type=int, default=15002, metavar="N",
+                       help="Spark Connect port (default 15002; 0: off)")
+    serve.add_argument("--thrift-port", type=int, default=10000, metavar="N",
+                       help="Thrift JDBC/ODBC port (default 10000; 0: off)")
+    serve.add_argument("--master", default="local[*]",
+                       help="Spark master of the driver (default local[*])")
+    serve.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting for the driver (repeatable)")
     return parser
 
 
@@ -221,6 +248,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     err = err or sys.stderr
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return run_serve(args, err)
     try:
         path = resolve_table(args.path, args.catalog_dir)
         facts = describe(path, args.table_version, args.files)
@@ -241,6 +270,43 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except BrokenPipeError:
         # the reader stopped (`| head`): nothing more to say; keep Python from complaining at exit
         _silence_stdout(out)
+    return EXIT_OK
+
+
+def run_serve(args: argparse.Namespace, err: TextIO) -> int:
+    """``qbeast serve``: serve until SIGTERM or Ctrl-C; 2 when it cannot start as asked."""
+    import signal
+    import threading
+
+    from qbeast.spark.embedded_catalog import EmbeddedCatalog
+    from qbeast.spark.server import ServeOptions, serve
+
+    logging.getLogger("qbeast").setLevel(logging.INFO)
+    conf: dict[str, str] = {}
+    for item in args.conf:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            err.write(f"qbeast serve: error: --conf {item!r} is not KEY=VALUE\n")
+            return EXIT_ERROR
+        conf[key.strip()] = value
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: Any) -> None:  # noqa: ARG001 - signal handler signature
+        stop.set()
+
+    def take_signals(*_: Any) -> None:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
+
+    take_signals()
+    options = ServeOptions(EmbeddedCatalog.at(args.catalog_dir), host=args.host,
+                           connect_port=args.connect_port, thrift_port=args.thrift_port,
+                           master=args.master, conf=conf)
+    try:
+        serve(options, stop, on_ready=take_signals)
+    except QbeastError as exc:
+        err.write(f"qbeast serve: error: {exc}\n")
+        return EXIT_ERROR
     return EXIT_OK
 
 

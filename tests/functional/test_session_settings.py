@@ -17,7 +17,6 @@ from dbt.adapters.qbeast.session_settings import (
     catalog_path,
     connection_spark_conf,
     console_log_level,
-    embedded_catalog_holder,
     project_root_of,
     uses_embedded_metastore,
 )
@@ -107,6 +106,11 @@ def test_driver_logs_to_the_catalog_folder_and_the_console_stays_quiet(tmp_path)
 @pytest.mark.slow
 def test_embedded_catalog_holder_sees_another_process_lock(tmp_path):
     """Derby holds a POSIX lock on metastore_db/dbex.lck; another process's lock is reported."""
+    from qbeast import EmbeddedCatalog
+
+    def embedded_catalog_holder(folder):
+        return EmbeddedCatalog(folder).derby_holder()
+
     assert embedded_catalog_holder(tmp_path) is None  # no catalog yet
     lock_file = tmp_path / "metastore_db" / "dbex.lck"
     lock_file.parent.mkdir()

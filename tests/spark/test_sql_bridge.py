@@ -166,3 +166,21 @@ def test_session_settings_add_the_jar_and_the_rule_once():
     assert "spark.jars" not in session_conf({"spark.remote": "sc://localhost:15002"})
     with pytest.raises(InvalidOptionError, match="spark.qbeast.sqlBridge is 'maybe'; allowed values: auto, false"):
         session_conf({SQL_BRIDGE_KEY: "maybe"})
+
+
+def test_a_new_session_of_the_driver_reads_natively_without_registering(spark, table_path):
+    """The sessions a Thrift or Connect server opens for its clients never call qbeast.register:
+    in a driver whose engine registered its planner, such a session gets the bridge's rule on
+    its first qbeast relation, so its TABLESAMPLE is the Qbeast sample and its scans native."""
+    other = spark.newSession()
+    assert not bridge_active(other)
+    other.sql(f"CREATE TABLE IF NOT EXISTS bridge_new_session USING qbeast LOCATION '{table_path}'")
+    try:
+        table = QbeastTable.for_path(spark, table_path)
+        sampled = other.sql("select count(*) from bridge_new_session tablesample (10 percent)")
+        assert sampled.first()[0] == table.sample(0.1).count()
+        assert bridge_active(other)
+        plan = other.sql("select * from bridge_new_session where zone < 30")._jdf.queryExecution().toString()
+        assert "QbeastFileIndex" in plan and "FileScan parquet" in plan
+    finally:
+        other.sql("DROP TABLE IF EXISTS bridge_new_session")

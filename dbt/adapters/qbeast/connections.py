@@ -21,9 +21,9 @@ from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
-from qbeast import is_connect_session
+from qbeast import EmbeddedCatalog, is_connect_session
 
-from dbt.adapters.qbeast import catalog_lock, engine_log, interrupts
+from dbt.adapters.qbeast import engine_log, interrupts
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
@@ -152,18 +152,6 @@ def _dbt_debug() -> bool:
     return bool(getattr(get_flags(), "DEBUG", False))
 
 
-def catalog_busy_message(catalog: Path, lock_file: Path) -> str:
-    pid = catalog_lock.holder_pid(lock_file)
-    who = f"process {pid}" if pid is not None else "another process"
-    return (
-        f"the embedded catalog {catalog} is in use by another process (another dbt command, "
-        f"an IDE or a notebook on this project: {who} holds "
-        f"{lock_file}); the embedded catalog admits one process at a time. Wait for that "
-        "process to finish, or give the processes a shared catalog (a Hive metastore service or "
-        "a Spark Connect server, see docs/cluster.md)"
-    )
-
-
 class QbeastConnectionManager(SparkConnectionManager):
     """Spark's connection manager with the in-process session as the only connection method.
 
@@ -224,9 +212,10 @@ class QbeastConnectionManager(SparkConnectionManager):
         engine_log.route_engine_log()
         engine_log.route_pyspark_error_log(spark_log_file(catalog))
         if uses_embedded_metastore(credentials.server_side_parameters) and not _driver_running():
-            holder = catalog_lock.hold(catalog)
+            embedded = EmbeddedCatalog(catalog)
+            holder = embedded.hold()
             if holder is not None:
-                raise QbeastCatalogBusyError(catalog_busy_message(catalog, holder))
+                raise QbeastCatalogBusyError(embedded.busy_message(holder))
         handle = QbeastSession(conf)
         try:
             _ = handle.session  # start now: a broken setting should fail the connection, not a model

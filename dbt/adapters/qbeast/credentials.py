@@ -13,11 +13,13 @@ from typing import Any, Optional, Tuple
 
 from dbt.adapters.spark.connections import SparkCredentials
 
+from qbeast import EmbeddedCatalog
+
 from dbt.adapters.qbeast.errors import QbeastProfileError
 
 SESSION_METHOD = "session"
 ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD,)
-DEFAULT_CATALOG_DIR = ".qbeast"
+DEFAULT_CATALOG_DIR = EmbeddedCatalog.DEFAULT_FOLDER
 
 
 @dataclass

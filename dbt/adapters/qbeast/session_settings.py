@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Dict, Optional
 
+from qbeast import EmbeddedCatalog
+
 # Settings a user may supply in server_side_parameters to use an external catalog; when one is
 # present the adapter leaves the corresponding embedded default alone.
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
@@ -56,8 +58,7 @@ def _flag_project_dir() -> Optional[str]:
 
 def catalog_path(catalog_dir: str, project_root: Path) -> Path:
     """``catalog_dir`` made absolute; relative paths hang off the project folder."""
-    path = Path(os.path.expandvars(catalog_dir)).expanduser()
-    return path if path.is_absolute() else (project_root / path).resolve()
+    return EmbeddedCatalog.at(catalog_dir, project_root).folder
 
 
 def connection_spark_conf(
@@ -73,14 +74,12 @@ def connection_spark_conf(
     user = {str(k): str(v) for k, v in server_side_parameters.items()}
     conf: Dict[str, str] = {}
     java_options = [ENGINE_DRIVER_JAVA_OPTIONS]
+    embedded = EmbeddedCatalog(catalog)
     if WAREHOUSE_KEY not in user and "spark.remote" not in user:
-        conf[WAREHOUSE_KEY] = str(catalog / "warehouse")
+        conf[WAREHOUSE_KEY] = str(embedded.warehouse)
     if uses_embedded_metastore(user):
-        url = f"jdbc:derby:;databaseName={catalog / 'metastore_db'};create=true"
-        conf[METASTORE_URL_KEYS[0]] = url
-        # derby.log would otherwise land in the working directory.
-        java_options.append(f"-Dderby.system.home={catalog}")
-        java_options.append(f"-Dderby.stream.error.file={catalog / 'derby.log'}")
+        conf[METASTORE_URL_KEYS[0]] = embedded.spark_conf()[METASTORE_URL_KEYS[0]]
+        java_options.extend(embedded.java_options())
     user_java = user.pop(DRIVER_JAVA_OPTIONS_KEY, "")
     if "spark.remote" not in user and "log4j" not in user_java:
         java_options.extend(quiet_log_options(catalog, console_log_level))
@@ -126,31 +125,3 @@ def quiet_log_options(catalog: Path, console_level: str) -> list:
         f"-Dqbeast.log.consoleLevel={console_level}",
         f"-Dqbeast.log.rootLevel={root}",
     ]
-
-
-def embedded_catalog_holder(catalog: Path) -> Optional[Path]:
-    """The Derby lock file of ``catalog`` when another process holds the embedded catalog.
-
-    Derby keeps an exclusive OS lock on ``metastore_db/dbex.lck`` while a process has the
-    database open, and a second process waits and fails with pages of Hive traces. The lock is a
-    POSIX record lock, which this process can test without taking it for long. Only meaningful
-    before this process starts its own driver (which would hold the same lock).
-    """
-    lock_file = catalog / "metastore_db" / "dbex.lck"
-    if not lock_file.is_file():
-        return None
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: Derby's own error will have to do
-        return None
-    try:
-        fd = os.open(lock_file, os.O_RDWR)
-    except OSError:
-        return None
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return lock_file
-    finally:
-        os.close(fd)  # also releases the test lock
-    return None

@@ -57,8 +57,10 @@ def register(spark: Any) -> str:
     """Make ``format("qbeast")`` and ``USING qbeast`` readable in ``spark``; returns the path taken.
 
     ``"jvm"``: the bridge (native parquet scans planned by the engine); ``"python"``: the Python
-    data source. Idempotent and cheap: call it once per session (sessions made with
-    ``newSession()`` need their own call, as the rule and registrations are per session).
+    data source. Idempotent and cheap: call it once per session. Other sessions of the same
+    driver (``newSession()``, the sessions a Thrift or Spark Connect server opens for its
+    clients) get the bridge's rule on their first qbeast relation, once this process has
+    registered its planner (``QbeastSource`` in ``jvm/``).
     """
     if is_connect_session(spark):
         _report(PYTHON, "Spark Connect session: the bridge's planner must run in the driver's Python "

@@ -42,6 +42,12 @@ public final class QbeastSource implements RelationProvider, SchemaRelationProvi
 
   private static BaseRelation create(
       SparkSession session, scala.collection.immutable.Map<String, String> parameters, StructType catalogSchema) {
+    if (!Bridge.ruleActive(session) && Bridge.hasPlanner()) {
+      // A driver whose Python engine registered its planner serves every session it opens (the
+      // sessions a Thrift or Spark Connect server makes for its clients): the rule is added to
+      // such a session on its first qbeast relation.
+      Bridge.install(session);
+    }
     if (!Bridge.ruleActive(session)) {
       throw new IllegalStateException(
           "qbeast: the JVM read bridge is not registered in this Spark session: call "

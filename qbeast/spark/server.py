@@ -1,0 +1,190 @@
+"""``qbeast serve``: one Spark driver with the engine in it, shared through Spark Connect and the
+Thrift JDBC/ODBC protocol.
+
+Why a server in this Python process: the read bridge's planner is the engine's Python code, and
+it can only run in the Python process that owns the driver. Spark's own Connect and Thrift
+servers, started with ``spark-submit``, have no such process, so their clients fall back to the
+Python data source (no pruning of columns or files) or cannot read Qbeast tables at all. Here the
+driver is started by the engine (:func:`qbeast.spark.session.get_or_create_session`: bridge jar,
+extensions, planner registered), Spark Connect runs as the driver's plugin and the Hive Thrift
+server is started on its SQL context, so every client session's scans are planned by the engine
+and read by Spark's native parquet reader. The sessions the servers open for their clients get
+the bridge's rule on their first Qbeast relation (``QbeastSource`` in ``jvm/``).
+
+The catalog is an :class:`~qbeast.spark.embedded_catalog.EmbeddedCatalog` folder (the dbt
+project's ``catalog_dir``, ``.qbeast`` by default), held for the server's lifetime: while it
+serves, dbt and notebooks reach its tables through it instead of opening the folder themselves.
+"""
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from qbeast.errors import InvalidOptionError, QbeastError
+from qbeast.spark.embedded_catalog import EmbeddedCatalog
+from qbeast.spark.session import ENGINE_DEFAULTS
+
+logger = logging.getLogger("qbeast.spark.server")
+
+#: Spark's own default ports for the two protocols.
+DEFAULT_CONNECT_PORT = 15002
+DEFAULT_THRIFT_PORT = 10000
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+
+
+class ServeError(QbeastError):
+    """The server cannot start as asked (a port taken, the catalog held, a bad option)."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What one ``qbeast serve`` serves, and where. A port of 0 turns its protocol off."""
+
+    catalog: EmbeddedCatalog
+    host: str = "127.0.0.1"
+    connect_port: int = DEFAULT_CONNECT_PORT
+    thrift_port: int = DEFAULT_THRIFT_PORT
+    master: str = "local[*]"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    def check(self) -> None:
+        """Refuse options that cannot work, naming the option and the allowed values."""
+        for option, port in (("--connect-port", self.connect_port),
+                             ("--thrift-port", self.thrift_port)):
+            if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+                raise InvalidOptionError(
+                    f"{option} {port!r} is not a port; allowed values: 1-65535, or 0 to turn "
+                    "the protocol off")
+        if self.connect_port == 0 and self.thrift_port == 0:
+            raise InvalidOptionError(
+                "both --connect-port and --thrift-port are 0: nothing to serve; allowed values: "
+                "a port for at least one of them")
+        if self.connect_port and self.connect_port == self.thrift_port:
+            raise InvalidOptionError(
+                f"--connect-port and --thrift-port are both {self.connect_port}; allowed values: "
+                "two different ports")
+        if self.host not in LOOPBACK_HOSTS:
+            raise InvalidOptionError(
+                f"--host {self.host!r}: the server has no authentication yet, so it only binds "
+                f"to this machine; allowed values: {', '.join(LOOPBACK_HOSTS)}")
+
+    def spark_conf(self) -> dict[str, str]:
+        """The driver's settings: the catalog folder, the two protocols, then the user's."""
+        conf = self.catalog.spark_conf()
+        conf["spark.driver.extraJavaOptions"] = " ".join(
+            [ENGINE_DEFAULTS["spark.driver.extraJavaOptions"], *self.catalog.java_options()])
+        if self.connect_port:
+            conf["spark.plugins"] = CONNECT_PLUGIN
+            conf["spark.connect.grpc.binding.address"] = self.host
+            conf["spark.connect.grpc.binding.port"] = str(self.connect_port)
+        if self.thrift_port:
+            conf["spark.hadoop.hive.server2.thrift.bind.host"] = self.host
+            conf["spark.hadoop.hive.server2.thrift.port"] = str(self.thrift_port)
+            conf["spark.hadoop.hive.server2.transport.mode"] = "binary"
+        conf.update({str(k): str(v) for k, v in self.conf.items()})
+        return conf
+
+    def endpoints(self) -> list[str]:
+        """What the server offers, as clients write it."""
+        out = []
+        if self.connect_port:
+            out.append(f"Spark Connect sc://{self.host}:{self.connect_port}")
+        if self.thrift_port:
+            out.append(f"Thrift JDBC/ODBC jdbc:hive2://{self.host}:{self.thrift_port}/default")
+        return out
+
+
+def _check_port_free(host: str, port: int, option: str) -> None:
+    """Fail before Spark starts when another process listens on ``port`` (Spark's own error
+    would come after the driver's start-up, buried in its log)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ServeError(
+                f"port {port} on {host} ({option}) is taken by another process ({exc.strerror}); "
+                f"stop that process or choose another port with {option}") from None
+
+
+@dataclass
+class RunningServer:
+    """A started server: its session (the driver) and the Thrift server object, if any."""
+
+    options: ServeOptions
+    session: Any
+    thrift: Any | None
+    started: float
+
+    def stop(self) -> None:
+        """Stop the Thrift server, then the driver (which stops Spark Connect with it)."""
+        logger.info("qbeast serve: stopping (served %.0fs)", time.monotonic() - self.started)
+        try:
+            if self.thrift is not None:
+                self.thrift.stop()
+            self.session.stop()
+        except Exception as exc:  # noqa: BLE001 - a driver that got the signal too is gone
+            # Ctrl-C in a terminal reaches the whole process group: the JVM then stops itself
+            # (Spark's shutdown hook stops the context), and there is nothing left to call
+            logger.info("qbeast serve: the driver had already stopped (%s)", type(exc).__name__)
+        logger.info("qbeast serve: stopped")
+
+
+def start(options: ServeOptions) -> RunningServer:
+    """Start the driver and the servers of ``options``; refuses a taken port or catalog."""
+    from qbeast.spark.session import get_or_create_session
+
+    options.check()
+    for option, port in (("--connect-port", options.connect_port),
+                         ("--thrift-port", options.thrift_port)):
+        if port:
+            _check_port_free(options.host, port, option)
+    catalog = options.catalog
+    try:
+        catalog.folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ServeError(f"the catalog folder {catalog.folder} cannot be created "
+                         f"({exc.strerror}); choose another with --catalog-dir") from None
+    holder = catalog.hold()
+    if holder is not None:
+        raise ServeError(catalog.busy_message(holder))
+    began = time.monotonic()
+    logger.info("qbeast serve: starting the driver (master %s, catalog %s)", options.master,
+                catalog.folder)
+    session = get_or_create_session(options.spark_conf(), master=options.master,
+                                    app_name="qbeast-serve", hive=True)
+    thrift = None
+    try:
+        if options.thrift_port:
+            server_class = getattr(session._jvm, THRIFT_SERVER_CLASS)
+            thrift = server_class.startWithContext(session._jsparkSession.sqlContext())
+    except BaseException:
+        session.stop()
+        raise
+    for endpoint in options.endpoints():
+        logger.info("qbeast serve: serving %s", endpoint)
+    logger.info("qbeast serve: ready in %.1fs; warehouse %s", time.monotonic() - began,
+                catalog.warehouse)
+    return RunningServer(options, session, thrift, time.monotonic())
+
+
+def serve(options: ServeOptions, stop: threading.Event,
+          on_ready: Callable[[RunningServer], None] | None = None) -> None:
+    """Serve until ``stop`` is set (the CLI sets it on SIGTERM and Ctrl-C), then stop cleanly.
+    ``on_ready`` runs once the servers listen (the CLI takes the signals back there: PySpark
+    installs its own SIGINT handler when it starts a driver)."""
+    server = start(options)
+    try:
+        if on_ready is not None:
+            on_ready(server)
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.stop()

@@ -1,0 +1,173 @@
+"""``qbeast serve`` started as its own process, reached by real clients on loopback.
+
+A Qbeast table is written by the engine here; the server registers and reads it for a Spark
+Connect client, beeline (the Hive JDBC driver) and PyHive (what dbt-spark's ``thrift`` method
+uses), each result equal to the engine's own, each plan a native parquet scan over the
+engine's file index. A second server on the same catalog, or on a taken port, is refused
+before it starts Spark; SIGTERM stops the server cleanly and leaves the table as committed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import qbeast
+from cluster_processes import free_loopback_port
+
+QBEAST = str(Path(sys.executable).with_name("qbeast"))
+BEELINE = Path(__import__("pyspark").__file__).parent / "bin" / "beeline"
+
+
+class Server:
+    """One ``qbeast serve`` process and its log."""
+
+    def __init__(self, catalog: Path, log: Path, connect_port: int, thrift_port: int) -> None:
+        self.catalog, self.log = catalog, log
+        self.connect_port, self.thrift_port = connect_port, thrift_port
+        self.process = subprocess.Popen(
+            [QBEAST, "serve", "--catalog-dir", str(catalog), "--connect-port", str(connect_port),
+             "--thrift-port", str(thrift_port), "--conf", "spark.driver.memory=1g"],
+            stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent,
+            start_new_session=True)  # a signal for the test run must not reach it
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "qbeast serve: ready" in self.text():
+                return
+            if self.process.poll() is not None:
+                pytest.fail(f"qbeast serve exited with {self.process.returncode}:\n{self.text()[-4000:]}")
+            time.sleep(0.5)
+        pytest.fail(f"qbeast serve not ready in {timeout}s:\n{self.text()[-4000:]}")
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def served(spark, tmp_path_factory):
+    """A table written by the engine, and a server over a fresh catalog (stopped at the end)."""
+    base = tmp_path_factory.mktemp("serve")
+    table = base / "events"
+    qbeast.write(spark.range(20_000).selectExpr("id", "id % 97 as k", "id * 0.5 as v"),
+                 str(table), columns_to_index=["id", "k"], cube_size=2_000)
+    server = Server(base / "catalog", base / "serve.log", free_loopback_port(), free_loopback_port())
+    try:
+        server.wait_ready()
+        yield server, table
+    finally:
+        server.stop()
+
+
+def _connect_client(port: int, sql: list[str]) -> list:
+    """Each statement's rows (as lists) from a Spark Connect client in its own process."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        from pyspark.sql import SparkSession
+        s = SparkSession.builder.remote("sc://127.0.0.1:{port}").getOrCreate()
+        out = [[list(r) for r in s.sql(q).collect()] for q in json.loads(sys.argv[1])]
+        print("RESULT " + json.dumps(out, default=str))
+    """)
+    run = subprocess.run([sys.executable, "-c", script, json.dumps(sql)], capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stderr[-4000:]
+    line = next(x for x in run.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def _plan_text(rows: list) -> str:
+    return "\n".join(str(cell) for row in rows for cell in row)
+
+
+def test_clients_read_a_qbeast_table_through_one_server(spark, served):
+    server, table = served
+    engine = qbeast.QbeastTable.for_path(spark, str(table))
+    total = engine.to_df().selectExpr("count(*)", "sum(k)").first()
+    sampled = engine.sample(0.1).count()
+    assert 0 < sampled < 20_000
+
+    # Spark Connect: register the folder in the server's catalog, then read, sample, explain
+    results = _connect_client(server.connect_port, [
+        f"create table events using qbeast location '{table}'",
+        "select count(*), sum(k) from events",
+        "select count(*) from events tablesample (10 percent)",
+        "explain select id from events where id < 100",
+    ])
+    assert results[1] == [[total[0], total[1]]]
+    assert results[2] == [[sampled]]  # the Qbeast sample: rows with hash < Weight(0.1)
+    plan = _plan_text(results[3])
+    assert "FileScan parquet" in plan and "QbeastFileIndex" in plan and "Batched: true" in plan
+
+    # beeline, the Hive JDBC driver's shell: the same table through the Thrift protocol
+    url = f"jdbc:hive2://127.0.0.1:{server.thrift_port}/default"
+    run = subprocess.run(
+        [str(BEELINE), "-u", url, "--silent=true", "--outputformat=csv2", "-e",
+         "select count(*), sum(k) from events; explain select id from events where id < 100;"],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "SPARK_HOME": str(BEELINE.parent.parent)})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert f"{total[0]},{total[1]}" in run.stdout
+    assert "FileScan parquet" in run.stdout and "QbeastFileIndex" in run.stdout
+
+    # PyHive (dbt-spark's thrift method): a sampled aggregate equals the engine's
+    from pyhive import hive
+
+    with hive.connect(host="127.0.0.1", port=server.thrift_port, username="qbeast") as connection:
+        cursor = connection.cursor()
+        cursor.execute("select count(*), sum(k) from events tablesample (10 percent)")
+        (count, sum_k), = cursor.fetchall()
+    expected = engine.sample(0.1).selectExpr("count(*)", "sum(k)").first()
+    assert (count, sum_k) == (expected[0], expected[1])
+
+
+def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
+    server, _ = served
+    same_catalog = subprocess.run(
+        [QBEAST, "serve", "--catalog-dir", str(server.catalog), "--connect-port",
+         str(free_loopback_port()), "--thrift-port", str(free_loopback_port())],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert same_catalog.returncode == 2
+    assert f"the embedded catalog {server.catalog} is in use by another process" in same_catalog.stderr
+    assert f"process {server.process.pid}" in same_catalog.stderr
+
+    taken_port = subprocess.run(
+        [QBEAST, "serve", "--catalog-dir", str(tmp_path / "other"), "--connect-port",
+         str(server.connect_port), "--thrift-port", "0"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert taken_port.returncode == 2
+    assert f"port {server.connect_port} on 127.0.0.1 (--connect-port) is taken" in taken_port.stderr
+    assert "starting the driver" not in taken_port.stderr  # refused before Spark
+
+    not_loopback = subprocess.run(
+        [QBEAST, "serve", "--catalog-dir", str(tmp_path / "other"), "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=120, check=False)
+    assert not_loopback.returncode == 2 and "no authentication yet" in not_loopback.stderr
+
+
+def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):
+    server, table = served
+    before = qbeast.QbeastTable.for_path(spark, str(table)).to_df().count()
+    assert server.stop() == 0
+    log = server.text()
+    assert "qbeast serve: stopped" in log and "Traceback" not in log, log[-3000:]
+    assert qbeast.QbeastTable.for_path(spark, str(table)).to_df().count() == before
+    with socket.socket() as probe:  # the ports are free again
+        probe.bind(("127.0.0.1", server.connect_port))
