@@ -5,7 +5,7 @@ declares packages that are not installed yet), `dbt seed`, `dbt run` and `dbt te
 `dbt run` (the click stream is a Qbeast table with incremental_strategy='merge': it grows by
 `events_increment` new ids and upserts `events_redelivered` repeated ones; the marts, one of them
 a Qbeast table, are rebuilt on top; the `purchases` mart, a microbatch Qbeast model, reprocesses
-the generated events' months, one commit per month) and `dbt test`
+the generated events' range, one commit per batch) and `dbt test`
 again, with the profiles.yml that sits beside the project. Exits non-zero as soon as a step fails,
 and finishes by printing where the warehouse and each table live, and how the downstream models
 read the Qbeast click stream: the scan node of each one's query plan (Spark's native parquet scan
@@ -59,7 +59,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return args
 
 
-def event_months(project_dir: Path) -> list[str]:
+def event_window(project_dir: Path) -> list[str]:
     """``--event-time-start/--event-time-end`` over the whole months of the generated events
     (``events_start`` and the 90 days after it): the range each `dbt run` of the demo
     reprocesses in its microbatch model, whatever today's date."""
@@ -188,11 +188,11 @@ def _run(args: argparse.Namespace) -> int:
         if needs_deps(args.project_dir):
             run_dbt(["deps"], args.project_dir, [])
         run_dbt(["seed"], args.project_dir, extra)
-        months = event_months(args.project_dir)
-        run_dbt(["run"], args.project_dir, extra + months)
+        window = event_window(args.project_dir)
+        run_dbt(["run"], args.project_dir, extra + window)
         run_dbt(["test"], args.project_dir, extra)
         # merges into the click stream, the microbatch mart replaces its months
-        run_results = run_dbt(["run"], args.project_dir, extra + months)
+        run_results = run_dbt(["run"], args.project_dir, extra + window)
         run_dbt(["test"], args.project_dir, extra)
     except DemoStepFailed as exc:
         print(f"demo FAILED: {exc}", file=sys.stderr)

@@ -44,10 +44,12 @@ def copy_project(destination: Path, targets: dict[str, dict[str, Any]]) -> Path:
     return destination
 
 
-def qbeast_target(server_side_parameters: dict[str, str] | None = None) -> dict[str, Any]:
-    """A ``type: qbeast`` target in the test schema (session method, catalog in the project)."""
+def qbeast_target(server_side_parameters: dict[str, str] | None = None,
+                  **fields: Any) -> dict[str, Any]:
+    """A ``type: qbeast`` target in the test schema (session method, catalog in the project,
+    unless ``fields`` say otherwise)."""
     target: dict[str, Any] = {"type": "qbeast", "schema": SCHEMA, "threads": 2,
-                              "catalog_dir": ".qbeast_demo"}
+                              "catalog_dir": ".qbeast_demo", **fields}
     if server_side_parameters:
         target["server_side_parameters"] = dict(server_side_parameters)
     return target
@@ -112,7 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     profiles = yaml.safe_load((args.project_dir / "profiles.yml").read_text())
-    params = profiles[PROFILE]["outputs"][args.target].get("server_side_parameters", {})
+    target = profiles[PROFILE]["outputs"][args.target]
+    params = dict(target.get("server_side_parameters", {}))
+    if target.get("method") == "connect":  # the profile's Spark Connect URL
+        params["spark.remote"] = target["host"]
 
     def session() -> Any:
         from qbeast.spark.session import get_or_create_session

@@ -120,8 +120,10 @@ def build_example_project(cluster_dir: Path, worker_python: str):
     ``build(name, server_side_parameters)`` returns the models it built (see cluster_dbt.py).
     """
 
-    def build(name: str, server_side_parameters: dict[str, str]) -> dict[str, Any]:
-        project = copy_project(cluster_dir / f"dbt-{name}", {name: qbeast_target(server_side_parameters)})
+    def build(name: str, server_side_parameters: dict[str, str] | None = None,
+              **fields: Any) -> dict[str, Any]:
+        project = copy_project(cluster_dir / f"dbt-{name}",
+                               {name: qbeast_target(server_side_parameters, **fields)})
         out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name],
                             driver_environment(worker_python), project)
         return json.loads(out.strip().splitlines()[-1])["models"]

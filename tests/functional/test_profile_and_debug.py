@@ -39,8 +39,27 @@ def test_unknown_method_is_a_clear_profile_error(tmp_path):
     assert not result.success
     message = str(result.exception)
     assert 'Credentials in profile "qbeast_demo", target "local" invalid' in message
-    assert "method: thrift" in message and "allowed values: session" in message
+    assert "method: thrift" in message and "allowed values: session, connect" in message
     assert isinstance(result.exception.__cause__, QbeastProfileError)
+
+
+def test_connect_method_needs_a_spark_connect_url(tmp_path):
+    """`method: connect` takes the server's sc:// URL in `host` (e.g. `qbeast serve`'s)."""
+    from dbt.adapters.qbeast.credentials import QbeastCredentials
+
+    credentials = QbeastCredentials(method="connect", host="sc://127.0.0.1:15002", schema="s")
+    assert credentials.server_side_parameters["spark.remote"] == "sc://127.0.0.1:15002"
+    assert credentials._connection_keys() == ("method", "host", "schema")
+    project = copy_example_project(tmp_path / "demo")
+    for host, says in (("localhost", "allowed values: sc://HOST:PORT"),
+                       ("sc://", "allowed values: sc://HOST:PORT")):
+        _profile(project, schema="broken", method="connect", host=host)
+        result, _ = invoke_dbt(["parse"], project)
+        assert not result.success and says in str(result.exception)
+    _profile(project, schema="broken", method="connect", host="sc://a:1",
+             server_side_parameters={"spark.remote": "sc://b:2"})
+    result, _ = invoke_dbt(["parse"], project)
+    assert not result.success and "disagree" in str(result.exception)
 
 
 def test_connection_pins_python_workers_and_resolves_catalog_in_project(project):

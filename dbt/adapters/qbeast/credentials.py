@@ -1,10 +1,12 @@
 """Profile fields of a ``type: qbeast`` target.
 
-The adapter runs the qbeast engine inside the dbt process, so the only connection method that makes
-sense is ``session`` (a local Spark session, or a cluster / Spark Connect session configured through
-``server_side_parameters``). It is therefore the default, and a profile with just ``type: qbeast``
-and ``schema:`` is complete. dbt-spark's remote methods (thrift, http, odbc) would run SQL on a
-server that cannot call the Python engine, so they are rejected with an error that says so.
+The adapter runs the qbeast engine inside the dbt process, on a Spark session. ``session`` (the
+default: a local driver in the dbt process, or a cluster / Spark Connect session configured
+through ``server_side_parameters``) makes a profile with just ``type: qbeast`` and ``schema:``
+complete. ``connect`` with ``host: sc://HOST:PORT`` is the same engine on a Spark Connect session,
+typically of ``qbeast serve`` (docs/serve.md): the server's catalog, its driver planning the
+reads. dbt-spark's SQL-only methods (thrift, http, odbc) would run the models' SQL on a server
+without the engine in the dbt process, so they are rejected with an error that says what to use.
 """
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from qbeast import EmbeddedCatalog
 from dbt.adapters.qbeast.errors import QbeastProfileError
 
 SESSION_METHOD = "session"
-ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD,)
+CONNECT_METHOD = "connect"
+ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD, CONNECT_METHOD)
+REMOTE_KEY = "spark.remote"
 DEFAULT_CATALOG_DIR = EmbeddedCatalog.DEFAULT_FOLDER
 
 
@@ -41,16 +45,36 @@ class QbeastCredentials(SparkCredentials):
             raise QbeastProfileError(
                 f"unsupported `method: {self.method}` in the qbeast profile; allowed values: "
                 f"{', '.join(ALLOWED_METHODS)} (the qbeast engine runs inside the dbt process; "
-                "point `server_side_parameters` at a cluster, e.g. spark.master or spark.remote, "
-                "to use remote compute)"
+                "`method: connect` with `host: sc://HOST:PORT` reaches a Spark Connect server such "
+                "as `qbeast serve`, and `server_side_parameters` can point a session at a "
+                "cluster with spark.master)"
             )
         self.method = method
+        if method == CONNECT_METHOD:
+            self._connect_url()
         if not str(self.catalog_dir or "").strip():
             raise QbeastProfileError(
                 "`catalog_dir` in the qbeast profile is empty; allowed values: a folder path "
                 f"(relative to the dbt project folder), default {DEFAULT_CATALOG_DIR!r}"
             )
         super().__post_init__()
+
+    def _connect_url(self) -> None:
+        """``method: connect``: ``host`` is the server's ``sc://`` URL, handed to the session as
+        ``spark.remote`` (one place only: a different ``spark.remote`` is refused)."""
+        url = str(self.host or "").strip()
+        if not url.startswith("sc://") or len(url) <= len("sc://"):
+            raise QbeastProfileError(
+                f"`method: connect` needs `host:` set to a Spark Connect URL; got {self.host!r}; "
+                "allowed values: sc://HOST:PORT, e.g. sc://127.0.0.1:15002 for `qbeast serve`")
+        parameters = dict(self.server_side_parameters or {})
+        other = parameters.get(REMOTE_KEY)
+        if other is not None and str(other) != url:
+            raise QbeastProfileError(
+                f"`method: connect` with `host: {url}` and server_side_parameters "
+                f"{REMOTE_KEY}={other!r} disagree; allowed values: the URL in `host` only")
+        parameters[REMOTE_KEY] = url
+        self.server_side_parameters = parameters
 
     @property
     def type(self) -> str:
@@ -61,6 +85,8 @@ class QbeastCredentials(SparkCredentials):
         return f"{self.method}:{self.schema}"
 
     def _connection_keys(self) -> Tuple[str, ...]:
+        if self.method == CONNECT_METHOD:
+            return ("method", "host", "schema")
         return ("method", "schema", "catalog_dir", "server_side_parameters")
 
     @classmethod

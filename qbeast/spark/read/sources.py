@@ -6,8 +6,10 @@
   this process) and the jar is loaded or loadable: the engine's sessions get it on ``spark.jars``
   and ``spark.sql.extensions`` when they are built, and a running session gets it here; the
   bridge then asks :class:`qbeast.spark.read.python_planner.PythonPlanner` which files to read;
+* **the server's bridge** for a Spark Connect session whose server is ``qbeast serve`` (the
+  planner runs in the server's driver; Spark refuses the Python source's name there);
 * **the Python data source** (:mod:`qbeast.spark.read.datasource`) otherwise: Spark Connect
-  sessions (the planner would have to run in the server's driver), no jar in the installation
+  sessions of other servers (the planner would have to run in the server's driver), no jar in the installation
   (built without a JDK), ``spark.qbeast.sqlBridge=false``, or a JVM that cannot load it. One log
   line says why.
 
@@ -63,9 +65,17 @@ def register(spark: Any) -> str:
     registered its planner (``QbeastSource`` in ``jvm/``).
     """
     if is_connect_session(spark):
+        try:
+            register_python_source(spark)
+        except Exception as exc:  # noqa: BLE001 - Connect raises its own exception classes
+            if "DATA_SOURCE_ALREADY_EXISTS" not in str(exc):
+                raise
+            # the server's JVM has the bridge: a `qbeast serve` driver plans the scans itself
+            _report(JVM, "Spark Connect server with the engine in its driver (qbeast serve): "
+                    "native parquet scans planned there")
+            return JVM
         _report(PYTHON, "Spark Connect session: the bridge's planner must run in the driver's Python "
                 "process, which is the server's here")
-        register_python_source(spark)
         return PYTHON
     bridge = bridge_class(spark)
     if bridge is None:
