@@ -25,7 +25,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from qbeast.core.sql import sql_string
 from qbeast.errors import InvalidOptionError, QbeastError
+from qbeast.spark.bridge import jar_path
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
 from qbeast.spark.session import ENGINE_DEFAULTS
 
@@ -162,6 +164,12 @@ def start(options: ServeOptions) -> RunningServer:
                                     app_name="qbeast-serve", hive=True)
     thrift = None
     try:
+        jar = jar_path()
+        if jar is not None:
+            # the Thrift server runs its clients' statements with the session's shared class
+            # loader, which only sees spark.jars through ADD JAR: without it an INSERT's target
+            # (resolved through the V2 catalog) cannot find the `qbeast` source
+            session.sql(f"ADD JAR {sql_string(str(jar))}")
         if options.thrift_port:
             server_class = getattr(session._jvm, THRIFT_SERVER_CLASS)
             thrift = server_class.startWithContext(session._jsparkSession.sqlContext())

@@ -93,6 +93,24 @@ def _connect_client(port: int, sql: list[str]) -> list:
     return json.loads(line.removeprefix("RESULT "))
 
 
+def _connect_error(port: int, sql: str) -> str:
+    """The error a Spark Connect client gets for ``sql`` (the test fails if it succeeds)."""
+    script = textwrap.dedent(f"""
+        import sys
+        from pyspark.sql import SparkSession
+        s = SparkSession.builder.remote("sc://127.0.0.1:{port}").getOrCreate()
+        try:
+            s.sql(sys.argv[1]).collect()
+        except Exception as exc:
+            print("ERROR " + str(exc).splitlines()[0])
+    """)
+    run = subprocess.run([sys.executable, "-c", script, sql], capture_output=True, text=True,
+                         timeout=300, check=False)
+    line = next((x for x in run.stdout.splitlines() if x.startswith("ERROR ")), None)
+    assert line is not None, f"{sql!r} did not fail: {run.stdout[-2000:]}{run.stderr[-2000:]}"
+    return line
+
+
 def _plan_text(rows: list) -> str:
     return "\n".join(str(cell) for row in rows for cell in row)
 
@@ -111,6 +129,8 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
         "select count(*) from events tablesample (10 percent)",
         "explain select id from events where id < 100",
     ])
+    refused = _connect_error(server.connect_port, "insert into events select 1, 1, 0.5")
+    assert "is not supported in SQL" in refused and "nothing was written" in refused
     assert results[1] == [[total[0], total[1]]]
     assert results[2] == [[sampled]]  # the Qbeast sample: rows with hash < Weight(0.1)
     plan = _plan_text(results[3])
@@ -136,6 +156,16 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
         (count, sum_k), = cursor.fetchall()
     expected = engine.sample(0.1).selectExpr("count(*)", "sum(k)").first()
     assert (count, sum_k) == (expected[0], expected[1])
+
+    # a SQL client's INSERT OVERWRITE would be a parquet write over the folder: refused, and the
+    # session still reads the table (the server put the bridge jar in the class loader the
+    # Thrift server runs statements with, where an insert's target is looked up)
+    with hive.connect(host="127.0.0.1", port=server.thrift_port, username="qbeast") as connection:
+        cursor = connection.cursor()
+        with pytest.raises(Exception, match="is not supported in SQL"):
+            cursor.execute("insert overwrite events select 1, 1, 0.5")
+        cursor.execute("select count(*), sum(k) from events")
+        assert cursor.fetchall() == [(total[0], total[1])]
 
 
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):

@@ -184,3 +184,28 @@ def test_a_new_session_of_the_driver_reads_natively_without_registering(spark, t
         assert "QbeastFileIndex" in plan and "FileScan parquet" in plan
     finally:
         other.sql("DROP TABLE IF EXISTS bridge_new_session")
+
+
+def test_sql_inserts_into_a_qbeast_table_are_refused_and_nothing_changes(spark, tmp_path):
+    """Spark plans INSERT on a file-based relation as a parquet write into the folder: files the
+    log never names, and for an overwrite the deletion of the folder, log included. Refused."""
+    import os
+
+    path = str(tmp_path / "no_sql_inserts")
+    qbeast.write(spark.range(100).selectExpr("id", "id % 5 as k"), path, columns_to_index=["id"],
+                 cube_size=50)
+    before = sorted(os.listdir(path))
+    spark.sql("DROP TABLE IF EXISTS bridge_no_inserts")
+    spark.sql(f"CREATE TABLE bridge_no_inserts USING qbeast LOCATION '{path}'")
+    try:
+        for session in (spark, spark.newSession()):  # the registering session and another one
+            for statement in ("INSERT INTO bridge_no_inserts SELECT 1000, 1",
+                              "INSERT OVERWRITE bridge_no_inserts SELECT 1, 1",
+                              "INSERT INTO bridge_no_inserts SELECT id, k FROM bridge_no_inserts"):
+                with pytest.raises(Exception, match="INSERT OVERWRITE on the Qbeast table at .* is "
+                                                    "not supported in SQL.*nothing was written"):
+                    session.sql(statement).collect()
+        assert sorted(os.listdir(path)) == before
+        assert _count(spark, "select count(*), sum(id) from bridge_no_inserts") == [100, 4950]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bridge_no_inserts")

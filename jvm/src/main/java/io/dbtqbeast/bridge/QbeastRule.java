@@ -11,6 +11,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Sample;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
 /**
@@ -27,6 +28,12 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
  *       above the relation: the rows are exactly the engine's sample, and the scan passes the
  *       filter to the planner, which prunes the files by it.
  * </ul>
+ *
+ * <p>It also refuses {@code INSERT INTO} / {@code INSERT OVERWRITE} on a Qbeast catalog table.
+ * The relation is a {@link HadoopFsRelation}, so Spark would plan them as a plain parquet
+ * write into the table's folder: new files the Delta log never names (the rows would not be in
+ * the table) and, for an overwrite, the deletion of every file of the folder, the log included.
+ * The command is refused while it is planned, before it runs.
  */
 public final class QbeastRule extends Rule<LogicalPlan> {
   /**
@@ -52,6 +59,9 @@ public final class QbeastRule extends Rule<LogicalPlan> {
   }
 
   private LogicalPlan rewrite(LogicalPlan node) {
+    if (node instanceof InsertIntoHadoopFsRelationCommand) {
+      refuseInsert((InsertIntoHadoopFsRelationCommand) node);
+    }
     if (node instanceof LogicalRelation) {
       return rewriteRelation((LogicalRelation) node);
     }
@@ -59,6 +69,17 @@ public final class QbeastRule extends Rule<LogicalPlan> {
       return rewriteSample((Sample) node);
     }
     return null;
+  }
+
+  private static void refuseInsert(InsertIntoHadoopFsRelationCommand insert) {
+    if (insert.fileIndex().isDefined() && insert.fileIndex().get() instanceof QbeastFileIndex) {
+      throw new UnsupportedOperationException(
+          "qbeast: INSERT INTO / INSERT OVERWRITE on the Qbeast table at " + insert.outputPath()
+              + " is not supported in SQL: Spark would write parquet files the table's Delta log "
+              + "does not name (the rows would not be in the table) and an overwrite would delete "
+              + "the table's files; nothing was written. Append or overwrite with the engine: "
+              + "qbeast.write(df, path, mode='append' or 'overwrite'), or a dbt qbeast model");
+    }
   }
 
   private static QbeastFileIndex indexOf(LogicalPlan node) {
