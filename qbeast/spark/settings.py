@@ -157,6 +157,16 @@ SHIPPED_SOURCE_ROWS = Setting(
     "join the source with the table in Spark instead (same result); 0 = always join.",
     minimum=0,
 )
+LOCAL_ROWS = Setting(
+    "spark.qbeast.write.localRows", 100_000,
+    "Largest input (rows) of an indexed append (qbeast.write with mode='append', the inserts "
+    "of a merge, the rows an update moves, optimize) that is collected to the driver once and "
+    "indexed there (stats, estimation, assignment, parquet files written with pyarrow in the "
+    "table's encodings) instead of three Spark jobs; same revision, blocks and band layout. "
+    "Larger inputs, and inputs whose estimation would be sampled, run in Spark; 0 = always "
+    "in Spark.",
+    minimum=0,
+)
 
 MIRROR_DIR = Setting(
     "spark.qbeast.storage.mirrorDir", None,
@@ -176,7 +186,7 @@ MIRROR_MAX_BYTES = Setting(
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
                                  REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION,
-                                 SHIPPED_SOURCE_ROWS, SHIP_ENGINE, SQL_BRIDGE, MIRROR_DIR,
+                                 SHIPPED_SOURCE_ROWS, LOCAL_ROWS, SHIP_ENGINE, SQL_BRIDGE, MIRROR_DIR,
                                  MIRROR_MAX_BYTES)
 
 

@@ -11,6 +11,7 @@ import qbeast
 from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark import settings
 from qbeast.index.assignment import build_write_plan
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally
 from qbeast.spark.write.staging import partition_keys, write_plan_files
@@ -151,7 +152,11 @@ def test_a_staging_write_the_driver_cannot_see_fails_and_commits_nothing(spark, 
     qbeast.write(spark.range(100), path, "id")
     monkeypatch.setattr(staging, "_write_staged", lambda *args, **kwargs: None)  # written elsewhere
     monkeypatch.setattr(staging, "run_parquet_format", lambda spark: None)
-    with pytest.raises(QbeastError, match="staging write produced no file in .*executors must write where the driver reads"):
-        qbeast.write(spark.range(100, 200), path)
+    spark.conf.set(settings.LOCAL_ROWS.key, "0")  # the Spark jobs write (not the driver)
+    try:
+        with pytest.raises(QbeastError, match="staging write produced no file in .*executors must write where the driver reads"):
+            qbeast.write(spark.range(100, 200), path)
+    finally:
+        spark.conf.unset(settings.LOCAL_ROWS.key)
     assert DeltaLog.for_path(path).snapshot().version == 0
     assert spark.read.format("qbeast").load(path).count() == 100

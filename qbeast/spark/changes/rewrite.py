@@ -181,7 +181,6 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
     """
     import numpy as np
-    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from qbeast.core.band_row_groups import encode_pieces, split_by_floors
@@ -189,7 +188,7 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
     from qbeast.index.points import table_points
     from qbeast.index.row_weights import spark_hash
-    from qbeast.spark.write.arrow_parquet import arrow_write_options
+    from qbeast.spark.write.arrow_parquet import arrow_write_options, non_finite_columns
     from qbeast.spark.write.row_groups import read_piece_layout, write_pieces_with_arrow
 
     data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
@@ -214,14 +213,8 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     name = f"{uuid.uuid4()}.parquet"
     path = os.path.join(staging, name)
     write_pieces_with_arrow(path, parts, record, **arrow_write_options(data, version))
-    non_finite = set()
-    for field in data.schema:
-        if pa.types.is_floating(field.type):
-            values = pc.fill_null(data.column(field.name), 0.0)
-            if pc.any(pc.invert(pc.is_finite(values))).as_py():
-                non_finite.add(field.name)
     info = os.stat(path)
-    stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite)
+    stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite_columns(data))
     encoded = json.dumps([[b.cube, b.min_weight, b.max_weight, b.element_count, b.replicated]
                           for b in blocks])
     return {"origin": target.origin, "name": name, "size": info.st_size,

@@ -30,6 +30,18 @@ def repeating_columns(data: pa.Table) -> list[str]:
             and pc.count_distinct(data.column(f.name)).as_py() * 2 < data.num_rows]
 
 
+def non_finite_columns(data: pa.Table) -> set[str]:
+    """The float columns of ``data`` holding NaN or an infinity: values parquet footers cannot
+    bound, so their Delta stats leave the column's min and max out."""
+    found = set()
+    for field in data.schema:
+        if pa.types.is_floating(field.type):
+            values = pc.fill_null(data.column(field.name), 0.0)
+            if pc.any(pc.invert(pc.is_finite(values))).as_py():
+                found.add(field.name)
+    return found
+
+
 def _delta_encoding(kind: pa.DataType) -> str | None:
     """The version 2 encoding parquet-mr falls back to for a column of this Arrow type."""
     if pa.types.is_integer(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind) \

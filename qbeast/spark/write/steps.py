@@ -29,8 +29,6 @@ from qbeast.index.assignment import WritePlan, build_write_plan
 from qbeast.index.estimation import (
     DOMAIN_SCHEMA,
     ExistingThresholds,
-    estimate_cube_weights,
-    estimated_block_sizes,
     estimation_fraction,
     group_cube_size,
     partition_domains_function,
@@ -42,6 +40,7 @@ from qbeast.spark.write.arrow_jobs import map_in_arrow
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
 from qbeast.spark.write.describe import float_stats_columns
+from qbeast.spark.write.local import plan_from_domains
 from qbeast.spark.write.staging import write_plan_files
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
 
@@ -127,27 +126,12 @@ def analyze(
         .collect()
     )
     input_domains = {CubeId.from_string(dims, r["cube"]): float(r["domain"]) for r in summed}
-    root = CubeId.root(dims)
-    realized = input_domains.get(root, 0.0)
-    if sampled < 1.0 and realized > 0:
-        # Every sampled row passes through its local tree's root, so the summed root domain is the
-        # realized sample size. Scaling by count / that size (a ratio estimate) instead of by
-        # 1 / fraction removes the Bernoulli noise of the sample size, and the root's domain is
-        # the exact row count as in a full estimation (its threshold exactly cube_size / rows,
-        # where 1 / fraction once put it 0.03% below and a 1% sample of 20M rows read 5 files).
-        scale = count / realized
-        input_domains = {cube: domain * scale for cube, domain in input_domains.items()}
-        input_domains[root] = float(count)
-    domains = dict(input_domains)
-    if existing is not None and len(existing):
-        for cube, domain in existing.cube_domains().items():
-            domains[cube] = domains.get(cube, 0.0) + domain
-    weights = estimate_cube_weights(domains, desired, thresholds, input_domains=input_domains)
-    sizes = estimated_block_sizes(weights, input_domains)
-    plan = build_write_plan(dims, weights, sizes, desired, weight_bands=weight_bands(spark),
-                            table_rows=max(round(domains.get(root, float(count))), table_rows or 0))
+    plan = plan_from_domains(revision, input_domains, count=count, sampled=sampled,
+                             existing=existing, thresholds=thresholds,
+                             desired_cube_size=desired, table_rows=table_rows,
+                             weight_bands=weight_bands(spark))
     phase.done(rows=count, sampled_fraction=round(sampled, 6), partitions=partitions,
-               group_cube_size=gcs, cubes=len(weights), files=plan.file_count)
+               group_cube_size=gcs, cubes=len(plan.tree), files=plan.file_count)
     return plan
 
 
@@ -225,13 +209,25 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
     Row-level operations append their inserted (and re-indexed) rows with it, in the same
     commit as their rewrites. ``rows_already_in_table``: the rows move within the table (a
     revision merge, the staging step), so the table's row count stays as it is.
+
+    An input of at most ``spark.qbeast.write.localRows`` rows is indexed on the driver after
+    one collect (:func:`index_locally`), with the same revision, plan and files.
     """
     from qbeast.spark.write.revision_change import choose_revision, index_spec
 
     path = snapshot.table_path
     latest = snapshot.latest_revision
-    phase = write_phase(path, "stats")
     spec = index_spec(data.schema, None, latest)
+    local = index_locally(spark, data, latest, spec, table_dir, path=path,
+                          cube_size=latest.desired_cube_size, column_stats=None,
+                          table_id=latest.table_id,
+                          index_status=lambda r: snapshot.index_status(r.revision_id),
+                          rows_before=snapshot.delta.num_records or 0,
+                          options=options or WriteOptions(),
+                          rows_already_in_table=rows_already_in_table)
+    if local is not None:
+        return local
+    phase = write_phase(path, "stats")
     revision, is_new, count = choose_revision(
         data, spec, base=latest, cube_size=latest.desired_cube_size, column_stats=None,
         table_id=latest.table_id,
@@ -247,6 +243,56 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                        table_rows=(snapshot.delta.num_records or 0) + (0 if rows_already_in_table else count))
         phase = write_phase(path, "write")
         written = write_files(data, revision, plan, table_dir, rows=count)
+    written = with_threshold_markers(written, plan, existing)
+    phase.done(files=len(written), rows=count)
+    return IndexedRows(revision, is_new, tuple(written), count)
+
+
+def index_locally(spark: Any, data: Any, base: Revision, spec: Any, table_dir: str, *,
+                  path: str, cube_size: int, column_stats: Any, table_id: str,
+                  index_status: Any, rows_before: int, options: WriteOptions,
+                  rows_already_in_table: bool = False) -> IndexedRows | None:
+    """An indexed append of ``data`` into ``base`` on the driver, when the input has at most
+    ``spark.qbeast.write.localRows`` rows (:mod:`qbeast.spark.write.local`): one collect job
+    instead of the stats, estimation and write jobs, the same revision, plan and files.
+    ``None``: run the Spark jobs. ``index_status(revision)`` is the index an append into an
+    existing revision adds to; ``rows_before`` the table's rows before the write.
+    """
+    from qbeast.spark.write import local
+
+    limit = settings.LOCAL_ROWS.read(spark)
+    if limit == 0:
+        return None
+    phase = write_phase(path, "local collect")
+    collected = local.collect_rows(data, limit)
+    if collected is None:
+        phase.done(rows=f"> {limit}", local=False)
+        return None
+    table, partitions = collected
+    count = table.num_rows
+    phase.done(rows=count, local=True)
+    try:
+        phase = write_phase(path, "local stats")
+        if count == 0:
+            phase.done(rows=0)
+            return IndexedRows(base, False, (), 0)
+        revision, is_new = local.choose_revision_locally(
+            spark, table, spec, base, cube_size=cube_size, column_stats=column_stats,
+            table_id=table_id)
+        phase.done(rows=count, revision=revision.revision_id, new_revision=is_new)
+        phase = write_phase(path, "local estimation")
+        existing = None if is_new else index_status(revision)
+        indexed, weights = local.indexed_table(table, revision)
+        table_rows = rows_before + (0 if rows_already_in_table else count)
+        plan = local.analyze_locally(spark, indexed, partitions, revision,
+                                     input_partitions=input_partitions(data), count=count,
+                                     existing=existing, options=options, table_rows=table_rows)
+        phase.done(rows=count, cubes=len(plan.tree), files=plan.file_count)
+    except local.NotLocal as reason:
+        logger.info("indexed append of %d rows runs in Spark: %s", count, reason)
+        return None
+    phase = write_phase(path, "local write")
+    written = local.write_locally(spark, table, indexed, weights, revision, plan, table_dir)
     written = with_threshold_markers(written, plan, existing)
     phase.done(files=len(written), rows=count)
     return IndexedRows(revision, is_new, tuple(written), count)
@@ -294,6 +340,6 @@ def parallelism(spark: Any) -> int:
 
 
 __all__ = [
-    "IndexedRows", "analyze", "index_rows", "input_partitions", "larger_arrow_batches", "parallelism", "with_threshold_markers",
+    "IndexedRows", "analyze", "index_locally", "index_rows", "input_partitions", "larger_arrow_batches", "parallelism", "with_threshold_markers",
     "write_files", "write_phase", "write_tasks",
 ]

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from qbeast.commit import CommitProperties, add_file
+from qbeast.commit import CommitProperties, add_file, delete_new_files
 from qbeast.commit import commit_properties as commit_properties_of
 from qbeast.core.columns import (
     canonical_type,
@@ -67,6 +67,7 @@ from qbeast.spark.write.options import (
 )
 from qbeast.spark.write.steps import (
     analyze,
+    index_locally,
     larger_arrow_batches,
     with_threshold_markers,
     write_files,
@@ -170,24 +171,45 @@ def write(
                             else settings.DEFAULT_CUBE_SIZE.read(spark))
     data, schema_string, schema_changed = _align_schema(df, state, mode, opts.merge_schema)
 
-    phase = write_phase(path, "stats")
-    revision, is_new_revision, count = choose_revision(
-        data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
-    )
-    phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
-    props.check_cancelled(f"write to {path}", "writing files")
-
     table_dir = state.log.table_path  # a plain folder (the log resolved any file: URI) or a URI
+    kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
+    local = None
+    if base is not None and mode == "append":
+        # a small append: collected once and indexed on the driver (qbeast.spark.write.local)
+        try:
+            local = index_locally(spark, data, base, spec, table_dir, path=path,
+                                  cube_size=desired, column_stats=column_stats, table_id=path,
+                                  index_status=state.index_status, rows_before=kept_rows,
+                                  options=opts)
+        except OSError as exc:  # full disk, read-only folder, ...
+            raise _write_failed(path, state, exc) from exc
+    if local is not None:
+        revision, is_new_revision, count = local.revision, local.new_revision, local.rows
+    else:
+        phase = write_phase(path, "stats")
+        revision, is_new_revision, count = choose_revision(
+            data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
+        )
+        phase.done(rows=count, revision=revision.revision_id, new_revision=is_new_revision)
+    try:
+        props.check_cancelled(f"write to {path}", "writing files")
+    except BaseException:
+        if local is not None:  # the files a driver-local append already wrote
+            delete_new_files(state.log, [add_file(w, revision.revision_id) for w in local.written])
+        raise
+
     if not data_files.is_remote(table_dir):
         os.makedirs(table_dir, exist_ok=True)
     adds: list[AddFile] = []
     blocks_written = 0
-    if count > 0:
+    if local is not None and local.written:
+        adds = [add_file(w, revision.revision_id) for w in local.written]
+        blocks_written = sum(len(w.blocks) for w in local.written)
+    elif local is None and count > 0:
         existing = None
         if not is_new_revision:
             existing = state.index_status(revision)
         with larger_arrow_batches(spark):
-            kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
             plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
                            existing=existing, options=opts, path=path, table_rows=kept_rows + count)
             phase = write_phase(path, "write")
@@ -196,12 +218,7 @@ def write(
             except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...
                 if isinstance(exc, QbeastError):
                     raise
-                version = state.snapshot.version if state.snapshot is not None else None
-                raise WriteFailedError(
-                    f"write {path}: writing the data files failed: {root_cause(exc)}; nothing was "
-                    + ("committed (the table does not exist yet)" if version is None else
-                       f"committed (the table is still at version {version})")
-                ) from exc
+                raise _write_failed(path, state, exc) from exc
         written = with_threshold_markers(written, plan, existing)
         adds = [add_file(w, revision.revision_id) for w in written]
         blocks_written = sum(len(w.blocks) for w in written)
@@ -228,6 +245,16 @@ def write(
     )
     return WriteResult(
         version, revision_id, tuple(a.path for a in adds), rows_written, blocks_written
+    )
+
+
+def _write_failed(path: str, state: TableState, exc: Exception) -> WriteFailedError:
+    """The error of a write whose data files could not be written."""
+    version = state.snapshot.version if state.snapshot is not None else None
+    return WriteFailedError(
+        f"write {path}: writing the data files failed: {root_cause(exc)}; nothing was "
+        + ("committed (the table does not exist yet)" if version is None else
+           f"committed (the table is still at version {version})")
     )
 
 
