@@ -203,6 +203,22 @@ def test_the_example_project_builds_through_the_server_like_embedded(served, bui
     assert built == embedded_dbt_build
 
 
+def test_two_dbt_builds_at_once_through_one_server(served, build_example_project,
+                                                   embedded_dbt_build):
+    """Two projects built at the same time against the server (each its own schema): both
+    green, and each holds what the embedded build holds, every row once."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    server, _ = served
+    url = f"sc://127.0.0.1:{server.connect_port}"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        builds = [pool.submit(build_example_project, f"serve_{side}", method="connect",
+                              host=url, schema=f"served_{side}") for side in ("a", "b")]
+        built = [b.result() for b in builds]
+    assert built[0] == embedded_dbt_build
+    assert built[1] == embedded_dbt_build
+
+
 def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):
     server, table = served
     before = qbeast.QbeastTable.for_path(spark, str(table)).to_df().count()
