@@ -362,9 +362,7 @@ def _in_one_job(op: _Operation, shipped: shipped_source.ShippedSource, *, action
                        files=len(outcome.rewritten), updated=counts[UPDATE_IN_PLACE],
                        deleted=counts[DELETE], moved=counts[MOVE],
                        rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
-        targets = [RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)),
-                                 int(a.size) if a.size else None)
-                   for i, a in enumerate(outcome.removed)]
+        targets = [RewriteTarget.of(i, a, snapshot) for i, a in enumerate(outcome.removed)]
         new_rows = file_merge.appended_rows(job, shipped, outcome, inserts)
         if new_rows is None and inserts is not None and snapshot.latest_revision is not None:
             # what the join path's append of no row gives, without a Spark job for it
@@ -542,9 +540,7 @@ class _Operation:
         snapshot = self.snapshot
         table_dir = snapshot.delta.log.table_path
         removed = [job.add_of(u) for u in affected]
-        targets = [RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)),
-                                 int(a.size) if a.size else None)
-                   for i, a in enumerate(removed)]
+        targets = [RewriteTarget.of(i, a, snapshot) for i, a in enumerate(removed)]
         counts = dict.fromkeys(FATES, 0)
         written: list[WrittenFile] = []  # deleted when nothing is committed
         rewritten: dict[int, WrittenFile] = {}

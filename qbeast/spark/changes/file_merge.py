@@ -23,7 +23,7 @@ nothing is committed here.
 """
 from __future__ import annotations
 
-import json
+import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -33,12 +33,11 @@ import numpy as np
 import pyarrow as pa
 
 from qbeast.commit import WrittenFile
-from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.delta.actions import AddFile
 from qbeast.spark import data_files, settings
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
-from qbeast.spark.changes.rewrite import RewriteTarget
+from qbeast.spark.changes.rewrite import RewriteTarget, published
 from qbeast.spark.changes.scan import ChangeScan
 from qbeast.spark.changes.shipped_source import SOURCE_ROW, ShippedSource, table_arrow_schema
 from qbeast.spark.write.staging import StagedFiles
@@ -47,11 +46,6 @@ from qbeast.spark.write.steps import parallelism
 #: What a matched row becomes: deleted, updated with the source's values, or nothing (the
 #: matches are only counted: a merge without ``when_matched``, to know which rows to insert).
 ACTIONS = ("delete", "update", "match")
-
-_RESULT_SCHEMA = ("origin int, name string, size long, mtime long, rows long, stats string, "
-                  "blocks string, matched binary, deleted long, updated long, moved long, "
-                  "moved_rows binary")
-
 
 @dataclass(frozen=True)
 class _FileTask:
@@ -104,6 +98,8 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
     outcome = FileMergeOutcome()
     if not candidates:
         return outcome
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     spark = job.spark
     snapshot = job.snapshot
     table_dir = snapshot.delta.log.table_path
@@ -111,8 +107,7 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
     locations = data_files.readable(spark, [snapshot.delta.file_path(a) for a in candidates],
                                     sizes)
     files = tuple(
-        _FileTask(RewriteTarget(i, a.path, snapshot.revision_of(a), tuple(snapshot.blocks(a)),
-                                sizes[i]), location)
+        _FileTask(RewriteTarget.of(i, a, snapshot), location)
         for i, (a, location) in enumerate(zip(candidates, locations)))
     values = list(updated) if action == "update" else []
     keys = shipped.key_table(values, distinct=distinct_keys)
@@ -128,7 +123,7 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
             action=action, moving=tuple(c for c in values if c in indexed),
             staging=staged.path, version=settings.PARQUET_VERSION.read(spark))
         described = (spark.range(0, len(groups), 1, len(groups))
-                     .mapInArrow(_merge_task(spec), _RESULT_SCHEMA).collect())
+                     .mapInArrow(_merge_task(spec), from_arrow_schema(_RESULT_ARROW)).collect())
         matched: list[np.ndarray] = []
         moved: list[pa.Table] = []
         for r in sorted(described, key=lambda r: int(r["origin"])):
@@ -143,11 +138,8 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
             if r["moved_rows"] is not None:
                 moved.append(_from_ipc(bytes(r["moved_rows"])))
             if r["name"] is not None:
-                name, info = staged.publish(os.path.join(staged.path, r["name"]))
-                blocks = tuple(Block(c, lo, hi, n, rep)
-                               for c, lo, hi, n, rep in json.loads(r["blocks"]))
-                outcome.rewritten[index] = WrittenFile(index, name, info.size, info.mtime_ms,
-                                                       int(r["rows"]), r["stats"], blocks)
+                outcome.rewritten[index] = dataclasses.replace(published(staged, r),
+                                                               file_id=index)
     written = sum(w.num_records for w in outcome.rewritten.values())
     outcome.counts[KEEP] = written - outcome.counts[UPDATE_IN_PLACE]
     if matched:

@@ -8,7 +8,7 @@ Merge keys compare with ``=``: a null key never matches (and its source row is i
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from qbeast.core import expressions as ex
@@ -64,9 +64,6 @@ def source_key_range(job: ChangeScan, source: Any, keys: list[str], *,
     One Spark job: the source grouped by key, then the largest group and the key ranges.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    from qbeast.spark.read.predicates import normalize_predicate
 
     path = job.snapshot.table_path
     grouped = source.where(_not_null(keys)).groupBy(*[quote_identifier(k) for k in keys]).count()
@@ -77,22 +74,42 @@ def source_key_range(job: ChangeScan, source: Any, keys: list[str], *,
                        F.max(quote_identifier(k)).alias(f"hi{i}")]
     row = grouped.agg(*aggregates).collect()[0]
     if unique and row["most"] is not None and row["most"] > 1:
-        key = {k: row["key"][i] for i, k in enumerate(keys)}
-        raise InvalidOptionError(
-            f"merge into {path}: the source has {row['most']} rows for key {key}; each key "
-            f"{keys} may appear once in the source (deduplicate it first); nothing was written")
+        raise duplicate_key_error(path, keys, row["most"],
+                                  {k: row["key"][i] for i, k in enumerate(keys)})
     if row["most"] is None:  # every key null: nothing can match
         return ex.AlwaysFalse()
+    return key_range_predicate(
+        job, keys, lambda: [(row[f"lo{i}"], row[f"hi{i}"]) for i in range(len(keys))])
+
+
+def duplicate_key_error(path: str, keys: Sequence[str], most: int,
+                        key: dict[str, Any]) -> InvalidOptionError:
+    """The error of a merge source with ``most`` rows for ``key`` (nothing is written yet)."""
+    return InvalidOptionError(
+        f"merge into {path}: the source has {most} rows for key {key}; each key "
+        f"{list(keys)} may appear once in the source (deduplicate it first); nothing was written")
+
+
+def key_range_predicate(job: ChangeScan, keys: Sequence[str],
+                        bounds: Callable[[], Sequence[tuple[Any, Any]]]) -> ex.Expression:
+    """``lo <= key <= hi`` for each key and its (lo, hi) from ``bounds()`` (asked only when the
+    key types can prune), normalized for the planner; every file (``AlwaysTrue``) for key types
+    whose collected values cannot prune."""
+    from pyspark.sql import types as T
+
+    from qbeast.spark.read.predicates import normalize_predicate
+
     prunable = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
     if not all(isinstance(job.types[k], prunable) for k in keys):
         return ex.AlwaysTrue()  # e.g. timestamps: collected values lose their time zone
     terms: list[ex.Expression] = []
-    for i, k in enumerate(keys):
-        terms += [ex.GreaterThanOrEqual(k, row[f"lo{i}"]), ex.LessThanOrEqual(k, row[f"hi{i}"])]
+    for k, (lo, hi) in zip(keys, bounds()):
+        terms += [ex.GreaterThanOrEqual(k, lo), ex.LessThanOrEqual(k, hi)]
     try:
         return normalize_predicate(ex.And(*terms), job.schema)
     except InvalidOptionError:  # a key type the planner cannot prune by: read every file
-        logger.info("merge %s: keys %s cannot prune files; reading every file", path, keys)
+        logger.info("merge %s: keys %s cannot prune files; reading every file",
+                    job.snapshot.table_path, list(keys))
         return ex.AlwaysTrue()
 
 

@@ -32,7 +32,7 @@ from qbeast.commit import WrittenFile
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
-from qbeast.delta.actions import resolve_file_path
+from qbeast.delta.actions import AddFile, resolve_file_path
 from qbeast.spark import data_files, settings
 from qbeast.spark.write.staging import StagedFiles
 from qbeast.spark.write.options import WEIGHT_COLUMN
@@ -54,6 +54,22 @@ class RewriteTarget:
     revision_id: int
     blocks: tuple[Block, ...]
     size: int | None = None
+
+    @classmethod
+    def of(cls, origin: int, add: AddFile, snapshot: Any) -> RewriteTarget:
+        """The target of the active file ``add`` of ``snapshot`` (a QbeastSnapshot)."""
+        return cls(origin, add.path, snapshot.revision_of(add), tuple(snapshot.blocks(add)),
+                   int(add.size) if add.size else None)
+
+
+def published(staged: StagedFiles, description: Any) -> WrittenFile:
+    """The replacement a task described (a row with the fields :func:`write_replacement`
+    returns), published from the staging folder to the table."""
+    name, info = staged.publish(os.path.join(staged.path, description["name"]))
+    blocks = tuple(Block(c, lo, hi, n, rep)
+                   for c, lo, hi, n, rep in json.loads(description["blocks"]))
+    return WrittenFile(int(description["origin"]), name, info.size, info.mtime_ms,
+                       int(description["rows"]), description["stats"], blocks)
 
 
 def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision]) -> Any:
@@ -104,13 +120,7 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
         described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
                      .collect())
-        out: dict[int, WrittenFile] = {}
-        for r in described:
-            name, info = staged.publish(os.path.join(staged.path, r["name"]))
-            blocks = tuple(Block(c, lo, hi, n, rep) for c, lo, hi, n, rep in json.loads(r["blocks"]))
-            out[int(r["origin"])] = WrittenFile(int(r["origin"]), name, info.size, info.mtime_ms,
-                                                int(r["rows"]), r["stats"], blocks)
-        return out
+        return {int(r["origin"]): published(staged, r) for r in described}
 
 
 def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,

@@ -27,7 +27,6 @@ import pyarrow.compute as pc
 
 from qbeast.core import expressions as ex
 from qbeast.delta.scan import scan_schema
-from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
 from qbeast.spark.changes.scan import ChangeScan
 
@@ -79,9 +78,7 @@ class ShippedSource:
     def key_range(self, job: ChangeScan, *, unique: bool) -> ex.Expression:
         """What :func:`qbeast.spark.changes.merge.source_key_range` computes in a Spark job:
         fail on a key occurring twice (when ``unique``), else ``min <= key <= max``."""
-        from pyspark.sql import types as T
-
-        from qbeast.spark.read.predicates import normalize_predicate
+        from qbeast.spark.changes.merge import duplicate_key_error, key_range_predicate
 
         keys = list(self.keys)
         path = job.snapshot.table_path
@@ -94,24 +91,13 @@ class ShippedSource:
             most = int(tally.max())
             if most > 1:
                 at = int(tally.argmax())
-                key = {k: counts.column(k)[at].as_py() for k in keys}
-                raise InvalidOptionError(
-                    f"merge into {path}: the source has {most} rows for key {key}; each key "
-                    f"{keys} may appear once in the source (deduplicate it first); nothing was "
-                    "written")
-        prunable = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.StringType, T.DateType)
-        if not all(isinstance(job.types[k], prunable) for k in keys):
-            return ex.AlwaysTrue()
-        terms: list[ex.Expression] = []
-        for k in keys:
-            bounds = pc.min_max(present.column(k))
-            terms += [ex.GreaterThanOrEqual(k, bounds["min"].as_py()),
-                      ex.LessThanOrEqual(k, bounds["max"].as_py())]
-        try:
-            return normalize_predicate(ex.And(*terms), job.schema)
-        except InvalidOptionError:
-            logger.info("merge %s: keys %s cannot prune files; reading every file", path, keys)
-            return ex.AlwaysTrue()
+                raise duplicate_key_error(path, keys, most,
+                                          {k: counts.column(k)[at].as_py() for k in keys})
+        def bounds() -> list[tuple[Any, Any]]:
+            extremes = [pc.min_max(present.column(k)) for k in keys]
+            return [(b["min"].as_py(), b["max"].as_py()) for b in extremes]
+
+        return key_range_predicate(job, keys, bounds)
 
     def key_table(self, values: Sequence[str] = (), *, distinct: bool = False) -> pa.Table:
         """The rows with a non-null key, as the tasks get them: the keys, the row's index in the
