@@ -146,8 +146,7 @@ def describe_from_footers(staged: StagedRows, parts: dict[int, str], plan: Write
             masks = FlagTally().rekeyed(masks, lambda piece: int(owners[piece]))
     per_file: dict[int, list[tuple[int, Block]]] = {}
     for (file_id, cube_id), (count, low) in counts.items():
-        cube, threshold = plan.cube_and_threshold(cube_id)
-        per_file.setdefault(file_id, []).append((cube_id, Block(cube, low, threshold, count)))
+        per_file.setdefault(file_id, []).append((cube_id, plan.block(cube_id, count, low)))
     floats = float_stats_columns(staged.schema)  # the bit order of the flags
     if masks is not None:
         unsafe = {file_id: {n for i, n in enumerate(floats) if mask >> i & 1}
@@ -222,8 +221,7 @@ def _per_file(grouped: pa.Table, plan: WritePlan, names: list[str]) -> dict[int,
         count = columns["n"][r]
         acc["n"] += count
         cube_id = int(columns[CUBE_COLUMN][r])
-        cube, threshold = plan.cube_and_threshold(cube_id)
-        acc["blocks"].append((cube_id, Block(cube, int(columns["w_min"][r]), threshold, count)))
+        acc["blocks"].append((cube_id, plan.block(cube_id, count, int(columns["w_min"][r]))))
         for i, name in enumerate(names):
             acc["nulls"][name] = acc["nulls"].get(name, 0) + columns[f"n{i}"][r]
             bad = columns.get(f"bad{i}")

@@ -37,7 +37,6 @@ import pyarrow.compute as pc
 
 from qbeast.commit import WrittenFile
 from qbeast.core.band_row_groups import Piece, encode_pieces
-from qbeast.core.blocks import Block
 from qbeast.core.cube_id import CubeId
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.revision import Revision, compute_revision_change
@@ -46,11 +45,9 @@ from qbeast.core.transformations import DEFAULT_HISTOGRAM
 from qbeast.core.transformers import LinearTransformer, StringHistogramTransformer, Transformer
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.core.weight_bands import band_layout
-from qbeast.index.assignment import WritePlan, build_write_plan
+from qbeast.index.assignment import WritePlan, build_write_plan, plan_from_domains
 from qbeast.index.estimation import (
     ExistingThresholds,
-    estimate_cube_weights,
-    estimated_block_sizes,
     estimation_fraction,
     group_cube_size,
     partition_domains_function,
@@ -205,35 +202,6 @@ def analyze_locally(spark: Any, indexed: pa.Table, partitions: np.ndarray, revis
                                  settings.WEIGHT_BANDS.read(spark)))
 
 
-def plan_from_domains(revision: Revision, input_domains: dict[CubeId, float], *,
-                      count: int, sampled: float, existing: IndexStatus | None,
-                      thresholds: Any, desired_cube_size: int, table_rows: int | None,
-                      weight_bands: str) -> WritePlan:
-    """The write plan from the input's summed local-tree domains (the driver's half of
-    :func:`qbeast.spark.write.steps.analyze`, shared with the driver-local append)."""
-    desired = desired_cube_size
-    dims = revision.dimension_count
-    root = CubeId.root(dims)
-    realized = input_domains.get(root, 0.0)
-    if sampled < 1.0 and realized > 0:
-        # Every sampled row passes through its local tree's root, so the summed root domain is the
-        # realized sample size. Scaling by count / that size (a ratio estimate) instead of by
-        # 1 / fraction removes the Bernoulli noise of the sample size, and the root's domain is
-        # the exact row count as in a full estimation (its threshold exactly cube_size / rows,
-        # where 1 / fraction once put it 0.03% below and a 1% sample of 20M rows read 5 files).
-        scale = count / realized
-        input_domains = {cube: domain * scale for cube, domain in input_domains.items()}
-        input_domains[root] = float(count)
-    domains = dict(input_domains)
-    if existing is not None and len(existing):
-        for cube, domain in existing.cube_domains().items():
-            domains[cube] = domains.get(cube, 0.0) + domain
-    weights = estimate_cube_weights(domains, desired, thresholds, input_domains=input_domains)
-    sizes = estimated_block_sizes(weights, input_domains)
-    return build_write_plan(dims, weights, sizes, desired, weight_bands=weight_bands,
-                            table_rows=max(round(domains.get(root, float(count))), table_rows or 0))
-
-
 # -- writing --------------------------------------------------------------------------------------
 
 
@@ -281,11 +249,8 @@ def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.nd
             else:
                 file_id = int(output)
             counts = batch_blocks(np.zeros(len(rows), np.int32), cubes[rows], weights[rows])
-            found = []
-            for (_, cube_id), (count, low) in counts.items():
-                cube, threshold = plan.cube_and_threshold(cube_id)
-                found.append((cube_id, Block(cube, low, threshold, count)))
-            blocks = tuple(block for _, block in sorted(found, key=lambda item: item[0]))
+            blocks = tuple(plan.block(cube_id, count, low)
+                           for (_, cube_id), (count, low) in sorted(counts.items()))
             path = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")
             write_pieces_with_arrow(path, parts, record, **arrow_write_options(part, version))
             stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite_columns(part))
@@ -295,5 +260,5 @@ def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.nd
     return written
 
 
-__all__ = ["NotLocal", "analyze_locally", "plan_from_domains", "choose_revision_locally", "collect_rows",
+__all__ = ["NotLocal", "analyze_locally", "choose_revision_locally", "collect_rows",
            "indexed_table", "local_stats", "write_locally"]

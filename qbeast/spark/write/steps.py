@@ -25,7 +25,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.core.weight_bands import band_layout
-from qbeast.index.assignment import WritePlan, build_write_plan
+from qbeast.index.assignment import WritePlan, build_write_plan, plan_from_domains
 from qbeast.index.estimation import (
     DOMAIN_SCHEMA,
     ExistingThresholds,
@@ -40,7 +40,6 @@ from qbeast.spark.write.arrow_jobs import map_in_arrow
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
 from qbeast.spark.write.describe import float_stats_columns
-from qbeast.spark.write.local import plan_from_domains
 from qbeast.spark.write.staging import write_plan_files
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
 
