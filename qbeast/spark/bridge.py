@@ -35,13 +35,15 @@ JAR_PATH = Path(__file__).resolve().parent.parent / "jars" / JAR_NAME
 PACKAGE = "io.dbtqbeast.bridge"
 EXTENSIONS_CLASS = f"{PACKAGE}.QbeastExtensions"
 #: Must equal ``Bridge.PROTOCOL`` of the loaded jar (both sides change together).
-PROTOCOL = "2"
+PROTOCOL = "3"
 #: ``auto`` (default): use the bridge when the jar is there; ``false``: never load it
 #: (:data:`qbeast.spark.settings.SQL_BRIDGE`).
 SQL_BRIDGE_KEY = SQL_BRIDGE.key
 
 #: The Java interface a planner object implements (:mod:`qbeast.spark.read.python_planner`).
 PLANNER_INTERFACE = f"{PACKAGE}.Planner"
+#: The Java interface the engine's SQL writer implements (:mod:`qbeast.spark.write.sql_writer`).
+WRITER_INTERFACE = f"{PACKAGE}.Writer"
 
 _lock = threading.Lock()
 
@@ -118,15 +120,18 @@ def load_into_session(spark: Any) -> str | None:
         return f"the bridge jar could not be loaded: {type(exc).__name__}: {exc}"
 
 
-def install_planner(spark: Any, bridge: Any, planner: Any) -> None:
-    """Hand ``planner`` (a Py4J callback object implementing :data:`PLANNER_INTERFACE`) to the
-    JVM's ``Bridge`` and install the bridge's rule in this session."""
+def install_planner(spark: Any, bridge: Any, planner: Any, writer: Any = None) -> None:
+    """Hand ``planner`` (a Py4J callback object implementing :data:`PLANNER_INTERFACE`) and
+    ``writer`` (one implementing :data:`WRITER_INTERFACE`) to the JVM's ``Bridge`` and install
+    the bridge's rule in this session."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     with _lock:
         gateway = spark.sparkContext._gateway
         ensure_callback_server_started(gateway)
         bridge.setPlanner(planner)
+        if writer is not None:
+            bridge.setWriter(writer)
         bridge.install(spark._jsparkSession)
 
 
@@ -179,6 +184,7 @@ __all__ = [
     "JAR_NAME",
     "PLANNER_INTERFACE",
     "PROTOCOL",
+    "WRITER_INTERFACE",
     "SQL_BRIDGE_KEY",
     "bridge_active",
     "bridge_class",

@@ -82,6 +82,12 @@ class ServeOptions:
         conf = self.catalog.spark_conf()
         conf["spark.driver.extraJavaOptions"] = " ".join(
             [ENGINE_DEFAULTS["spark.driver.extraJavaOptions"], *self.catalog.java_options()])
+        jar = jar_path()
+        if jar is not None:
+            # on the driver's class path from its start: Spark Connect runs a client's command in
+            # threads whose class loader does not see jars added later (spark.jars), and
+            # `df.write.format("qbeast")` looks the source up there
+            conf["spark.driver.extraClassPath"] = str(jar)
         if self.connect_port:
             conf["spark.plugins"] = CONNECT_PLUGIN
             conf["spark.connect.grpc.binding.address"] = self.host

@@ -129,8 +129,6 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
         "select count(*) from events tablesample (10 percent)",
         "explain select id from events where id < 100",
     ])
-    refused = _connect_error(server.connect_port, "insert into events select 1, 1, 0.5")
-    assert "is not supported in SQL" in refused and "nothing was written" in refused
     assert results[1] == [[total[0], total[1]]]
     assert results[2] == [[sampled]]  # the Qbeast sample: rows with hash < Weight(0.1)
     plan = _plan_text(results[3])
@@ -157,15 +155,45 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
     expected = engine.sample(0.1).selectExpr("count(*)", "sum(k)").first()
     assert (count, sum_k) == (expected[0], expected[1])
 
-    # a SQL client's INSERT OVERWRITE would be a parquet write over the folder: refused, and the
-    # session still reads the table (the server put the bridge jar in the class loader the
-    # Thrift server runs statements with, where an insert's target is looked up)
+
+
+def test_sql_clients_create_and_insert_through_the_server(spark, served, tmp_path):
+    """A SQL-only client creates a Qbeast table (CTAS with the index in OPTIONS) and inserts into
+    it over Thrift; a Spark Connect client saves a DataFrame with format("qbeast"). Each is the
+    engine's indexed write in the server's driver: the engine here reads the same rows, index
+    and versions. A bad option reaches the client as an SQL error naming it."""
+    from pyhive import hive
+
+    server, _ = served
+    made = tmp_path / "sql_made"
     with hive.connect(host="127.0.0.1", port=server.thrift_port, username="qbeast") as connection:
         cursor = connection.cursor()
-        with pytest.raises(Exception, match="is not supported in SQL"):
-            cursor.execute("insert overwrite events select 1, 1, 0.5")
-        cursor.execute("select count(*), sum(k) from events")
-        assert cursor.fetchall() == [(total[0], total[1])]
+        cursor.execute(f"create table sql_made using qbeast options ('columnsToIndex'='id,k', "
+                       f"'cubeSize'='500') location '{made}' as "
+                       "select id, id % 13 as k from range(3000)")
+        cursor.execute("insert into sql_made select id + 3000, 1 from range(100)")
+        cursor.execute("select count(*), sum(id) from sql_made")
+        assert cursor.fetchall() == [(3100, sum(range(3100)))]
+    table = qbeast.QbeastTable.for_path(spark, str(made))
+    assert table.indexed_columns() == ["id", "k"] and table.snapshot().version == 1
+    assert table.to_df().selectExpr("count(*)", "sum(id)").first() == (3100, sum(range(3100)))
+
+    saved = tmp_path / "connect_saved"
+    script = textwrap.dedent(f"""
+        from pyspark.sql import SparkSession
+        s = SparkSession.builder.remote("sc://127.0.0.1:{server.connect_port}").getOrCreate()
+        (s.range(500).selectExpr("id", "id % 4 as k").write.format("qbeast")
+         .option("columnsToIndex", "k").mode("overwrite").save("{saved}"))
+        print("SAVED", s.read.format("qbeast").load("{saved}").count())
+    """)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300, check=False)
+    assert "SAVED 500" in run.stdout, run.stdout[-2000:] + run.stderr[-3000:]
+    assert qbeast.QbeastTable.for_path(spark, str(saved)).indexed_columns() == ["k"]
+
+    refused = _connect_error(server.connect_port, "create table bad_size using qbeast options "
+                             "('cubeSize'='many') as select 1 as id")
+    assert "option cubeSize must be a positive integer (rows), got 'many'" in refused
 
 
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):

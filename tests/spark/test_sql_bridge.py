@@ -186,10 +186,75 @@ def test_a_new_session_of_the_driver_reads_natively_without_registering(spark, t
         other.sql("DROP TABLE IF EXISTS bridge_new_session")
 
 
-def test_sql_inserts_into_a_qbeast_table_are_refused_and_nothing_changes(spark, tmp_path):
-    """Spark plans INSERT on a file-based relation as a parquet write into the folder: files the
-    log never names, and for an overwrite the deletion of the folder, log included. Refused."""
+def _log_names_every_data_file(path: str) -> bool:
+    """True when every parquet file in the folder is one the Delta log added (live or removed):
+    a write that went around the engine would leave files no version names."""
     import os
+
+    from qbeast.delta.log import DeltaLog
+
+    log = DeltaLog.for_path(path)
+    named: set[str] = set()
+    for version in range(log.snapshot().version + 1):
+        named |= {os.path.basename(p) for p in log.snapshot(version).files}
+    on_disk = {f for f in os.listdir(path) if f.endswith(".parquet")}
+    return on_disk <= named
+
+
+def test_sql_creates_and_inserts_write_through_the_engine(spark, tmp_path):
+    """CTAS ``USING qbeast OPTIONS (...)``, ``INSERT INTO`` / ``INSERT OVERWRITE`` (also from the
+    table itself and from another session) and ``df.write.format("qbeast")`` are indexed writes
+    of the engine: one commit each, the options' index, every file named by the log."""
+    path = str(tmp_path / "sql_made")
+    spark.sql("DROP TABLE IF EXISTS bridge_sql_made")
+    spark.sql(f"CREATE TABLE bridge_sql_made USING qbeast OPTIONS ('columnsToIndex'='id,k', "
+              f"'cubeSize'='200') LOCATION '{path}' AS SELECT id, id % 7 AS k FROM range(1000)")
+    table = QbeastTable.for_path(spark, path)
+    try:
+        assert table.indexed_columns() == ["id", "k"]
+        assert table.snapshot().latest_revision.desired_cube_size == 200
+        assert len(list(table.snapshot().files())) > 1  # laid out in cubes, not one file
+        assert _count(spark, "select count(*), sum(id) from bridge_sql_made") == [1000, 499500]
+
+        spark.sql("INSERT INTO bridge_sql_made SELECT id + 1000, 1 FROM range(10)")
+        other = spark.newSession()  # a session of the same driver (as a Thrift client's)
+        other.sql("INSERT INTO bridge_sql_made SELECT id, k FROM bridge_sql_made WHERE id < 5")
+        assert table.snapshot().version == 2
+        assert _count(spark, "select count(*), sum(id) from bridge_sql_made") == [1015, 509555]
+        assert table.to_df().count() == 1015  # the engine reads what SQL wrote
+
+        spark.sql("INSERT OVERWRITE bridge_sql_made SELECT id, 3 FROM range(20)")
+        assert _count(spark, "select count(*), sum(id), min(k) from bridge_sql_made") == [20, 190, 3]
+        assert table.snapshot().version == 3 and table.indexed_columns() == ["id", "k"]
+        assert _log_names_every_data_file(path)
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bridge_sql_made")
+
+    saved = str(tmp_path / "saved")
+    writer = spark.range(300).selectExpr("id", "id % 3 as k").write.format("qbeast")
+    writer.option("columnsToIndex", "k").option("cubeSize", "100").save(saved)
+    with pytest.raises(Exception, match="a table already exists at .*saved; write with mode"):
+        writer.save(saved)  # Spark's default mode: ErrorIfExists
+    writer.mode("ignore").save(saved)
+    writer.mode("append").save(saved)
+    assert QbeastTable.for_path(spark, saved).to_df().count() == 600
+    assert QbeastTable.for_path(spark, saved).indexed_columns() == ["k"]
+    with pytest.raises(Exception, match="unknown option 'cubes' for a write to the qbeast source; "
+                                        "allowed options: \\['path', 'columnsToIndex', 'cubeSize'\\]"):
+        spark.range(3).write.format("qbeast").option("cubes", "9").save(str(tmp_path / "bad"))
+    with pytest.raises(Exception, match="cubeSize must be a positive integer"):
+        spark.range(3).write.format("qbeast").option("cubeSize", "many").save(str(tmp_path / "bad"))
+    assert not (tmp_path / "bad").exists()
+
+
+def test_without_the_engine_sql_inserts_are_refused_and_nothing_changes(spark, tmp_path):
+    """A driver whose Python engine registered no writer (another process's jar on the class
+    path): Spark would plan INSERT as a parquet write into the folder, files the log never
+    names, and for an overwrite the deletion of the folder, log included. Refused."""
+    import os
+
+    from qbeast.spark.bridge import bridge_class
+    from qbeast.spark.write.sql_writer import python_writer
 
     path = str(tmp_path / "no_sql_inserts")
     qbeast.write(spark.range(100).selectExpr("id", "id % 5 as k"), path, columns_to_index=["id"],
@@ -197,15 +262,18 @@ def test_sql_inserts_into_a_qbeast_table_are_refused_and_nothing_changes(spark, 
     before = sorted(os.listdir(path))
     spark.sql("DROP TABLE IF EXISTS bridge_no_inserts")
     spark.sql(f"CREATE TABLE bridge_no_inserts USING qbeast LOCATION '{path}'")
+    bridge = bridge_class(spark)
+    bridge.setWriter(None)
     try:
-        for session in (spark, spark.newSession()):  # the registering session and another one
-            for statement in ("INSERT INTO bridge_no_inserts SELECT 1000, 1",
-                              "INSERT OVERWRITE bridge_no_inserts SELECT 1, 1",
-                              "INSERT INTO bridge_no_inserts SELECT id, k FROM bridge_no_inserts"):
-                with pytest.raises(Exception, match="INSERT OVERWRITE on the Qbeast table at .* is "
-                                                    "not supported in SQL.*nothing was written"):
-                    session.sql(statement).collect()
+        for statement in ("INSERT INTO bridge_no_inserts SELECT 1000, 1",
+                          "INSERT OVERWRITE bridge_no_inserts SELECT 1, 1"):
+            with pytest.raises(Exception, match="INSERT OVERWRITE on the Qbeast table at .* is "
+                                                "not supported in a driver without the Python engine"):
+                spark.sql(statement).collect()
+        with pytest.raises(Exception, match="no Python engine to write with"):
+            spark.range(3).write.format("qbeast").save(str(tmp_path / "nowhere"))
         assert sorted(os.listdir(path)) == before
         assert _count(spark, "select count(*), sum(id) from bridge_no_inserts") == [100, 4950]
     finally:
+        bridge.setWriter(python_writer())
         spark.sql("DROP TABLE IF EXISTS bridge_no_inserts")

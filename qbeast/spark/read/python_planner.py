@@ -27,8 +27,9 @@ _lock = threading.Lock()
 _planner: PythonPlanner | None = None
 
 
-def _answer(call: str, action: Any) -> str:
-    """Run a planner call; errors become ``{"error": message}`` for the JVM to raise."""
+def bridge_answer(call: str, action: Any) -> str:
+    """Run a call of the JVM bridge (planner or writer); errors become ``{"error": message}`` for
+    the JVM to raise in the statement that asked."""
     try:
         return json.dumps(action())
     except QbeastError as exc:
@@ -69,7 +70,7 @@ class PythonPlanner:
                 "description": described.table.describe(),
             }
 
-        return _answer("describe", run)
+        return bridge_answer("describe", run)
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
         from qbeast.delta.storage import file_uri
@@ -84,7 +85,7 @@ class PythonPlanner:
             return {"files": [[file_uri(p), f.bytes_to_read, f.modification_time]
                               for p, f in zip(opened, files)]}
 
-        return _answer("listFiles", run)
+        return bridge_answer("listFiles", run)
 
     def sampleFilter(self, table_json: str, lower: float, upper: float) -> str:  # noqa: N802
         from qbeast.spark.read import sql_planner
@@ -93,7 +94,7 @@ class PythonPlanner:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             return {"sql": sql_planner.sample_filter(table, float(lower), float(upper))}
 
-        return _answer("sampleFilter", run)
+        return bridge_answer("sampleFilter", run)
 
     def tableSize(self, table_json: str) -> str:  # noqa: N802
         from qbeast.spark.read import sql_planner
@@ -101,7 +102,7 @@ class PythonPlanner:
         def run() -> dict[str, Any]:
             return {"bytes": sql_planner.table_size(sql_planner.TableRef.from_json(json.loads(table_json)))}
 
-        return _answer("tableSize", run)
+        return bridge_answer("tableSize", run)
 
 
 def python_planner() -> PythonPlanner:
@@ -113,4 +114,4 @@ def python_planner() -> PythonPlanner:
         return _planner
 
 
-__all__ = ["PythonPlanner", "python_planner"]
+__all__ = ["PythonPlanner", "bridge_answer", "python_planner"]

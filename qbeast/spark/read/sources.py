@@ -38,6 +38,7 @@ from qbeast.spark.bridge import (
 from qbeast.spark.read.datasource import register_python_source
 from qbeast.spark.read.python_planner import python_planner
 from qbeast.spark.shipping import is_connect_session
+from qbeast.spark.write.sql_writer import python_writer
 
 logger = logging.getLogger("qbeast.spark.bridge")
 
@@ -93,7 +94,7 @@ def register(spark: Any) -> str:
             f"speaks {PROTOCOL}: an older dbt-qbeast's jar is on spark.jars; remove it or rebuild "
             "the session with qbeast.spark.session.get_or_create_session"
         )
-    install_planner(spark, bridge, python_planner())
+    install_planner(spark, bridge, python_planner(), python_writer())
     _report(JVM, "native parquet scans planned by the engine through the JVM read bridge")
     return JVM
 

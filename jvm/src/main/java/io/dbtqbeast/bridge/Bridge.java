@@ -18,9 +18,10 @@ import org.apache.spark.sql.catalyst.rules.Rule;
  */
 public final class Bridge {
   /** Changes whenever the Python side and the Java side must change together. */
-  public static final String PROTOCOL = "2";
+  public static final String PROTOCOL = "3";
 
   private static volatile Planner planner;
+  private static volatile Writer writer;
   private static final Map<SparkSession, Boolean> RULE_SESSIONS =
       Collections.synchronizedMap(new WeakHashMap<>());
 
@@ -58,6 +59,26 @@ public final class Bridge {
               + "started without the qbeast bridge jar to use the Python data source instead.");
     }
     return p;
+  }
+
+  /** Registers (or, with {@code null}, removes) the Python writer of this JVM. */
+  public static void setWriter(Writer w) {
+    writer = w;
+  }
+
+  public static boolean hasWriter() {
+    return writer != null;
+  }
+
+  static Writer writer() {
+    Writer w = writer;
+    if (w == null) {
+      throw new IllegalStateException(
+          "qbeast: this driver has no Python engine to write with. Writes to the qbeast source run "
+              + "in the driver's Python process: call qbeast.register(spark) there, or write through "
+              + "a qbeast serve endpoint, qbeast.write(df, path, ...) or a dbt qbeast model.");
+    }
+    return w;
   }
 
   static void ruleInstalled(SparkSession session) {

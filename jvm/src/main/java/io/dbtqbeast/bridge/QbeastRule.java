@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.SaveIntoDataSourceCommand;
 
 /**
  * The optimizer rule of the bridge. Two jobs, both per table reference:
@@ -29,11 +30,12 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
  *       filter to the planner, which prunes the files by it.
  * </ul>
  *
- * <p>It also refuses {@code INSERT INTO} / {@code INSERT OVERWRITE} on a Qbeast catalog table.
- * The relation is a {@link HadoopFsRelation}, so Spark would plan them as a plain parquet
- * write into the table's folder: new files the Delta log never names (the rows would not be in
- * the table) and, for an overwrite, the deletion of every file of the folder, the log included.
- * The command is refused while it is planned, before it runs.
+ * <p>It also takes {@code INSERT INTO} / {@code INSERT OVERWRITE} on a Qbeast catalog table away
+ * from Spark's file writer. The relation is a {@link HadoopFsRelation}, so Spark plans them as a
+ * plain parquet write into the table's folder: new files the Delta log never names (the rows
+ * would not be in the table) and, for an overwrite, the deletion of every file of the folder, the
+ * log included. The command becomes a write through {@link QbeastSource} (the engine's writer)
+ * when this driver has one, and is refused while it is planned, before it runs, otherwise.
  */
 public final class QbeastRule extends Rule<LogicalPlan> {
   /**
@@ -60,7 +62,7 @@ public final class QbeastRule extends Rule<LogicalPlan> {
 
   private LogicalPlan rewrite(LogicalPlan node) {
     if (node instanceof InsertIntoHadoopFsRelationCommand) {
-      refuseInsert((InsertIntoHadoopFsRelationCommand) node);
+      return rewriteInsert((InsertIntoHadoopFsRelationCommand) node);
     }
     if (node instanceof LogicalRelation) {
       return rewriteRelation((LogicalRelation) node);
@@ -71,15 +73,27 @@ public final class QbeastRule extends Rule<LogicalPlan> {
     return null;
   }
 
-  private static void refuseInsert(InsertIntoHadoopFsRelationCommand insert) {
-    if (insert.fileIndex().isDefined() && insert.fileIndex().get() instanceof QbeastFileIndex) {
+  private static LogicalPlan rewriteInsert(InsertIntoHadoopFsRelationCommand insert) {
+    if (!insert.fileIndex().isDefined() || !(insert.fileIndex().get() instanceof QbeastFileIndex)) {
+      return null;
+    }
+    if (!Bridge.hasWriter()) {
       throw new UnsupportedOperationException(
           "qbeast: INSERT INTO / INSERT OVERWRITE on the Qbeast table at " + insert.outputPath()
-              + " is not supported in SQL: Spark would write parquet files the table's Delta log "
-              + "does not name (the rows would not be in the table) and an overwrite would delete "
-              + "the table's files; nothing was written. Append or overwrite with the engine: "
-              + "qbeast.write(df, path, mode='append' or 'overwrite'), or a dbt qbeast model");
+              + " is not supported in a driver without the Python engine: Spark would write parquet "
+              + "files the table's Delta log does not name; nothing was written. Write through the "
+              + "engine: qbeast.write(df, path, mode='append' or 'overwrite'), a qbeast serve "
+              + "endpoint, or a dbt qbeast model");
     }
+    if (!insert.staticPartitions().isEmpty() || !insert.partitionColumns().isEmpty()) {
+      throw new UnsupportedOperationException(
+          "qbeast: INSERT with a PARTITION clause into the Qbeast table at " + insert.outputPath()
+              + ": Qbeast tables are not partitioned; nothing was written");
+    }
+    java.util.Map<String, String> options = new java.util.HashMap<>(Scala.map(insert.options()));
+    options.putIfAbsent("path", insert.outputPath().toString());
+    return new SaveIntoDataSourceCommand(
+        insert.query(), new QbeastSource(), Scala.immutableMap(options), insert.mode());
   }
 
   private static QbeastFileIndex indexOf(LogicalPlan node) {

@@ -2,10 +2,14 @@ package io.dbtqbeast.bridge;
 
 import java.util.Map;
 
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.RelationProvider;
 import org.apache.spark.sql.sources.SchemaRelationProvider;
@@ -16,12 +20,17 @@ import scala.Option;
  * The {@code qbeast} data source on the JVM: Spark's own parquet relation over a
  * {@link QbeastFileIndex}.
  *
- * <p>Reads by path ({@code spark.read.format("qbeast").load(path)}, {@code qbeast.`path`} in SQL)
+ * <p>Reads by path ({@code spark.read.format("qbeast").load(path)})
  * and catalog tables ({@code USING qbeast}, which hand over their {@code LOCATION} as the
  * {@code path} option and their schema) both come here. Spark then prunes columns, reads with the
  * vectorized parquet reader and passes every scan's data filters to the index.
+ *
+ * <p>Writes ({@code CREATE TABLE ... USING qbeast AS SELECT}, {@code df.write.format("qbeast")},
+ * and {@code INSERT} into a Qbeast catalog table, which {@link QbeastRule} routes here) are handed
+ * with their rows to the Python engine's {@link Writer} in this driver.
  */
-public final class QbeastSource implements RelationProvider, SchemaRelationProvider, DataSourceRegister {
+public final class QbeastSource
+    implements RelationProvider, SchemaRelationProvider, CreatableRelationProvider, DataSourceRegister {
   public static final String NAME = "qbeast";
 
   @Override
@@ -38,6 +47,14 @@ public final class QbeastSource implements RelationProvider, SchemaRelationProvi
   public BaseRelation createRelation(
       SQLContext context, scala.collection.immutable.Map<String, String> parameters, StructType schema) {
     return create(context.sparkSession(), parameters, schema);
+  }
+
+  @Override
+  public BaseRelation createRelation(
+      SQLContext context, SaveMode mode, scala.collection.immutable.Map<String, String> parameters, Dataset<Row> data) {
+    SparkSession session = context.sparkSession();
+    Json.answer(Bridge.writer().write(Json.write(Scala.map(parameters)), mode.name(), data), "write");
+    return create(session, parameters, null);
   }
 
   private static BaseRelation create(

@@ -22,6 +22,10 @@ final class Scala {
     return scala.jdk.javaapi.CollectionConverters.asJava(map);
   }
 
+  static <K, V> scala.collection.immutable.Map<K, V> immutableMap(Map<K, V> map) {
+    return scala.collection.immutable.Map$.MODULE$.from(scala.jdk.javaapi.CollectionConverters.asScala(map));
+  }
+
   @SuppressWarnings("unchecked")
   static <K, V> scala.collection.immutable.Map<K, V> emptyMap() {
     return (scala.collection.immutable.Map<K, V>) scala.collection.immutable.Map$.MODULE$.empty();
