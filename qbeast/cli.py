@@ -280,6 +280,7 @@ def run_serve(args: argparse.Namespace, err: TextIO) -> int:
 
     from qbeast.spark.embedded_catalog import EmbeddedCatalog
     from qbeast.spark.server import ServeOptions, serve
+    from qbeast.sql_procedures import enable_sql_procedures
 
     logging.getLogger("qbeast").setLevel(logging.INFO)
     conf: dict[str, str] = {}
@@ -303,7 +304,7 @@ def run_serve(args: argparse.Namespace, err: TextIO) -> int:
                            connect_port=args.connect_port, thrift_port=args.thrift_port,
                            master=args.master, conf=conf)
     try:
-        serve(options, stop, on_ready=take_signals)
+        serve(options, stop, on_ready=take_signals, prepare=enable_sql_procedures)
     except QbeastError as exc:
         err.write(f"qbeast serve: error: {exc}\n")
         return EXIT_ERROR

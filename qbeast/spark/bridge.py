@@ -44,6 +44,12 @@ SQL_BRIDGE_KEY = SQL_BRIDGE.key
 PLANNER_INTERFACE = f"{PACKAGE}.Planner"
 #: The Java interface the engine's SQL writer implements (:mod:`qbeast.spark.write.sql_writer`).
 WRITER_INTERFACE = f"{PACKAGE}.Writer"
+#: The Java interface of the table operations SQL can ``CALL`` (:mod:`qbeast.sql_procedures`).
+PROCEDURES_INTERFACE = f"{PACKAGE}.Procedures"
+#: The catalog that offers them, and the name sessions register it under.
+PROCEDURES_CATALOG_CLASS = f"{PACKAGE}.QbeastProcedures"
+PROCEDURES_CATALOG = "qbeast_system"
+PROCEDURES_CATALOG_KEY = f"spark.sql.catalog.{PROCEDURES_CATALOG}"
 
 _lock = threading.Lock()
 
@@ -135,6 +141,37 @@ def install_planner(spark: Any, bridge: Any, planner: Any, writer: Any = None) -
         bridge.install(spark._jsparkSession)
 
 
+def install_procedures(spark: Any, procedures: Any) -> None:
+    """Hand ``procedures`` (a Py4J callback object implementing :data:`PROCEDURES_INTERFACE`) to
+    the JVM's ``Bridge`` and register their catalog in this session (sessions of a server get it
+    from the launch settings, :data:`PROCEDURES_CATALOG_KEY`)."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    bridge = bridge_class(spark)
+    if bridge is None:
+        raise BridgeError("the qbeast bridge jar is not loaded in this session: SQL procedures need "
+                          "it (qbeast.register(spark) loads it)")
+    with _lock:
+        ensure_callback_server_started(spark.sparkContext._gateway)
+        bridge.setProcedures(procedures)
+    spark.conf.set(PROCEDURES_CATALOG_KEY, PROCEDURES_CATALOG_CLASS)
+
+
+def python_session(jsession: Any) -> Any:
+    """The Python ``SparkSession`` over a JVM session of this driver (a Thrift or Spark Connect
+    client's own session, handed to a callback), without making it the process's default."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
+    if active is not None and active._jsparkSession.equals(jsession):
+        return active
+    context = SparkContext._active_spark_context
+    if context is None:
+        raise BridgeError("no SparkContext in this Python process for the statement's session")
+    return SparkSession(context, jsession)
+
+
 def bridge_active(spark: Any) -> bool:
     """True when ``spark`` reads ``qbeast`` through the bridge (planner and rule in place)."""
     if is_connect_session(spark):
@@ -183,8 +220,14 @@ __all__ = [
     "BridgeError",
     "JAR_NAME",
     "PLANNER_INTERFACE",
+    "PROCEDURES_CATALOG",
+    "PROCEDURES_CATALOG_CLASS",
+    "PROCEDURES_CATALOG_KEY",
+    "PROCEDURES_INTERFACE",
     "PROTOCOL",
     "WRITER_INTERFACE",
+    "install_procedures",
+    "python_session",
     "SQL_BRIDGE_KEY",
     "bridge_active",
     "bridge_class",

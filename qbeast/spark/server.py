@@ -27,7 +27,7 @@ from typing import Any
 
 from qbeast.core.sql import sql_string
 from qbeast.errors import InvalidOptionError, QbeastError
-from qbeast.spark.bridge import jar_path
+from qbeast.spark.bridge import PROCEDURES_CATALOG_CLASS, PROCEDURES_CATALOG_KEY, jar_path
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
 from qbeast.spark.session import ENGINE_DEFAULTS
 
@@ -88,6 +88,8 @@ class ServeOptions:
             # threads whose class loader does not see jars added later (spark.jars), and
             # `df.write.format("qbeast")` looks the source up there
             conf["spark.driver.extraClassPath"] = str(jar)
+            # every client's session gets the catalog of the table operations (CALL)
+            conf[PROCEDURES_CATALOG_KEY] = PROCEDURES_CATALOG_CLASS
         if self.connect_port:
             conf["spark.plugins"] = CONNECT_PLUGIN
             conf["spark.connect.grpc.binding.address"] = self.host
@@ -145,8 +147,10 @@ class RunningServer:
         logger.info("qbeast serve: stopped")
 
 
-def start(options: ServeOptions) -> RunningServer:
-    """Start the driver and the servers of ``options``; refuses a taken port or catalog."""
+def start(options: ServeOptions, prepare: Callable[[Any], None] | None = None) -> RunningServer:
+    """Start the driver and the servers of ``options``; refuses a taken port or catalog.
+    ``prepare`` gets the driver's session before the servers listen (the CLI adds the SQL
+    procedures there, which live above this layer)."""
     from qbeast.spark.session import get_or_create_session
 
     options.check()
@@ -176,6 +180,8 @@ def start(options: ServeOptions) -> RunningServer:
             # loader, which only sees spark.jars through ADD JAR: without it an INSERT's target
             # (resolved through the V2 catalog) cannot find the `qbeast` source
             session.sql(f"ADD JAR {sql_string(str(jar))}")
+        if prepare is not None:
+            prepare(session)
         if options.thrift_port:
             server_class = getattr(session._jvm, THRIFT_SERVER_CLASS)
             thrift = server_class.startWithContext(session._jsparkSession.sqlContext())
@@ -190,11 +196,12 @@ def start(options: ServeOptions) -> RunningServer:
 
 
 def serve(options: ServeOptions, stop: threading.Event,
-          on_ready: Callable[[RunningServer], None] | None = None) -> None:
+          on_ready: Callable[[RunningServer], None] | None = None,
+          prepare: Callable[[Any], None] | None = None) -> None:
     """Serve until ``stop`` is set (the CLI sets it on SIGTERM and Ctrl-C), then stop cleanly.
     ``on_ready`` runs once the servers listen (the CLI takes the signals back there: PySpark
     installs its own SIGINT handler when it starts a driver)."""
-    server = start(options)
+    server = start(options, prepare)
     try:
         if on_ready is not None:
             on_ready(server)

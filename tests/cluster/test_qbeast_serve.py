@@ -158,10 +158,11 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
 
 
 def test_sql_clients_create_and_insert_through_the_server(spark, served, tmp_path):
-    """A SQL-only client creates a Qbeast table (CTAS with the index in OPTIONS) and inserts into
-    it over Thrift; a Spark Connect client saves a DataFrame with format("qbeast"). Each is the
-    engine's indexed write in the server's driver: the engine here reads the same rows, index
-    and versions. A bad option reaches the client as an SQL error naming it."""
+    """A SQL-only client creates a Qbeast table (CTAS with the index in OPTIONS), inserts into
+    it and calls the table operations (CALL qbeast_system...) over Thrift; a Spark Connect client
+    saves a DataFrame with format("qbeast"). Each is the engine's work in the server's driver:
+    the engine here reads the same rows, index and versions. A bad option reaches the client as
+    an SQL error naming it."""
     from pyhive import hive
 
     server, _ = served
@@ -174,8 +175,14 @@ def test_sql_clients_create_and_insert_through_the_server(spark, served, tmp_pat
         cursor.execute("insert into sql_made select id + 3000, 1 from range(100)")
         cursor.execute("select count(*), sum(id) from sql_made")
         assert cursor.fetchall() == [(3100, sum(range(3100)))]
+        # the table operations as procedures of the server's engine
+        cursor.execute("call qbeast_system.history(table => 'sql_made')")
+        assert [(r[0], r[2]) for r in cursor.fetchall()] == [(1, "WRITE"), (0, "WRITE")]
+        cursor.execute("call qbeast_system.optimize('sql_made')")
+        assert cursor.fetchall()[0][0].startswith(f"optimize of {made}")
     table = qbeast.QbeastTable.for_path(spark, str(made))
-    assert table.indexed_columns() == ["id", "k"] and table.snapshot().version == 1
+    assert table.indexed_columns() == ["id", "k"]
+    assert [e.operation for e in table.history().entries][-2:] == ["WRITE", "WRITE"]
     assert table.to_df().selectExpr("count(*)", "sum(id)").first() == (3100, sum(range(3100)))
 
     saved = tmp_path / "connect_saved"

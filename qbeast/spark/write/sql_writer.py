@@ -28,8 +28,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from qbeast.errors import InvalidOptionError, QbeastError
-from qbeast.spark.bridge import WRITER_INTERFACE
+from qbeast.errors import InvalidOptionError
+from qbeast.spark.bridge import WRITER_INTERFACE, python_session
 
 logger = logging.getLogger("qbeast.spark.write")
 
@@ -90,19 +90,9 @@ def run_write(options: Mapping[str, str], mode: str, df: Any) -> dict[str, Any]:
 def _dataframe(jdf: Any) -> Any:
     """The Python DataFrame of the statement's Dataset, bound to the session that runs it (a
     Thrift or Spark Connect client's own session, not necessarily the server's)."""
-    from pyspark import SparkContext
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
-    active = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    jsession = jdf.sparkSession()
-    if active is not None and active._jsparkSession.equals(jsession):
-        session = active
-    else:
-        context = SparkContext._active_spark_context
-        if context is None:
-            raise QbeastError("no SparkContext in this Python process to write with")
-        session = SparkSession(context, jsession)
-    return DataFrame(jdf, session)
+    return DataFrame(jdf, python_session(jdf.sparkSession()))
 
 
 class PythonWriter:

@@ -22,6 +22,7 @@ public final class Bridge {
 
   private static volatile Planner planner;
   private static volatile Writer writer;
+  private static volatile Procedures procedures;
   private static final Map<SparkSession, Boolean> RULE_SESSIONS =
       Collections.synchronizedMap(new WeakHashMap<>());
 
@@ -79,6 +80,21 @@ public final class Bridge {
               + "a qbeast serve endpoint, qbeast.write(df, path, ...) or a dbt qbeast model.");
     }
     return w;
+  }
+
+  /** Registers (or, with {@code null}, removes) the Python table operations SQL can call. */
+  public static void setProcedures(Procedures p) {
+    procedures = p;
+  }
+
+  static Procedures procedures() {
+    Procedures p = procedures;
+    if (p == null) {
+      throw new IllegalStateException(
+          "qbeast: this driver's Python engine offers no SQL procedures: start it with "
+              + "`qbeast serve`, or call qbeast.enable_sql_procedures(spark) in the driver's Python process.");
+    }
+    return p;
   }
 
   static void ruleInstalled(SparkSession session) {

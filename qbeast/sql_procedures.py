@@ -1,0 +1,196 @@
+"""The table operations as SQL procedures: ``CALL qbeast_system.optimize(table => 'events')``.
+
+SQL-only clients (beeline, BI tools, PyHive, a Spark Connect notebook of ``qbeast serve``) have no
+Python to call :class:`qbeast.QbeastTable` with. Spark 4's stored procedures give them the same
+operations: the bridge's catalog ``qbeast_system`` (``io.dbtqbeast.bridge.QbeastProcedures``)
+declares the procedures this module lists and hands each call to :class:`SqlProcedures`, a Py4J
+callback object in the driver, which runs the operation with the engine and returns its result
+as rows. ``qbeast serve`` offers them to every client; a session of one's own gets them from
+:func:`enable_sql_procedures`.
+
+``table`` is a catalog name (resolved in the calling session's catalog, its current database
+included) or a table location. Every procedure but ``history`` returns the operation's summary,
+one row per line (column ``line``); ``history`` returns one row per commit.
+
+This module sits beside the table API (it calls it) and above the Spark layer, which only knows
+the JVM side of the callback (:func:`qbeast.spark.bridge.install_procedures`).
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from qbeast.errors import InvalidOptionError
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter: its name, SQL type (string, long, double, boolean) and default (SQL text;
+    None: required)."""
+
+    name: str
+    type: str
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class Procedure:
+    name: str
+    description: str
+    parameters: tuple[Parameter, ...]
+    run: Callable[[Any, str, dict[str, Any]], dict[str, Any]]
+
+
+def _lines(result: Any) -> dict[str, Any]:
+    return {"columns": [{"name": "line", "type": "string"}],
+            "rows": [[line] for line in result.summary_lines()]}
+
+
+def _table(spark: Any, path: str) -> Any:
+    from qbeast.table import QbeastTable
+
+    return QbeastTable.for_path(spark, path)
+
+
+def _optimize(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    revision = args["revision_id"]
+    return _lines(_table(spark, path).optimize(
+        revision_id=None if revision is None else int(revision), fraction=float(args["fraction"]),
+        max_rewrite_ratio=args["max_rewrite_ratio"], merge_revisions=bool(args["merge_revisions"])))
+
+
+def _vacuum(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    from qbeast.operations.maintenance import vacuum_table
+
+    return _lines(vacuum_table(path, retention_hours=args["retention_hours"], dry_run=bool(args["dry_run"]),
+                               allow_short_retention=bool(args["allow_short_retention"])))
+
+
+def _history(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    limit = args["limit"]
+    history = _table(spark, path).history(limit=None if limit is None else int(limit))
+    columns = [("version", "long"), ("timestamp", "long"), ("operation", "string"),
+               ("parameters", "string"), ("metrics", "string"), ("user_metadata", "string")]
+    rows = [[e.version, e.timestamp, e.operation, json.dumps(e.parameters, sort_keys=True),
+             json.dumps(e.metrics, sort_keys=True), e.user_metadata] for e in history.entries]
+    return {"columns": [{"name": n, "type": t} for n, t in columns], "rows": rows}
+
+
+def _index_metrics(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    revision = args["revision_id"]
+    return _lines(_table(spark, path).index_metrics(None if revision is None else int(revision)))
+
+
+def _convert(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    from qbeast.operations.convert import convert_to_qbeast
+
+    size = args["cube_size"]
+    return _lines(convert_to_qbeast(spark, path, args["columns_to_index"],
+                                    cube_size=None if size is None else int(size)))
+
+
+def _upgrade(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    from qbeast.operations.upgrade import upgrade_format
+
+    return _lines(upgrade_format(path, dry_run=bool(args["dry_run"])))
+
+
+TABLE = Parameter("table", "string")
+PROCEDURES: tuple[Procedure, ...] = (
+    Procedure("optimize", "lay out the files of a revision so that every cube has one block",
+              (TABLE, Parameter("revision_id", "long", "NULL"), Parameter("fraction", "double", "1.0"),
+               Parameter("max_rewrite_ratio", "double", "NULL"),
+               Parameter("merge_revisions", "boolean", "false")), _optimize),
+    Procedure("vacuum", "delete data files no version inside the retention window uses",
+              (TABLE, Parameter("retention_hours", "double", "168.0"), Parameter("dry_run", "boolean", "false"),
+               Parameter("allow_short_retention", "boolean", "false")), _vacuum),
+    Procedure("history", "the table's commits, newest first",
+              (TABLE, Parameter("limit", "long", "NULL")), _history),
+    Procedure("index_metrics", "cube, block, file and element statistics of a revision",
+              (TABLE, Parameter("revision_id", "long", "NULL")), _index_metrics),
+    Procedure("convert_to_qbeast", "turn a parquet folder or Delta table into a Qbeast table",
+              (TABLE, Parameter("columns_to_index", "string"), Parameter("cube_size", "long", "NULL")),
+              _convert),
+    Procedure("upgrade_format", "upgrade the Qbeast metadata of an older table in place",
+              (TABLE, Parameter("dry_run", "boolean", "false")), _upgrade),
+)
+
+
+def table_location(spark: Any, table: str) -> str:
+    """The location of ``table``: a path or URI as given, else the catalog table's LOCATION."""
+    from qbeast.spark.catalog import describe_location
+
+    if not isinstance(table, str) or not table.strip():
+        raise InvalidOptionError("procedure argument table must be a catalog table name or a table location")
+    table = table.strip()
+    if "/" in table or ":" in table:
+        return table
+    if not spark.catalog.tableExists(table):
+        raise InvalidOptionError(f"table {table!r} is not in the catalog (give a catalog table, "
+                                 "schema-qualified if needed, or a table location)")
+    location = describe_location(spark, table)
+    if not location:
+        raise InvalidOptionError(f"catalog table {table!r} has no location")
+    return location
+
+
+def run(name: str, arguments: Mapping[str, Any], spark: Any) -> dict[str, Any]:
+    """Run procedure ``name`` with ``arguments`` (by parameter name) in ``spark``."""
+    procedure = next((p for p in PROCEDURES if p.name == name.lower()), None)
+    if procedure is None:
+        raise InvalidOptionError(f"no procedure {name!r}; procedures: {[p.name for p in PROCEDURES]}")
+    args = dict(arguments)
+    return procedure.run(spark, table_location(spark, args.pop("table")), args)
+
+
+def catalog() -> dict[str, Any]:
+    """The declaration the JVM catalog builds its procedures from."""
+    return {"procedures": [
+        {"name": p.name, "description": p.description,
+         "parameters": [{"name": q.name, "type": q.type, "default": q.default} for q in p.parameters]}
+        for p in PROCEDURES]}
+
+
+class SqlProcedures:
+    """``io.dbtqbeast.bridge.Procedures`` implemented in Python (a Py4J callback object)."""
+
+    class Java:
+        implements = ["io.dbtqbeast.bridge.Procedures"]
+
+    def catalog(self) -> str:
+        from qbeast.spark.read.python_planner import bridge_answer
+
+        return bridge_answer("procedures", catalog)
+
+    def call(self, name: str, arguments_json: str, jsession: Any) -> str:
+        from qbeast.spark.bridge import python_session
+        from qbeast.spark.read.python_planner import bridge_answer
+
+        return bridge_answer(f"CALL {name}",
+                             lambda: run(str(name), json.loads(arguments_json), python_session(jsession)))
+
+
+_lock = threading.Lock()
+_procedures: SqlProcedures | None = None
+
+
+def enable_sql_procedures(spark: Any) -> None:
+    """Offer the table operations to SQL in ``spark``'s driver: ``CALL qbeast_system.<name>(...)``
+    (``qbeast serve`` does it for every client)."""
+    from qbeast.spark.bridge import install_procedures
+    from qbeast.spark.read.sources import JVM, register
+
+    global _procedures
+    if register(spark) != JVM:
+        raise InvalidOptionError("SQL procedures need the JVM bridge in this session "
+                                 "(spark.qbeast.sqlBridge is false, or the jar is missing)")
+    with _lock:
+        if _procedures is None:
+            _procedures = SqlProcedures()
+        install_procedures(spark, _procedures)
+
+
+__all__ = ["PROCEDURES", "SqlProcedures", "catalog", "enable_sql_procedures", "run", "table_location"]
