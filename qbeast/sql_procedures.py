@@ -10,7 +10,10 @@ as rows. ``qbeast serve`` offers them to every client; a session of one's own ge
 
 ``table`` is a catalog name (resolved in the calling session's catalog, its current database
 included) or a table location. Every procedure but ``history`` returns the operation's summary,
-one row per line (column ``line``); ``history`` returns one row per commit.
+one row per line (column ``line``); ``history`` returns one row per commit. The row-level ones
+(``delete``, ``update``, ``merge``, ``delete_insert``, ``replace_where``) are SQL's way to what
+``MERGE INTO`` / ``UPDATE`` / ``DELETE`` would do: Spark's grammar gives those to V2 tables only,
+and the bridge's relation is a V1 one. Their ``source`` is a query (``select ...``) or a table.
 
 This module sits beside the table API (it calls it) and above the Spark layer, which only knows
 the JVM side of the callback (:func:`qbeast.spark.bridge.install_procedures`).
@@ -18,6 +21,7 @@ the JVM side of the callback (:func:`qbeast.spark.bridge.install_procedures`).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -98,7 +102,60 @@ def _upgrade(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
     return _lines(upgrade_format(path, dry_run=bool(args["dry_run"])))
 
 
+_KEYS = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$")
+_QUERY = re.compile(r"^\s*\(?\s*(select|with|from|values|table)\b", re.IGNORECASE)
+
+
+def _source(spark: Any, source: Any) -> Any:
+    """The rows a row-level procedure takes: a query (``select ...``) or a table name."""
+    if not isinstance(source, str) or not source.strip():
+        raise InvalidOptionError("procedure argument source must be a query (select ...) or a table name")
+    return spark.sql(source) if _QUERY.match(source) else spark.table(source.strip())
+
+
+def _on(on: Any) -> str | list[str]:
+    """Key columns (``id`` or ``a, b``: compared with ``=``) or a SQL condition over the aliases
+    ``target`` and ``source``."""
+    if not isinstance(on, str) or not on.strip():
+        raise InvalidOptionError("procedure argument on must name the key columns (id or a, b) or be a "
+                                 "condition over target and source")
+    return [c.strip() for c in on.split(",")] if _KEYS.match(on) else on
+
+
+def _columns(text: Any) -> list[str] | None:
+    return None if text is None else [c.strip() for c in str(text).split(",") if c.strip()]
+
+
+def _delete(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    return _lines(_table(spark, path).delete(args["condition"]))
+
+
+def _update(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    assignments = args["set"]
+    if not assignments:
+        raise InvalidOptionError("procedure argument set must map columns to SQL expressions: "
+                                 "set => map('price', 'price * 2')")
+    return _lines(_table(spark, path).update(args["condition"], set=dict(assignments)))
+
+
+def _merge(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    return _lines(_table(spark, path).merge(
+        _source(spark, args["source"]), _on(args["on"]), when_matched=args["when_matched"],
+        when_not_matched=args["when_not_matched"], update_columns=_columns(args["update_columns"]),
+        target_predicate=args["target_predicate"]))
+
+
+def _delete_insert(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    return _lines(_table(spark, path).delete_insert(
+        _source(spark, args["source"]), _on(args["on"]), target_predicate=args["target_predicate"]))
+
+
+def _replace_where(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+    return _lines(_table(spark, path).replace_where(_source(spark, args["source"]), args["condition"]))
+
+
 TABLE = Parameter("table", "string")
+SOURCE = Parameter("source", "string")
 PROCEDURES: tuple[Procedure, ...] = (
     Procedure("optimize", "lay out the files of a revision so that every cube has one block",
               (TABLE, Parameter("revision_id", "long", "NULL"), Parameter("fraction", "double", "1.0"),
@@ -116,6 +173,19 @@ PROCEDURES: tuple[Procedure, ...] = (
               _convert),
     Procedure("upgrade_format", "upgrade the Qbeast metadata of an older table in place",
               (TABLE, Parameter("dry_run", "boolean", "false")), _upgrade),
+    Procedure("delete", "delete the rows where a condition holds (all rows without one)",
+              (TABLE, Parameter("condition", "string", "NULL")), _delete),
+    Procedure("update", "set columns (a map from column to SQL expression) where a condition holds",
+              (TABLE, Parameter("set", "map"), Parameter("condition", "string", "NULL")), _update),
+    Procedure("merge", "upsert the rows of a query or table by key columns or a condition",
+              (TABLE, SOURCE, Parameter("on", "string"), Parameter("when_matched", "string", "'update'"),
+               Parameter("when_not_matched", "string", "'insert'"), Parameter("update_columns", "string", "NULL"),
+               Parameter("target_predicate", "string", "NULL")), _merge),
+    Procedure("delete_insert", "replace the rows of the source's keys by the source's rows",
+              (TABLE, SOURCE, Parameter("on", "string"), Parameter("target_predicate", "string", "NULL")),
+              _delete_insert),
+    Procedure("replace_where", "replace the rows where a condition holds by the source's rows",
+              (TABLE, SOURCE, Parameter("condition", "string")), _replace_where),
 )
 
 

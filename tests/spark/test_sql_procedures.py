@@ -67,3 +67,47 @@ def test_bad_calls_fail_with_the_engines_message(spark, procedures_table):
         spark.sql("CALL qbeast_system.optimize(table => 'procedures_t', fraction => 7.0)").collect()
     with pytest.raises(Exception, match="FAILED_TO_LOAD_ROUTINE"):
         spark.sql("CALL qbeast_system.compact('procedures_t')").collect()
+
+
+def test_row_level_procedures_change_exactly_the_rows_they_name(spark, tmp_path):
+    """delete / update / merge / delete_insert / replace_where in SQL (what MERGE INTO, UPDATE
+    and DELETE do on V2 tables): each one commit, each leaving exactly the expected rows."""
+    qbeast.enable_sql_procedures(spark)
+    path = str(tmp_path / "rows")
+    qbeast.write(spark.range(1000).selectExpr("id", "id % 10 as k"), path, columns_to_index="id",
+                 cube_size=200)
+    call = "CALL qbeast_system.{}"
+    rows = {i: i % 10 for i in range(1000)}
+
+    def table_rows() -> dict[int, int]:
+        return {r.id: r.k for r in QbeastTable.for_path(spark, path).to_df().collect()}
+
+    spark.sql(call.format(f"delete(table => '{path}', condition => 'k = 0')")).collect()
+    rows = {i: k for i, k in rows.items() if k != 0}
+    assert table_rows() == rows
+
+    spark.sql(call.format(f"update(table => '{path}', set => map('k', 'k + 100'), "
+                          "condition => 'id < 50')")).collect()
+    rows = {i: k + 100 if i < 50 else k for i, k in rows.items()}
+    assert table_rows() == rows
+
+    spark.sql(call.format(f"merge(table => '{path}', source => 'select id, -1 as k from range(990, 1010)', "
+                          "on => 'id')")).collect()
+    rows.update({i: -1 for i in range(990, 1010)})
+    assert table_rows() == rows
+
+    spark.sql(call.format(f"delete_insert(table => '{path}', source => "
+                          "'select 1 as id, 7 as k union all select 1, 8', on => 'id')")).collect()
+    ones = QbeastTable.for_path(spark, path).to_df().where("id = 1").collect()
+    assert sorted(r.k for r in ones) == [7, 8]  # both source rows of key 1 replaced its row
+    rows.pop(1)
+    spark.sql(call.format(f"replace_where(table => '{path}', source => 'select 1 as id, 5 as k', "
+                          "condition => 'id = 1')")).collect()
+    rows[1] = 5
+    assert table_rows() == rows
+    assert QbeastTable.for_path(spark, path).to_df().count() == len(rows)
+    assert [e.operation for e in QbeastTable.for_path(spark, path).history(limit=5).entries] == [
+        "REPLACE_WHERE", "DELETE_INSERT", "MERGE", "UPDATE", "DELETE"]
+
+    with pytest.raises(Exception, match="procedure argument source must be a query"):
+        spark.sql(call.format(f"merge(table => '{path}', source => ' ', on => 'id')")).collect()

@@ -10,7 +10,7 @@ package io.dbtqbeast.bridge;
 public interface Procedures {
   /**
    * What can be called: {@code {"procedures": [{"name": ..., "description": ..., "parameters":
-   * [{"name": ..., "type": "string" | "long" | "double" | "boolean", "default": <SQL text or
+   * [{"name": ..., "type": "string" | "long" | "double" | "boolean" | "map" (string to string), "default": <SQL text or
    * null when required>}]}]}}.
    */
   String catalog();

@@ -11,6 +11,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.util.MapData;
 import org.apache.spark.sql.connector.catalog.procedures.BoundProcedure;
 import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
@@ -62,6 +64,8 @@ final class SqlProcedure implements UnboundProcedure, BoundProcedure {
         return DataTypes.DoubleType;
       case "boolean":
         return DataTypes.BooleanType;
+      case "map":
+        return DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
       default:
         throw new IllegalStateException("qbeast bridge: unknown procedure parameter type " + type);
     }
@@ -108,6 +112,9 @@ final class SqlProcedure implements UnboundProcedure, BoundProcedure {
           case "double":
             value = input.getDouble(i);
             break;
+          case "map":
+            value = stringMap(input.getMap(i));
+            break;
           default:
             value = input.getBoolean(i);
         }
@@ -117,6 +124,16 @@ final class SqlProcedure implements UnboundProcedure, BoundProcedure {
     JsonNode answer = Json.answer(
         Bridge.procedures().call(name, Json.write(arguments), SparkSession.active()), "call " + name);
     return Collections.<Scan>singletonList(new Result(answer)).iterator();
+  }
+
+  private static Map<String, String> stringMap(MapData map) {
+    Map<String, String> out = new LinkedHashMap<>();
+    ArrayData keys = map.keyArray();
+    ArrayData values = map.valueArray();
+    for (int i = 0; i < map.numElements(); i++) {
+      out.put(keys.getUTF8String(i).toString(), values.isNullAt(i) ? null : values.getUTF8String(i).toString());
+    }
+    return out;
   }
 
   /** The rows a procedure returned, as Spark's local result of a {@code CALL}. */
