@@ -14,6 +14,8 @@ reader feature ``v2Checkpoint`` is not implemented.
 """
 from __future__ import annotations
 
+import io
+
 import json
 import logging
 import time
@@ -151,13 +153,21 @@ def _read_removes(struct: pa.StructArray, tombstones: dict[str, RemoveFile]) -> 
         tombstones[row["path"]] = RemoveFile.from_json({k: v for k, v in row.items() if v is not None})
 
 
-def read_checkpoint(storage: Storage, paths: list[str]) -> CheckpointState:
-    """Read the (one or more) parquet files of a checkpoint into a :class:`CheckpointState`."""
+def read_checkpoint(storage: Storage, paths: list[str], size: int | None = None) -> CheckpointState:
+    """Read the (one or more) parquet files of a checkpoint into a :class:`CheckpointState`.
+
+    ``size`` is the bytes of a one-file checkpoint when known (``_last_checkpoint`` records it):
+    an object store then reads a large checkpoint by ranges, its footer and the columns read
+    here and later (the ``add`` columns a snapshot needs), not the whole file.
+    """
     state = CheckpointState()
     add_parts: list[tuple[pq.ParquetFile, pa.ChunkedArray]] = []
     for path in paths:
         try:
-            parquet = pq.ParquetFile(pa.BufferReader(storage.read_bytes(path)))
+            source = storage.open_input(path, size if len(paths) == 1 else None)
+            if isinstance(source, io.BytesIO):  # read whole: parquet reads the bytes in place
+                source = pa.BufferReader(source.getbuffer())
+            parquet = pq.ParquetFile(source, pre_buffer=True)
             names = parquet.schema_arrow.names
             columns = [c for c in _ACTION_COLUMNS if c in names and c != "add"]
             table = parquet.read(columns=columns + (["add.path"] if "add" in names else []))

@@ -275,8 +275,9 @@ class DeltaLog:
         unreadable: list[str] = []
         for cp_version, paths in listing.complete_checkpoints(version, hint):
             if all(v in commits for v in range(cp_version + 1, version + 1)):
+                size = hint.get("sizeInBytes") if hint and hint.get("version") == cp_version else None
                 try:
-                    cp = read_checkpoint(self.storage, paths)
+                    cp = read_checkpoint(self.storage, paths, size if isinstance(size, int) else None)
                 except CorruptLogError as exc:
                     # as Delta readers do: fall back to an older checkpoint or the JSON commits
                     logger.warning("skipping unreadable checkpoint %s: %s", paths[0], exc)

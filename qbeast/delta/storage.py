@@ -12,12 +12,14 @@ user-supplied location into that form.
 """
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 from qbeast.errors import InvalidOptionError
@@ -53,6 +55,12 @@ class Storage(ABC):
         """``length`` bytes from offset ``start`` (fewer at the end of the file): one ranged
         request on an object store, where reading a footer must not fetch the whole file."""
         return self.read_bytes(path)[start:start + max(0, length)]
+
+    def open_input(self, path: str, size: int | None = None) -> io.RawIOBase | io.BufferedIOBase:
+        """A seekable binary reader of the file for a reader that takes only parts of it (a
+        parquet reader reading a footer and some column chunks). This default reads the whole
+        file at once; an object store with ``size`` known reads large files by ranges."""
+        return io.BytesIO(self.read_bytes(path))
 
     def download(self, path: str, local_file: str) -> int:
         """Copy a file to ``local_file`` (a local path, replaced atomically); its size."""
@@ -115,6 +123,39 @@ class Storage(ABC):
         for part in parts:
             out = f"{out}/{part.strip('/')}" if part else out
         return out
+
+
+class RangedReader(io.RawIOBase):
+    """A seekable reader that fetches only the byte ranges it is asked for
+    (:meth:`Storage.read_range`): a parquet reader then costs its footer and the column chunks
+    it reads, not the whole file."""
+
+    def __init__(self, storage: Storage, path: str, size: int) -> None:
+        super().__init__()
+        self._storage, self._path, self._size, self._position = storage, path, size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self._size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        wanted = min(len(buffer), self._size - self._position)
+        if wanted <= 0:
+            return 0
+        data = self._storage.read_range(self._path, self._position, wanted)
+        buffer[:len(data)] = data
+        self._position += len(data)
+        return len(data)
 
 
 def local_path(location: str) -> str:

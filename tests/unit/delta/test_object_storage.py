@@ -433,3 +433,53 @@ def test_a_stale_or_broken_checkpoint_hint_falls_back_to_the_full_listing(option
     assert set(snapshot.files) == {f"f{i}.parquet" for i in range(12)}
     storage.write_bytes(f"{log.log_path}/_last_checkpoint", b'{"version": 40, "size": 1}')
     assert DeltaLog.for_path(f"{root}/t", storage).snapshot().version == 11  # a hint past the end
+
+
+def test_a_large_checkpoint_is_read_by_ranges(options: dict[str, Any], root: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkpoint at least ``RANGED_READ_BYTES`` large (the size comes from
+    ``_last_checkpoint``) is read by ranges: a snapshot load fetches its footer and the columns
+    it reads (the paths of the files, not their statistics), and the statistics come later,
+    when asked for, from the same file. The snapshot is the one a whole read gives."""
+    storage = storage_for(root, options)
+    log = DeltaLog.for_path(f"{root}/t", storage)
+    tx = log.start_transaction()
+    tx.update_metadata(Metadata.create(SCHEMA))
+    def stats(i: int) -> str:  # statistics that do not compress away: most of the checkpoint
+        return json.dumps({"numRecords": 7, "minValues": {"id": uuid.uuid5(uuid.NAMESPACE_OID, str(i)).hex * 20}})
+
+    tx.add_actions(*[AddFile(f"f{i}.parquet", {}, 1000 + i, 1_700_000_000_000, True, stats(i), None)
+                     for i in range(6000)])
+    tx.commit("WRITE")
+    log.checkpoint()
+    checkpoint = f"{log.log_path}/{0:020d}.checkpoint.parquet"
+    size = storage.stat(checkpoint).size
+
+    fetched: dict[str, int] = {"whole": 0, "ranged": 0}
+    read_bytes, read_range = storage.read_bytes, storage.read_range
+
+    def whole(path: str) -> bytes:
+        data = read_bytes(path)
+        fetched["whole"] += len(data) if path == checkpoint else 0
+        return data
+
+    def ranged(path: str, start: int, length: int) -> bytes:
+        data = read_range(path, start, length)
+        fetched["ranged"] += len(data) if path == checkpoint else 0
+        return data
+
+    monkeypatch.setattr(storage, "read_bytes", whole)
+    monkeypatch.setattr(storage, "read_range", ranged)
+    monkeypatch.setattr(ObjectStorage, "RANGED_READ_BYTES", size)  # this checkpoint is "large"
+    snapshot = DeltaLog.for_path(f"{root}/t", storage).snapshot()
+    assert snapshot.checkpoint_version == 0
+    assert fetched["whole"] == 0 and 0 < fetched["ranged"] < size / 3, (fetched, size)
+    assert set(snapshot.files) == {f"f{i}.parquet" for i in range(6000)}
+    assert snapshot.files["f17.parquet"].stats == stats(17)  # the rest of the add column, on demand
+    assert snapshot.num_records == 7 * 6000
+
+    monkeypatch.setattr(ObjectStorage, "RANGED_READ_BYTES", size + 1)  # small: one whole read
+    fetched.update(whole=0, ranged=0)
+    again = DeltaLog.for_path(f"{root}/t", storage).snapshot()
+    assert fetched == {"whole": size, "ranged": 0}
+    assert set(again.files) == set(snapshot.files)
