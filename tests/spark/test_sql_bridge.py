@@ -244,7 +244,20 @@ def test_sql_creates_and_inserts_write_through_the_engine(spark, tmp_path):
         spark.range(3).write.format("qbeast").option("cubes", "9").save(str(tmp_path / "bad"))
     with pytest.raises(Exception, match="cubeSize must be a positive integer"):
         spark.range(3).write.format("qbeast").option("cubeSize", "many").save(str(tmp_path / "bad"))
+    with pytest.raises(Exception, match="a new Qbeast table at .*bad needs the option columnsToIndex"):
+        spark.range(3).write.format("qbeast").save(str(tmp_path / "bad"))
     assert not (tmp_path / "bad").exists()
+
+    # a table registered by its location has no options: INSERT OVERWRITE keeps its index
+    spark.sql("DROP TABLE IF EXISTS bridge_registered")
+    spark.sql(f"CREATE TABLE bridge_registered USING qbeast LOCATION '{saved}'")
+    try:
+        spark.sql("INSERT OVERWRITE bridge_registered SELECT id, 2 FROM range(40)")
+        again = QbeastTable.for_path(spark, saved)
+        assert again.indexed_columns() == ["k"] and again.cube_size() == 100
+        assert _count(spark, "select count(*), max(k) from bridge_registered") == [40, 2]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS bridge_registered")
 
 
 def test_without_the_engine_sql_inserts_are_refused_and_nothing_changes(spark, tmp_path):

@@ -75,12 +75,23 @@ def run_write(options: Mapping[str, str], mode: str, df: Any) -> dict[str, Any]:
 
     mode = check_one_of("mode", mode, SAVE_MODES, ignore_case=True)
     path, columns, cube_size = write_arguments(options)
-    if mode.lower() in ("errorifexists", "ignore") and TableState.load(path).exists:
+    state = TableState.load(path)
+    if mode.lower() in ("errorifexists", "ignore") and state.exists:
         if mode.lower() == "ignore":
             return {"written": f"nothing: a table exists at {path} (mode Ignore)"}
         raise InvalidOptionError(f"a table already exists at {path}; write with mode 'append' or "
                                  "'overwrite'", option="mode", value=mode, allowed=["append", "overwrite"])
     engine_mode = "append" if mode.lower() == "append" else "overwrite"
+    latest = state.latest_revision if state.exists and state.is_qbeast else None
+    if columns is None and latest is not None and latest.column_transformers:
+        # INSERT OVERWRITE on a table registered by location: keep the table's index
+        columns = ",".join(t.spec for t in latest.column_transformers)
+        cube_size = cube_size or latest.desired_cube_size
+    if columns is None and latest is None:
+        raise InvalidOptionError(
+            f"a new Qbeast table at {path} needs the option columnsToIndex, e.g. "
+            "OPTIONS ('columnsToIndex'='a,b') or .option('columnsToIndex', 'a,b')",
+            option="columnsToIndex", value=None)
     result = write(df, path, columns_to_index=columns, cube_size=cube_size, mode=engine_mode)
     logger.info("qbeast SQL write to %s (%s): version %s, %d rows, %d files", path, engine_mode,
                 result.version, result.rows, result.file_count)
