@@ -55,6 +55,8 @@ class ReadExplanation(OperationResult):
     version: int
     fraction: float | None
     filter: str | None
+    #: the part of the filter the planner prunes with (None: no filter, or nothing it can use)
+    pruning: str | None
     files_read: int
     total_files: int
     bytes_read: int
@@ -71,6 +73,10 @@ class ReadExplanation(OperationResult):
         asked = [f"sample {self.fraction:g}" if self.fraction is not None else "no sample",
                  f"filter {self.filter}" if self.filter else "no filter"]
         lines = [f"read of {self.path} at version {self.version}: {', '.join(asked)}"]
+        if self.filter is not None:
+            lines.append(f"filter prunes: {self.pruning}" if self.pruning else
+                         "filter prunes: nothing (no comparison the planner can use; the rows "
+                         "are still filtered)")
         for r in self.revisions:
             lines += _revision_lines(r, self.filter is not None, self.fraction)
         if self.prefix_files:
@@ -122,7 +128,7 @@ def filter_text(filter: str | ex.Expression | None) -> str | None:  # noqa: A002
     """How a filter is shown: its SQL text, or the expression's own text."""
     if filter is None:
         return None
-    return filter if isinstance(filter, str) else str(filter)
+    return filter if isinstance(filter, str) else ex.expression_text(filter)
 
 
 def explain_read(path: str, fraction: float | None = None,
@@ -154,6 +160,7 @@ def explain_snapshot(snapshot: Any, fraction: float | None = None,
     rows_read = [f.rows_read for f in reads]
     return ReadExplanation(
         path=plan.table_path, version=plan.version, fraction=fraction, filter=filter_text(filter),
+        pruning=None if isinstance(predicate, ex.AlwaysTrue) else ex.expression_text(predicate),
         files_read=len(reads), total_files=plan.total_files, bytes_read=plan.selected_bytes,
         total_bytes=plan.total_bytes,
         rows_read=None if None in rows_read else sum(r for r in rows_read if r is not None),

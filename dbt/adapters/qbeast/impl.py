@@ -590,6 +590,24 @@ class QbeastAdapter(SparkAdapter):
         return ops.report(op, result)
 
     @available
+    def qbeast_explain_read(self, location: str, filter: Any = None,  # noqa: A002
+                            fraction: Any = None) -> Dict[str, Any]:
+        """``QbeastTable.explain_read``: what a read with ``filter`` sampled to ``fraction`` opens,
+        one line per reason (index boxes, weight bands, min/max statistics) with the totals."""
+        import qbeast
+
+        op = "qbeast_explain_read"
+        share = None if fraction is None else ops.check_number(op, "fraction", fraction, 0.0, 1.0,
+                                                               low_open=True)
+        if filter is not None and (not isinstance(filter, str) or not filter.strip()):
+            raise ops.argument_error(op, "filter", filter, "none or a SQL predicate on the table's "
+                                     "columns, e.g. \"x < 10\"")
+        with operation_errors(op):
+            result = qbeast.QbeastTable.for_path(self._spark(), location).explain_read(
+                filter=filter, fraction=share)
+        return ops.report(op, result)
+
+    @available
     def qbeast_register_table(self, path: Any, schema: Any, identifier: Any) -> Dict[str, Any]:
         """Register the Qbeast table at ``path`` as catalog table ``schema.identifier``."""
         import qbeast
