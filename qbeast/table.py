@@ -296,6 +296,14 @@ class QbeastTable:
 
         return table_history(self.path, limit=limit)
 
+    def statistics(self):
+        """Rows, bytes and files of the latest version, live revisions, indexed columns, cube
+        size and the time of the last optimize, from the Delta log (what ``dbt docs`` shows).
+        Returns a :class:`qbeast.operations.statistics.TableStatistics`."""
+        from qbeast.operations.statistics import table_statistics
+
+        return table_statistics(self.path)
+
     def explain_read(
         self,
         filter: str | ex.Expression | None = None,  # noqa: A002

@@ -29,6 +29,8 @@ _LAZY = {
     "explain_read": "qbeast.operations.explain",
     "ReadExplanation": "qbeast.operations.explain",
     "show_index": "qbeast.operations.index_page",
+    "table_statistics": "qbeast.operations.statistics",
+    "TableStatistics": "qbeast.operations.statistics",
     "delete_rows": "qbeast.operations.rowlevel",
     "update_rows": "qbeast.operations.rowlevel",
     "merge_rows": "qbeast.operations.rowlevel",
