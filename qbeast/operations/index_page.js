@@ -86,6 +86,7 @@
         attrs["data-cube"] = tree.rev.id + ":" + n.id;
         attrs["data-selected"] = n.selected ? "true" : "false";
       }
+      if (n.present && n.selected && w < 8) attrs.style = "stroke-width:" + Math.max(w / 4, 0.3).toFixed(2);  // thin cubes stay visible
       var rect = el("rect", attrs, svg);
       el("title", {}, rect, (n.present ? "cube '" + n.id + "'" : "no cube (inner, empty) '" + n.id + "'") +
          " depth " + n.depth + ", " + n.rows + " rows");
