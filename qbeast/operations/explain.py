@@ -45,6 +45,7 @@ class RevisionReasons:
     blocks_selected: int
     files_by_index: int
     files_read: int
+    cubes_read: int  # cubes with a needed block in a file the read opens
 
 
 @dataclass(frozen=True)
@@ -66,7 +67,8 @@ class ReadExplanation(OperationResult):
     prefix_files: int
     revisions: tuple[RevisionReasons, ...]
     files: tuple[FileRead, ...]
-    #: ``(revision id, cube string id)`` of every cube the read needs
+    #: ``(revision id, cube string id)`` of every cube the read needs a block of, in a file it
+    #: opens
     cubes: tuple[tuple[int, str], ...]
 
     def summary_lines(self) -> list[str]:
@@ -109,8 +111,9 @@ def _revision_lines(r: RevisionReasons, filtered: bool, fraction: float | None) 
         lines.append(f"index files:   {name}: {r.files_by_index} of {r.files} files hold a "
                      "needed block")
     dropped = r.files_by_index - r.files_read
+    kept = f", {r.cubes_read} cubes in them" if r.indexed else ""
     lines.append(f"min/max stats: {name}: {dropped} of {r.files_by_index} files dropped, "
-                 f"{r.files_read} read")
+                 f"{r.files_read} read{kept}")
     return lines
 
 
@@ -167,15 +170,22 @@ def explain_snapshot(snapshot: Any, fraction: float | None = None,
         total_rows=delta.num_records,
         prefix_files=sum(1 for f in plan.files if f.read_size is not None),
         revisions=revisions, files=tuple(reads),
-        cubes=tuple((t.revision_id, c) for t in trace.revisions for c in t.cubes_selected),
+        cubes=tuple((t.revision_id, c) for t in trace.revisions for c in _cubes_read(t, read_paths)),
     )
+
+
+def _cubes_read(trace: RevisionTrace, read_paths: set[str]) -> tuple[str, ...]:
+    """Cubes of ``trace`` with a needed block in a file the read opens (the min/max statistics
+    may drop every file holding a cube the index chose)."""
+    return tuple(dict.fromkeys(cube for cube, path in trace.blocks_needed if path in read_paths))
 
 
 def _reasons(trace: RevisionTrace, read_paths: set[str]) -> RevisionReasons:
     return RevisionReasons(
         revision_id=trace.revision_id, indexed=trace.indexed, weighted=trace.weighted,
         files=len(trace.files), cubes=trace.cube_count, cubes_in_boxes=trace.cubes_in_boxes,
-        cubes_selected=len(trace.cubes_selected), blocks_selected=trace.blocks_selected,
+        cubes_selected=len(trace.cubes_selected), blocks_selected=len(trace.blocks_needed),
         files_by_index=len(trace.files_selected),
         files_read=sum(1 for p in trace.files_selected if p in read_paths),
+        cubes_read=len(_cubes_read(trace, read_paths)),
     )

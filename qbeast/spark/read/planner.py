@@ -118,13 +118,18 @@ class RevisionTrace:
     cube_count: int = 0
     #: cubes whose space meets the filter's query boxes, over the whole weight range
     cubes_in_boxes: int = 0
-    #: cubes (string ids) the read needs: in the boxes and, for a sample, below its weight
-    cubes_selected: tuple[str, ...] = ()
-    blocks_selected: int = 0
+    #: ``(cube string id, file)`` of every block the read needs: its cube is in the boxes and,
+    #: for a sample, its weights meet the sample's (files as the Delta log names them)
+    blocks_needed: tuple[tuple[str, str], ...] = ()
     #: files holding a needed block, before the min/max statistics (Delta log paths)
     files_selected: tuple[str, ...] = ()
     #: whether the sample's weight range prunes this revision (its columns are the hashed ones)
     weighted: bool = False
+
+    @property
+    def cubes_selected(self) -> tuple[str, ...]:
+        """The cubes holding a needed block, each once."""
+        return tuple(dict.fromkeys(cube for cube, _ in self.blocks_needed))
 
 
 @dataclass
@@ -227,8 +232,8 @@ def _select_revision(
         trace.revisions.append(RevisionTrace(
             revision_id, True, tuple(add.path for add in files), cube_count=len(status),
             cubes_in_boxes=len(select_cubes(status, spaces)),
-            cubes_selected=tuple(dict.fromkeys(fb.block.cube for fb in blocks)),
-            blocks_selected=len(blocks), files_selected=tuple(needed),
+            blocks_needed=tuple((fb.block.cube, fb.path) for fb in blocks),
+            files_selected=tuple(needed),
             weighted=weight_range is not None))
     return [add for add in files if add.path in needed], needed
 

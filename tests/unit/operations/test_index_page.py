@@ -79,11 +79,22 @@ def test_the_explanation_gives_one_line_per_reason_with_totals(small_table):
     # the root's threshold (about 0.15) is below the sample's: the walk reaches A, whose block
     # holds only weights above 0.3, so only the root's two blocks are needed
     assert "weight bands:  revision 1: sample 0.3 needs 1 of those 2 cubes, 2 blocks" in lines
-    assert "min/max stats: revision 1: 1 of 2 files dropped, 1 read" in lines  # ids 175..194
+    assert "min/max stats: revision 1: 1 of 2 files dropped, 1 read, 1 cubes in them" in lines  # ids 175..194
     assert "min/max stats: revision 0: 1 of 1 files dropped, 0 read" in lines  # ids 195..204
     assert explained.cubes == ((1, ""),)
     assert (explained.files_read, explained.rows_read, explained.total_rows) == (1, 140, 205)
     assert lines[-1].startswith("total:         files 1 of 4, rows 140 of 205 (68.3%)")
+
+
+def test_cubes_whose_files_the_statistics_drop_are_not_read(small_table):
+    # ids 175..189: the boxes meet the root and A; A's only block is in the file of ids 0..139,
+    # which the min/max statistics drop, so the read opens the root's other file only
+    explained = explain_read(small_table, filter="id >= 175 and id < 190")
+    assert "index boxes:   revision 1: 2 of 4 cubes meet the filter's boxes on the indexed columns" in str(explained)
+    assert explained.revisions[-1].cubes_selected == 2 and explained.cubes == ((1, ""),)
+    assert [f.rows for f in explained.files] == [20]
+    picture = picture_of_snapshot(QbeastSnapshot.load(small_table), explained)
+    assert picture.selection is explained
 
 
 def test_bad_arguments_name_the_argument(small_table, tmp_path):
