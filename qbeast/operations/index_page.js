@@ -223,11 +223,12 @@
               "data-cubes-selected-total": data.selection ? data.selection.cubes : 0 }, document.getElementById("page"));
   data.revisions.forEach(function (rev) {
     var panel = el("div", { "class": "revision", "data-revision": rev.id }, box);
-    el("h2", {}, panel, "revision " + rev.id + (rev.staging ? " (staging, not indexed)" : "") +
+    el("h2", {}, panel, "revision " + rev.id + (rev.staging ? ": files without an index (staging or plain Delta)" : "") +
        (rev.columns.length ? ": " + rev.columns.join(", ") : ""));
-    el("p", { "class": "facts" }, panel, "cube size " + rev.cube_size + ", " + rev.rows + " rows, " +
-       bytes(rev.bytes) + ", " + rev.files.length + " files, " + rev.cubes.filter(function (c) { return c[10] === 1; }).length +
-       " cubes" + (rev.space.length ? "; space: " + rev.space.join("; ") : ""));
+    el("p", { "class": "facts" }, panel, (rev.staging ? "" : "cube size " + rev.cube_size + ", ") + rev.rows + " rows, " +
+       bytes(rev.bytes) + ", " + rev.files.length + " files" + (rev.staging ? ", no index: only their min/max statistics prune them" :
+       ", " + rev.cubes.filter(function (c) { return c[10] === 1; }).length + " cubes") +
+       (rev.space.length ? "; space: " + rev.space.join("; ") : ""));
     if (rev.cubes.length) {
       var tree = prepare(rev);
       tree.svg = el("svg", { xmlns: NS, "data-tree": rev.id }, panel);
@@ -235,8 +236,10 @@
       trees.push(tree);
       render(tree);
     }
-    table(panel, ["depth", "cubes", "blocks", "files", "rows"], rev.depths,
-          function (i) { return { "data-depth": rev.depths[i][0] }; });
+    if (rev.depths.length) {
+      table(panel, ["depth", "cubes", "blocks", "files", "rows"], rev.depths,
+            function (i) { return { "data-depth": rev.depths[i][0] }; });
+    }
     fileRows(panel, rev);
   });
   summarize();

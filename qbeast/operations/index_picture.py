@@ -72,6 +72,7 @@ class RevisionPicture:
     """A live revision (one with files): its space, its tree and its files."""
 
     revision_id: int
+    #: True for files without a usable index (staging files, a plain Delta table): no tree
     staging: bool
     columns: tuple[str, ...]
     space: tuple[str, ...]  # one line per indexed column: its transformation's range
@@ -123,17 +124,34 @@ def picture_of_snapshot(snapshot: QbeastSnapshot,
     revisions = []
     if snapshot.is_qbeast:
         for rid, files in sorted(snapshot.files_by_revision().items()):
-            if rid in snapshot.revisions and files:
+            if rid == STAGING_REVISION_ID:
+                revisions.append(_unindexed_picture(snapshot, rid, files))
+            elif rid in snapshot.revisions and files:
                 revisions.append(_revision_picture(snapshot, rid))
+            elif files:  # files of a revision the metadata lacks: shown, not drawn as a tree
+                revisions.append(_unindexed_picture(snapshot, rid, files))
+    elif delta.num_files:  # a plain Delta table: its files, no index
+        revisions.append(_unindexed_picture(snapshot, STAGING_REVISION_ID, list(snapshot.files())))
     return IndexPicture(snapshot.table_path, snapshot.version, delta.num_records, delta.size_bytes,
                         delta.num_files, tuple(revisions), selection)
+
+
+def _unindexed_picture(snapshot: QbeastSnapshot, revision_id: int, adds: list[Any]) -> RevisionPicture:
+    """Files without a usable index (staging, or plain Delta): listed, no tree."""
+    revision = snapshot.revisions.get(revision_id) if snapshot.is_qbeast else None
+    files = tuple(FilePicture(add.path, add.size, add.num_records, 0, 0.0, 1.0) for add in adds)
+    return RevisionPicture(
+        revision_id=revision_id, staging=True, columns=(), space=(),
+        cube_size=revision.desired_cube_size if revision is not None else 0,
+        rows=sum(add.num_records or 0 for add in adds), bytes=sum(add.size for add in adds),
+        cubes=(), files=files, depths=(),
+    )
 
 
 def _revision_picture(snapshot: QbeastSnapshot, revision_id: int) -> RevisionPicture:
     revision = snapshot.revision(revision_id)
     adds = snapshot.revision_files(revision_id)
     metrics = metrics_of_snapshot(snapshot, revision_id)
-    staging = revision_id == STAGING_REVISION_ID
     index = {add.path: i for i, add in enumerate(adds)}
     files = []
     bytes_per_row: dict[str, float] = {}
@@ -147,25 +165,24 @@ def _revision_picture(snapshot: QbeastSnapshot, revision_id: int) -> RevisionPic
             fraction(max((b.max_weight for b in blocks), default=MAX_WEIGHT)),
         ))
     cubes: list[CubePicture] = []
-    if not staging:
-        status = snapshot.index_status(revision_id)
-        for cube, subtree in sorted(status.tree_sizes().items()):
-            parent = cube.parent
-            found = status.get(cube)
-            if found is None:  # an inner cube with no block of its own
-                cubes.append(CubePicture(cube.string, cube.depth, _string(parent), 0, 0, 0.0, 0, (),
-                                         round(subtree), present=False))
-                continue
-            cubes.append(CubePicture(
-                id=cube.string, depth=cube.depth, parent=_string(parent),
-                rows=found.element_count,
-                bytes=round(sum(fb.block.element_count * bytes_per_row[fb.path]
-                                for fb in found.blocks)),
-                max_weight=fraction(found.max_weight), blocks=len(found.blocks),
-                files=tuple(index[p] for p in found.files), subtree_rows=round(subtree),
-            ))
+    status = snapshot.index_status(revision_id)
+    for cube, subtree in sorted(status.tree_sizes().items()):
+        parent = cube.parent
+        found = status.get(cube)
+        if found is None:  # an inner cube with no block of its own
+            cubes.append(CubePicture(cube.string, cube.depth, _string(parent), 0, 0, 0.0, 0, (),
+                                     round(subtree), present=False))
+            continue
+        cubes.append(CubePicture(
+            id=cube.string, depth=cube.depth, parent=_string(parent),
+            rows=found.element_count,
+            bytes=round(sum(fb.block.element_count * bytes_per_row[fb.path]
+                            for fb in found.blocks)),
+            max_weight=fraction(found.max_weight), blocks=len(found.blocks),
+            files=tuple(index[p] for p in found.files), subtree_rows=round(subtree),
+        ))
     return RevisionPicture(
-        revision_id=revision_id, staging=staging, columns=tuple(revision.columns),
+        revision_id=revision_id, staging=False, columns=tuple(revision.columns),
         space=_space(revision), cube_size=revision.desired_cube_size,
         rows=metrics.element_count, bytes=metrics.bytes, cubes=tuple(cubes), files=tuple(files),
         depths=tuple(DepthPicture(d.depth, d.cube_count, d.block_count, d.file_count,

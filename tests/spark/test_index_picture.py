@@ -95,6 +95,6 @@ def test_the_page_marks_the_planners_selection(table, tmp_path):
         assert selected == {f"{r}:{c}" for r, c in explained.cubes} and selected
         read = {f["data-file"] for f in elements(dom, "data-file", "tr") if f["data-selected"] == "true"}
         assert read == {f.path for f in explained.files}
-        assert [p["data-revision"] for p in elements(dom, "data-revision", "div")] == ["1", "2"]
+        assert [p["data-revision"] for p in elements(dom, "data-revision", "div")][-2:] == ["1", "2"]
     _, _, colours = png_colours(screenshot(page, tmp_path / "page.png"))
     assert colours > 50

@@ -50,7 +50,9 @@ def small_table(make_table) -> str:
 def test_the_picture_holds_every_cube_file_and_depth_of_the_tags(small_table):
     snapshot = QbeastSnapshot.load(small_table)
     picture = picture_of_snapshot(snapshot)
-    (revision,) = picture.revisions  # the staging file has no revision 0 in this table's metadata
+    staging, revision = picture.revisions
+    assert (staging.revision_id, staging.staging, staging.cubes, staging.rows) == (0, True, (), 10)
+    assert [f.rows for f in staging.files] == [10]
     status = snapshot.index_status(1)
     assert picture.cube_count == len(status) == 4
     by_id = {c.id: c for c in revision.cubes}
@@ -123,13 +125,14 @@ def test_the_page_draws_every_cube_and_marks_what_a_read_opens(small_table, tmp_
     assert sorted(c["data-cube"] for c in cubes) == ["1:", "1:A", "1:g", "1:gA"]
     assert [c["data-cube"] for c in cubes if c["data-selected"] == "true"] == ["1:"]
     files = elements(dom, "data-file", "tr")
-    assert len(files) == 3
+    assert len(files) == 4  # three indexed files and the staging one (its ids are all >= 195)
     assert {f["data-file"] for f in files if f["data-selected"] == "true"} == {f.path for f in explained.files}
     (summary,) = elements(dom, "data-cubes-total")
     assert (summary["data-cubes-total"], summary["data-cubes-drawn"], summary["data-rendered"]) == ("4", "4", "true")
     (read,) = elements(dom, "data-rows-read")
     assert (read["data-files-read"], read["data-rows-read"]) == ("1", "140")
     assert len(elements(dom, "data-depth", "tr")) == 3
+    assert [p["data-revision"] for p in elements(dom, "data-revision", "div")] == ["0", "1"]
     width, height, colours = png_colours(screenshot(page, tmp_path / "index.png"))
     assert (width, height) == (1400, 900) and colours > 50
 
