@@ -1,5 +1,5 @@
 """The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]``,
-``qbeast show TABLE --output FILE.html [--sample F] [--filter SQL]`` and
+``qbeast show TABLE --output FILE.html [--sample F] [--filter SQL] [--png FILE.png]`` and
 ``qbeast serve [--catalog-dir DIR] [--connect-port N] [--thrift-port N] [--master URL]``.
 
 ``describe`` answers "what is in this table?" without starting Spark: the Delta facts (version,
@@ -238,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="mark what sample(F) reads, F in [0, 1]")
     show.add_argument("--filter", metavar="SQL", default=None,
                       help="mark what a read with this SQL predicate reads, e.g. \"x < 10\"")
+    show.add_argument("--png", metavar="FILE.png", default=None,
+                      help="also save a screenshot of the page (needs a headless Chromium: "
+                           "Debian's chromium package, or Chrome)")
     show.add_argument("--version", dest="table_version", type=int, metavar="N", default=None,
                       help="show table version N (time travel) instead of the latest")
     show.add_argument("--catalog-dir", metavar="DIR", default=None,
@@ -300,13 +303,15 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
 
 def run_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """``qbeast show``: write the page, print the read's explanation when one was asked for."""
-    from qbeast.operations.index_page import write_page
+    from qbeast.operations.index_page import screenshot, write_page
     from qbeast.operations.index_picture import table_picture
 
     try:
         picture = table_picture(resolve_table(args.path, args.catalog_dir), args.sample, args.filter,
                                 args.table_version)
         written = write_page(picture, args.output)
+        if args.png is not None:
+            screenshot(written, args.png)
     except QbeastError as exc:
         err.write(f"qbeast show: error: {exc}\n")
         return EXIT_ERROR
@@ -315,7 +320,7 @@ def run_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         return EXIT_ERROR
     if picture.selection is not None:
         out.write(f"{picture.selection}\n")
-    out.write(f"wrote {written}\n")
+    out.write(f"wrote {written}{f' and {args.png}' if args.png else ''}\n")
     return EXIT_OK
 
 

@@ -324,13 +324,16 @@ class QbeastTable:
         fraction: float | None = None,
         filter: str | ex.Expression | None = None,  # noqa: A002
         version: int | None = None,
+        png: str | None = None,
     ):
         """Write a self-contained HTML page of the index to ``output``: every live revision's
         tree, its files with their weight bands, per-depth totals and, with ``fraction`` and/or
-        ``filter``, what that read opens. Returns the page's path."""
+        ``filter``, what that read opens; ``png`` also saves a screenshot (needs a headless
+        Chromium). Returns the page's path."""
         from qbeast.operations.index_page import show_index
 
-        return show_index(self.path, output, fraction=fraction, filter=filter, version=version)
+        return show_index(self.path, output, fraction=fraction, filter=filter, version=version,
+                          png=png)
 
     def index_metrics(self, revision_id: int | None = None):
         """Cube, block, file and element-count statistics of a revision (latest by default)."""

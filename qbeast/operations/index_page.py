@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import html
 import json
+import shutil
+import subprocess
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,9 @@ from qbeast.operations.index_picture import IndexPicture, RevisionPicture, table
 
 #: Cubes drawn before deeper levels are aggregated (each level is drawn whole or not at all).
 DRAW_BUDGET = 2000
+
+#: Browsers a PNG of the page can be taken with (headless), in the order they are looked for.
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
 
 def picture_data(picture: IndexPicture) -> dict[str, Any]:
@@ -101,9 +107,38 @@ def write_page(picture: IndexPicture, output: str | Path) -> Path:
     return target
 
 
+def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 900,
+               timeout: float = 120) -> Path:
+    """A PNG of the first ``width`` x ``height`` pixels of ``page``, taken with a headless
+    Chromium (Debian's ``chromium`` package, or Chrome): the page draws itself with its script,
+    so a picture needs a browser."""
+    target = Path(png)
+    if target.suffix.lower() != ".png":
+        raise InvalidOptionError(f"png must be a .png file, got {str(png)!r}")
+    browser = next((found for name in BROWSERS if (found := shutil.which(name))), None)
+    if browser is None:
+        raise InvalidOptionError(
+            f"a PNG needs a headless Chromium, and none of {', '.join(BROWSERS)} is on the PATH; "
+            "install one (Debian: apt-get install chromium) or open the HTML page instead")
+    with tempfile.TemporaryDirectory(prefix="qbeast-chromium-") as profile:
+        done = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             "--no-first-run", f"--user-data-dir={profile}", f"--screenshot={target.resolve()}",
+             f"--window-size={width},{height}", Path(page).resolve().as_uri()],
+            capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0 or not target.is_file():
+        raise InvalidOptionError(f"{browser} could not take the screenshot: {done.stderr[-500:]}")
+    return target
+
+
 def show_index(path: str, output: str | Path, fraction: float | None = None,
                filter: str | ex.Expression | None = None,  # noqa: A002
-               version: int | None = None) -> Path:
+               version: int | None = None, png: str | Path | None = None) -> Path:
     """Write the index page of the table at ``path`` to ``output``; with ``fraction`` and/or
-    ``filter`` the page marks what that read opens (the read planner's own choice)."""
-    return write_page(table_picture(path, fraction, filter, version), output)
+    ``filter`` the page marks what that read opens (the read planner's own choice); with
+    ``png``, also a screenshot of it (:func:`screenshot`)."""
+    page = write_page(table_picture(path, fraction, filter, version), output)
+    if png is not None:
+        screenshot(page, png)
+    return page

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from browser import dump_dom, elements, png_colours, requires_chromium, screenshot
+from browser import dump_dom, elements, png_colours, requires_chromium
 
 from qbeast.cli import main
 from qbeast.core.cube_id import CubeId
@@ -104,6 +104,8 @@ def test_bad_arguments_name_the_argument(small_table, tmp_path):
         table_picture(small_table, sample=1.5)
     with pytest.raises(InvalidOptionError, match="output must be an .html file"):
         show_index(small_table, tmp_path / "page.png")
+    with pytest.raises(InvalidOptionError, match="png must be a .png file"):
+        show_index(small_table, tmp_path / "page.html", png=tmp_path / "page.jpg")
     with open(tmp_path / "o", "w") as out, open(tmp_path / "e", "w") as err:
         assert main(["show", small_table, "--output", str(tmp_path / "p.html"), "--sample", "2"],
                     out=out, err=err) == 2
@@ -114,10 +116,12 @@ def test_bad_arguments_name_the_argument(small_table, tmp_path):
 @requires_chromium
 def test_the_page_draws_every_cube_and_marks_what_a_read_opens(small_table, tmp_path, capsys):
     page = tmp_path / "index.html"
-    assert main(["show", small_table, "--output", str(page), "--sample", "0.3", "--filter", "id < 150"]) == 0
+    png = tmp_path / "index.png"
+    assert main(["show", small_table, "--output", str(page), "--sample", "0.3", "--filter", "id < 150",
+                 "--png", str(png)]) == 0
     printed = capsys.readouterr().out
     explained = explain_read(small_table, fraction=0.3, filter="id < 150")
-    assert str(explained) in printed and f"wrote {page}" in printed
+    assert str(explained) in printed and f"wrote {page} and {png}" in printed
     html = page.read_text()
     assert "http://" not in html.replace("http://www.w3.org/2000/svg", "") and "https://" not in html
     dom = dump_dom(page)
@@ -133,7 +137,7 @@ def test_the_page_draws_every_cube_and_marks_what_a_read_opens(small_table, tmp_
     assert (read["data-files-read"], read["data-rows-read"]) == ("1", "140")
     assert len(elements(dom, "data-depth", "tr")) == 3
     assert [p["data-revision"] for p in elements(dom, "data-revision", "div")] == ["0", "1"]
-    width, height, colours = png_colours(screenshot(page, tmp_path / "index.png"))
+    width, height, colours = png_colours(png)  # the screenshot `qbeast show --png` took
     assert (width, height) == (1400, 900) and colours > 50
 
 
