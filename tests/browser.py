@@ -1,6 +1,7 @@
 """A real headless browser for the tests of generated pages: Debian's ``chromium``, driven by its
-own command line (``--dump-dom`` prints the DOM after the page's scripts ran, ``--screenshot``
-writes a PNG), so no browser-automation package is needed.
+own command line (``--dump-dom`` prints the DOM after the page's scripts ran; screenshots are the
+engine's own, ``qbeast.operations.index_page.screenshot``), so no browser-automation package is
+needed.
 
 Tests that need it carry :data:`requires_chromium`; they skip, saying why, only when the binary
 is missing (``.ci/run`` installs it when it runs as root).
@@ -41,12 +42,6 @@ def _run(page: Path, *args: str, timeout: float = 60) -> str:
 def dump_dom(page: Path, timeout: float = 60) -> str:
     """The page's DOM serialized after its scripts ran."""
     return _run(page, "--dump-dom", timeout=timeout)
-
-
-def screenshot(page: Path, png: Path, width: int = 1400, height: int = 900) -> Path:
-    """A PNG of the rendered page (the first ``width`` x ``height`` pixels)."""
-    _run(page, f"--screenshot={png}", f"--window-size={width},{height}")
-    return png
 
 
 class _Elements(HTMLParser):
