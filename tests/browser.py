@@ -29,19 +29,19 @@ _FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-n
           "--disable-dev-shm-usage", "--hide-scrollbars")
 
 
-def _run(page: Path, *args: str, timeout: float = 60) -> str:
+def _run(page: Path, *args: str, timeout: float = 60, fragment: str = "") -> str:
     assert CHROMIUM is not None
     with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:
         done = subprocess.run([CHROMIUM, *_FLAGS, f"--user-data-dir={profile}", *args,
-                               page.resolve().as_uri()],
+                               page.resolve().as_uri() + fragment],
                               capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout
 
 
-def dump_dom(page: Path, timeout: float = 60) -> str:
-    """The page's DOM serialized after its scripts ran."""
-    return _run(page, "--dump-dom", timeout=timeout)
+def dump_dom(page: Path, timeout: float = 60, fragment: str = "") -> str:
+    """The page's DOM serialized after its scripts ran (``fragment``: ``#...`` of the address)."""
+    return _run(page, "--dump-dom", timeout=timeout, fragment=fragment)
 
 
 class _Elements(HTMLParser):

@@ -2,6 +2,7 @@
 // Each revision is an icicle: one row per depth, each cube as wide as the rows of its subtree.
 // Below the depth where the drawing budget runs out, a subtree is one grey strip (an aggregate)
 // that a click expands; a click on a drawn cube shows its facts and folds or unfolds it.
+// The address may ask for subtrees to be open: #expand=all, or #expand=<revision>:<cube>,...
 // Drawn elements carry data attributes (data-cube, data-selected, data-aggregate, data-cubes)
 // so that what is on the page can be counted from the DOM.
 (function () {
@@ -242,5 +243,20 @@
     }
     fileRows(panel, rev);
   });
+  // #expand=all or #expand=<revision>:<cube>,... opens those subtrees as a click would (links
+  // to a part of a large tree)
+  var asked = /(?:^#|&)expand=([^&]*)/.exec(window.location.hash);
+  if (asked) {
+    var wanted = decodeURIComponent(asked[1]).split(",");
+    trees.forEach(function (tree) {
+      tree.nodes.forEach(function (n) {
+        if (wanted[0] === "all") { n.open = true; return; }
+        if (wanted.indexOf(tree.rev.id + ":" + n.id) < 0) return;
+        for (var up = n.parent; up >= 0; up = tree.nodes[up].parent) tree.nodes[up].open = true;
+        expand(n);
+      });
+      render(tree);
+    });
+  }
   summarize();
 })();
