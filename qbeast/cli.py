@@ -1,4 +1,5 @@
-"""The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]`` and
+"""The ``qbeast`` command line: ``qbeast describe TABLE [--version N] [--json] [--files]``,
+``qbeast show TABLE --output FILE.html [--sample F] [--filter SQL] [--png FILE.png]`` and
 ``qbeast serve [--catalog-dir DIR] [--connect-port N] [--thrift-port N] [--master URL]``.
 
 ``describe`` answers "what is in this table?" without starting Spark: the Delta facts (version,
@@ -11,6 +12,11 @@ TABLE is a folder (a path or ``file:`` URI) or a catalog name, ``schema.table`` 
 unique across schemas, looked up in the names file the dbt adapter keeps beside the embedded
 catalog (:mod:`qbeast.names`; found from the dbt project around the working directory, or given
 with ``--catalog-dir``). Output piped into a command that stops reading (``| head``) just ends.
+
+``show`` writes one self-contained HTML page of the table's index (every live revision's tree,
+its files with their weight bands, per-depth totals; :mod:`qbeast.operations.index_page`); with
+``--sample`` and/or ``--filter`` the page marks what that read opens and the command prints the
+read planner's explanation (:mod:`qbeast.operations.explain`). It reads only the Delta log.
 
 ``serve`` starts one Spark driver with the engine in it and serves its catalog through Spark
 Connect and the Thrift JDBC/ODBC protocol until SIGTERM or Ctrl-C (:mod:`qbeast.spark.server`,
@@ -219,6 +225,26 @@ def build_parser() -> argparse.ArgumentParser:
                       help="describe table version N (time travel) instead of the latest")
     desc.add_argument("--json", action="store_true", help="print one JSON document")
     desc.add_argument("--files", action="store_true", help="list the active files with their tags")
+    show = sub.add_parser(
+        "show", help="write an HTML page of a table's index (and of what a read opens)",
+        description="Write one self-contained HTML page (no server, no network) of the table's "
+                    "index: the tree of every live revision, its files with their weight bands "
+                    "and the totals per depth. With --sample and/or --filter the page marks the "
+                    "cubes and files that read opens, and the read's explanation is printed.")
+    show.add_argument("path", metavar="TABLE", help="table folder or catalog name (as for describe)")
+    show.add_argument("--output", "-o", required=True, metavar="FILE.html",
+                      help="the page to write (an .html file)")
+    show.add_argument("--sample", type=float, metavar="F", default=None,
+                      help="mark what sample(F) reads, F in [0, 1]")
+    show.add_argument("--filter", metavar="SQL", default=None,
+                      help="mark what a read with this SQL predicate reads, e.g. \"x < 10\"")
+    show.add_argument("--png", metavar="FILE.png", default=None,
+                      help="also save a screenshot of the page (needs a headless Chromium: "
+                           "Debian's chromium package, or Chrome)")
+    show.add_argument("--version", dest="table_version", type=int, metavar="N", default=None,
+                      help="show table version N (time travel) instead of the latest")
+    show.add_argument("--catalog-dir", metavar="DIR", default=None,
+                      help="the dbt profile's catalog_dir that names are looked up in")
     from qbeast.spark.embedded_catalog import DEFAULT_FOLDER
 
     serve = sub.add_parser(
@@ -250,6 +276,8 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return run_serve(args, err)
+    if args.command == "show":
+        return run_show(args, out, err)
     try:
         path = resolve_table(args.path, args.catalog_dir)
         facts = describe(path, args.table_version, args.files)
@@ -270,6 +298,29 @@ def main(argv: list[str] | None = None, out: TextIO | None = None, err: TextIO |
     except BrokenPipeError:
         # the reader stopped (`| head`): nothing more to say; keep Python from complaining at exit
         _silence_stdout(out)
+    return EXIT_OK
+
+
+def run_show(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """``qbeast show``: write the page, print the read's explanation when one was asked for."""
+    from qbeast.operations.index_page import screenshot, write_page
+    from qbeast.operations.index_picture import table_picture
+
+    try:
+        picture = table_picture(resolve_table(args.path, args.catalog_dir), args.sample, args.filter,
+                                args.table_version)
+        written = write_page(picture, args.output)
+        if args.png is not None:
+            screenshot(written, args.png)
+    except QbeastError as exc:
+        err.write(f"qbeast show: error: {exc}\n")
+        return EXIT_ERROR
+    except OSError as exc:
+        err.write(f"qbeast show: error: {exc.strerror or exc}\n")
+        return EXIT_ERROR
+    if picture.selection is not None:
+        out.write(f"{picture.selection}\n")
+    out.write(f"wrote {written}{f' and {args.png}' if args.png else ''}\n")
     return EXIT_OK
 
 

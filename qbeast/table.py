@@ -296,6 +296,45 @@ class QbeastTable:
 
         return table_history(self.path, limit=limit)
 
+    def statistics(self):
+        """Rows, bytes and files of the latest version, live revisions, indexed columns, cube
+        size and the time of the last optimize, from the Delta log (what ``dbt docs`` shows).
+        Returns a :class:`qbeast.operations.statistics.TableStatistics`."""
+        from qbeast.operations.statistics import table_statistics
+
+        return table_statistics(self.path)
+
+    def explain_read(
+        self,
+        filter: str | ex.Expression | None = None,  # noqa: A002
+        fraction: float | None = None,
+        version: int | None = None,
+    ):
+        """What a read with ``filter`` sampled to ``fraction`` will open, and why: one line per
+        reason (index boxes, weight bands, min/max statistics, prefixes) and the totals of files,
+        rows and bytes against the table. Nothing is read but the log. Returns a
+        :class:`qbeast.operations.explain.ReadExplanation` (print it, or ``to_dict()``)."""
+        from qbeast.operations.explain import explain_read
+
+        return explain_read(self.path, fraction=fraction, filter=filter, version=version)
+
+    def show_index(
+        self,
+        output: str,
+        fraction: float | None = None,
+        filter: str | ex.Expression | None = None,  # noqa: A002
+        version: int | None = None,
+        png: str | None = None,
+    ):
+        """Write a self-contained HTML page of the index to ``output``: every live revision's
+        tree, its files with their weight bands, per-depth totals and, with ``fraction`` and/or
+        ``filter``, what that read opens; ``png`` also saves a screenshot (needs a headless
+        Chromium). Returns the page's path."""
+        from qbeast.operations.index_page import show_index
+
+        return show_index(self.path, output, fraction=fraction, filter=filter, version=version,
+                          png=png)
+
     def index_metrics(self, revision_id: int | None = None):
         """Cube, block, file and element-count statistics of a revision (latest by default)."""
         from qbeast.operations.metrics import index_metrics

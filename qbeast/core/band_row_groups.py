@@ -132,3 +132,8 @@ class PieceLayout:
             if seen > rows_to_end:
                 return None  # a piece boundary inside a row group: not a file this layout wrote
         return None
+
+    def rows_within(self, length: int) -> int:
+        """Rows of the row groups a reader of the first ``length`` bytes reads (those that end
+        inside them: the prefixes of :meth:`prefix_bytes` end exactly at a row group's end)."""
+        return sum(rows for end, rows in zip(self.group_ends, self.group_rows) if end <= length)

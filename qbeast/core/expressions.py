@@ -434,3 +434,45 @@ def to_dnf(expr: Expression, max_terms: int = 64) -> list[tuple[Expression, ...]
     if isinstance(expr, Not):
         raise InvalidOptionError("to_dnf expects an expression without Not; call push_down_not first")
     return [(expr,)]
+
+
+_COMPARISON_SYMBOLS: dict[type, str] = {
+    EqualTo: "=", NotEqualTo: "!=", LessThan: "<", LessThanOrEqual: "<=", GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+}
+
+
+class _Text(ExpressionVisitor[str]):
+    """SQL-like text of an expression, for people reading what a planner used (not for Spark)."""
+
+    def visit_true(self) -> str:
+        return "true"
+
+    def visit_false(self) -> str:
+        return "false"
+
+    def visit_and(self, results: list[str]) -> str:
+        return " AND ".join(f"({r})" if " OR " in r else r for r in results)
+
+    def visit_or(self, results: list[str]) -> str:
+        return " OR ".join(results)
+
+    def visit_not(self, result: str) -> str:
+        return f"NOT ({result})"
+
+    def visit_comparison(self, predicate: Comparison) -> str:
+        return f"{predicate.column} {_COMPARISON_SYMBOLS[type(predicate)]} {predicate.value!r}"
+
+    def visit_in(self, predicate: In) -> str:
+        return f"{predicate.column} IN ({', '.join(repr(v) for v in predicate.values)})"
+
+    def visit_is_null(self, predicate: IsNull) -> str:
+        return f"{predicate.column} IS NULL"
+
+    def visit_is_not_null(self, predicate: IsNotNull) -> str:
+        return f"{predicate.column} IS NOT NULL"
+
+
+def expression_text(expr: Expression) -> str:
+    """``id < 150 AND x >= 0.5``: an expression as a person reads it (literals as Python repr)."""
+    return visit(expr, _Text())

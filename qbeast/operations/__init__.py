@@ -1,5 +1,5 @@
 """Table operations on Qbeast tables: convert, format upgrade, optimize, vacuum, history, metrics,
-and the row-level changes delete, update, merge and delete+insert.
+read explanations and index pages, and the row-level changes delete, update, merge and delete+insert.
 
 Each operation is a plain function taking a table path (and the Spark session when it runs Spark
 jobs), validating its arguments and returning a small result object with ``to_dict()`` and a
@@ -26,6 +26,11 @@ _LAZY = {
     "TableHistory": "qbeast.operations.maintenance",
     "index_metrics": "qbeast.operations.metrics",
     "IndexMetrics": "qbeast.operations.metrics",
+    "explain_read": "qbeast.operations.explain",
+    "ReadExplanation": "qbeast.operations.explain",
+    "show_index": "qbeast.operations.index_page",
+    "table_statistics": "qbeast.operations.statistics",
+    "TableStatistics": "qbeast.operations.statistics",
     "delete_rows": "qbeast.operations.rowlevel",
     "update_rows": "qbeast.operations.rowlevel",
     "merge_rows": "qbeast.operations.rowlevel",

@@ -67,6 +67,8 @@ class DepthMetrics:
     cube_element_count: SizeStats
     inner_cube_count: int
     avg_max_weight_fraction: float | None
+    block_count: int = 0
+    file_count: int = 0  # files holding a block of a cube at this depth
 
 
 @dataclass(frozen=True)
@@ -199,6 +201,8 @@ def metrics_of_snapshot(snapshot: QbeastSnapshot, revision_id: int) -> IndexMetr
                 avg_max_weight_fraction=(
                     sum(fraction(c.max_weight) for c in inner) / len(inner) if inner else None
                 ),
+                block_count=len(files) if staging else sum(len(c.blocks) for c, _ in entries),
+                file_count=len(files) if staging else len({p for c, _ in entries for p in c.files}),
             )
         )
     sizes = [f.size for f in files]

@@ -50,6 +50,7 @@ from qbeast.operations.tiering import (
     received_since_layout,
 )
 from qbeast.progress import Phase
+from qbeast.spark.progress import task_monitor
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.read.files import read_files
@@ -62,8 +63,9 @@ __all__ = ["OPTIMIZE_OPERATION", "OptimizeResult", "RevisionOptimization", "appe
            "optimize_table"]
 
 
-def _phase(path: str, name: str) -> Phase:
-    return Phase(logger, "optimize", path, name)
+def _phase(path: str, name: str, spark: Any = None) -> Phase:
+    """A phase of an optimize; with ``spark``, its Spark tasks' progress is logged as it runs."""
+    return Phase(logger, "optimize", path, name, monitor=task_monitor(spark))
 
 
 @dataclass(frozen=True)
@@ -402,7 +404,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     latest = snapshot.latest_revision
     chosen = files if files is not None else [f for rid in sources
                                               for f in snapshot.revision_files(rid)]
-    phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}")
+    phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}", spark)
     indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
                          rows_already_in_table=True)
     adds = [add_file(w, indexed.revision.revision_id, data_change=False) for w in indexed.written]
@@ -463,11 +465,11 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     thresholds = pass_through_thresholds(snapshot.index_status(rid))
     data = _read_files(spark, snapshot, chosen)
 
-    phase = _phase(table, f"revision {rid}: exact cube sizes")
+    phase = _phase(table, f"revision {rid}: exact cube sizes", spark)
     sizes = exact_cube_sizes(data, revision, thresholds)
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
-    phase = _phase(table, f"revision {rid}: write")
+    phase = _phase(table, f"revision {rid}: write", spark)
     # the light bands' sharing is judged on the whole table's rows, not only the rewritten ones
     written = rewrite_with_sizes(data, revision, thresholds, sizes, table,
                                  table_rows=snapshot.delta.num_records)
@@ -493,7 +495,7 @@ def _index_staging(spark: Any, snapshot: QbeastSnapshot,
     """Index the rows of staging files into the latest revision (opening one when they grow
     its space, or revision 1 on a converted table), as an indexed append would."""
     table = snapshot.table_path
-    phase = _phase(table, "staging")
+    phase = _phase(table, "staging", spark)
     indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
                          rows_already_in_table=True)
     revision = indexed.revision

@@ -59,6 +59,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.index.file_blocks import settle_empty_blocks
 from qbeast.operations.common import OperationResult, check_path
 from qbeast.progress import Phase
+from qbeast.spark.progress import task_monitor
 from qbeast.rebase import PlannedCommit, WriteConflictError, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.changes import fates, file_merge, merge, shipped_source
@@ -485,7 +486,8 @@ class _Operation:
         return self.job.columns
 
     def phase(self, name: str) -> Phase:
-        return Phase(logger, self.name.lower(), self.path, name)
+        """A phase of the operation; its Spark tasks' progress is logged while it runs."""
+        return Phase(logger, self.name.lower(), self.path, name, monitor=task_monitor(self.job.spark))
 
     def check_cancelled(self, before: str) -> None:
         self.properties.check_cancelled(f"{self.name.lower()} of {self.path}", before)

@@ -91,6 +91,14 @@ class TestRunOperations:
         for line in str(table.index_metrics()).splitlines()[1:]:
             assert line.strip() in out
 
+        # explain a read by model name: the planner's reasons and totals are printed
+        out = _op("qbeast_explain_read", {"relation_or_path": "events", "filter": "id < 40",
+                                          "fraction": 0.5})
+        explained = table.explain_read(filter="id < 40", fraction=0.5)
+        assert explained.files_read < explained.total_files
+        for line in str(explained).splitlines()[1:]:
+            assert line.strip() in out
+
         # optimize by schema.identifier: laid out afterwards (one block per cube, or per weight
         # band of a cube), same rows
         files_before = _parquet_files(location)
@@ -129,6 +137,8 @@ class TestRunOperations:
         bad = [
             ("qbeast_optimize", {"relation_or_path": "events", "fraction": 0},
              "qbeast_optimize: invalid argument fraction=0; allowed values: a number in (0.0, 1.0]"),
+            ("qbeast_explain_read", {"relation_or_path": "events", "fraction": 2},
+             "qbeast_explain_read: invalid argument fraction=2; allowed values: a number in (0.0, 1.0]"),
             ("qbeast_optimize", {"relation_or_path": "events", "revision_id": -1},
              "invalid argument revision_id=-1; allowed values: an integer >= 0 or none"),
             ("qbeast_optimize", {"relation_or_path": "events", "files": "part-0.parquet"},

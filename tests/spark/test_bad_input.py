@@ -126,6 +126,11 @@ CASES = [
     Bad("table.index_metrics(revision_id=99)",
         lambda s, p, d: QbeastTable(s, p).index_metrics(revision_id=99),
         r"revision_id 99 does not exist in .*; allowed values: \[0, 1\]"),
+    Bad("table.explain_read(fraction=2)", lambda s, p, d: QbeastTable(s, p).explain_read(fraction=2),
+        r"sample fraction must be in \[0, 1\], got 2"),
+    Bad("table.show_index(folder + '/index.png')",
+        lambda s, p, d: QbeastTable(s, p).show_index(d + "/index.png"),
+        r"output must be an .html file, got '.*/index.png'; allowed: a path ending in .html"),
     Bad("qbeast.convert_to_qbeast(spark, folder, [])", lambda s, p, d: qbeast.convert_to_qbeast(s, d, []),
         r"columns_to_index must be a non-empty list of column names or a comma-separated string"),
     Bad("qbeast.convert_to_qbeast(spark, folder, 'id:linear')",
@@ -157,6 +162,8 @@ CLI_CASES = [
     ("qbeast describe {path} --version -1", r"version must be a non-negative integer, got -1"),
     ("qbeast describe {path} --version abc", r"argument --version: invalid int value: 'abc'"),
     ("qbeast describe {path} --version 99", r"version 99 of .* does not exist; latest version is 0"),
+    ("qbeast show {path}", r"the following arguments are required: --output/-o"),
+    ("qbeast show {path} --output {folder}/x.html --sample 2", r"sample fraction must be in \[0, 1\], got 2.0"),
     # an object-store location is a real location now; a scheme no storage serves is refused
     # (the case must not reach a store: tests send no traffic off the machine)
     ("qbeast describe hdfs://nn/t", r"uses scheme 'hdfs'; supported: plain paths, file:, s3://, s3a://, gs://, abfss://"),

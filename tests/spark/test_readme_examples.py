@@ -65,6 +65,9 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     assert is_laid_out(status)
     assert all(len(cube.blocks) == len({band_of(fb.block.min_weight) for fb in cube.blocks}) for cube in status)
     assert "OTree index metrics" in printed
+    assert "index boxes:   revision 1:" in printed and "\ntotal:         files " in printed
+    page = (tmp_path / "events.html").read_text()
+    assert 'id="qbeast-data"' in page and '"fraction":0.1' in page
     assert "\njvm\n" in printed, "the README's session reads SQL through the JVM read bridge"
 
     # the S3 example: a Qbeast table in the bucket, sampled and filtered like a local one

@@ -31,6 +31,8 @@ def test_the_wheel_contains_the_bridge_jar(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         assert f"qbeast/jars/{JAR_NAME}" in names and "qbeast/spark/bridge.py" in names
+        # the index page's script and styles, inlined into every page `qbeast show` writes
+        assert {"qbeast/operations/index_page.js", "qbeast/operations/index_page.css"} <= names
         packaged = archive.read(f"qbeast/jars/{JAR_NAME}")
     assert packaged == jar_path().read_bytes()
     with zipfile.ZipFile(jar_path()) as jar:

@@ -64,20 +64,62 @@ class QbeastAdapter(SparkAdapter):
         return info
 
     def _get_columns_for_catalog(self, relation: Any) -> Iterator[Dict[str, Any]]:
-        """dbt-spark's catalog rows plus the comments the catalog holds (``persist_docs``).
+        """dbt-spark's catalog rows plus the comments the catalog holds (``persist_docs``) and,
+        for a qbeast table, its statistics from the Delta log.
 
         dbt-spark leaves ``table_comment`` and ``column_comment`` empty, so comments persisted by
         a model never reached ``catalog.json``; the table comment is in the relation's
-        description already, the column comments cost one catalog lookup per relation.
+        description already, the column comments cost one catalog lookup per relation. Spark's
+        catalog has no statistics for a qbeast table (dbt showed ``has_stats: false``); the
+        engine reads them from the log, once per relation.
         """
         table_comment = relation.facts.get("Comment") if isinstance(relation, QbeastRelation) else None
         column_comments: Optional[Dict[str, str]] = None
+        stats: Optional[Dict[str, Any]] = None
         for row in super()._get_columns_for_catalog(relation):
             if column_comments is None:
                 column_comments = self._column_comments(relation)
+                stats = self._qbeast_stats(relation)
             row["table_comment"] = table_comment
             row["column_comment"] = column_comments.get(str(row.get("column_name")).lower())
+            row.update(stats or {})
             yield row
+
+    def _qbeast_stats(self, relation: Any) -> Dict[str, Any]:
+        """``stats:<id>:label/value/description/include`` of a qbeast table, as dbt-spark names
+        the statistics it reads from Spark's catalog (an empty dict for other relations)."""
+        import qbeast
+
+        location = relation.location if getattr(relation, "is_qbeast", False) else None
+        if not location:
+            return {}
+        try:
+            facts = qbeast.QbeastTable.for_path(self._spark(), location).statistics()
+        except qbeast.QbeastError as exc:  # a broken table must not fail the whole catalog
+            logger.debug(f"no statistics for {relation}: {exc}")
+            return {}
+        values = {
+            "rows": ("Rows", facts.rows, "rows in the latest version (Delta log statistics)"),
+            "bytes": ("Bytes", facts.bytes, "bytes of the latest version's data files"),
+            "files": ("Files", facts.files, "data files of the latest version"),
+            "revisions": ("Revisions", facts.revisions, "live Qbeast revisions (with files)"),
+            "indexed_columns": ("Indexed columns", ", ".join(facts.indexed_columns),
+                                "columns_to_index of the latest revision"),
+            "cube_size": ("Cube size", facts.cube_size, "cube_size of the latest revision"),
+            # "2026-01-31 10:00:00.000 UTC": ISO text would become a datetime in dbt's catalog
+            # table, which is not a valid statistic value
+            "last_optimize": ("Last optimize",
+                              facts.last_optimize.replace("T", " ").replace("Z", " UTC")
+                              if facts.last_optimize else "never",
+                              "time (UTC) of the newest OPTIMIZE commit"),
+        }
+        stats: Dict[str, Any] = {}
+        for key, (label, value, description) in values.items():
+            stats[f"stats:{key}:label"] = label
+            stats[f"stats:{key}:value"] = value
+            stats[f"stats:{key}:description"] = description
+            stats[f"stats:{key}:include"] = value is not None
+        return stats
 
     def _column_comments(self, relation: Any) -> Dict[str, str]:
         try:
@@ -587,6 +629,24 @@ class QbeastAdapter(SparkAdapter):
         revision = ops.check_int(op, "revision_id", revision_id, 0)
         with operation_errors(op):
             result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
+        return ops.report(op, result)
+
+    @available
+    def qbeast_explain_read(self, location: str, filter: Any = None,  # noqa: A002
+                            fraction: Any = None) -> Dict[str, Any]:
+        """``QbeastTable.explain_read``: what a read with ``filter`` sampled to ``fraction`` opens,
+        one line per reason (index boxes, weight bands, min/max statistics) with the totals."""
+        import qbeast
+
+        op = "qbeast_explain_read"
+        share = None if fraction is None else ops.check_number(op, "fraction", fraction, 0.0, 1.0,
+                                                               low_open=True)
+        if filter is not None and (not isinstance(filter, str) or not filter.strip()):
+            raise ops.argument_error(op, "filter", filter, "none or a SQL predicate on the table's "
+                                     "columns, e.g. \"x < 10\"")
+        with operation_errors(op):
+            result = qbeast.QbeastTable.for_path(self._spark(), location).explain_read(
+                filter=filter, fraction=share)
         return ops.report(op, result)
 
     @available

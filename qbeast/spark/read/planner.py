@@ -39,7 +39,7 @@ from qbeast.core.blocks import TagFormat
 from qbeast.core.columns import column_types, without_engine_metadata
 from qbeast.core.index_status import IndexStatus
 from qbeast.core.query_space import query_spaces
-from qbeast.core.selection import select_blocks
+from qbeast.core.selection import select_blocks, select_cubes
 from qbeast.core.sql import row_weight_sql
 from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
@@ -107,6 +107,44 @@ class ReadPlan:
         return any(f.read_size is not None for f in self.files)
 
 
+@dataclass(frozen=True)
+class RevisionTrace:
+    """What the index decided for one revision of a planned read (see :class:`PlanTrace`)."""
+
+    revision_id: int
+    #: False for the staging revision and for revisions read as plain Delta (no index to walk)
+    indexed: bool
+    files: tuple[str, ...]  # every file of the revision, as the Delta log names them
+    cube_count: int = 0
+    #: cubes whose space meets the filter's query boxes, over the whole weight range
+    cubes_in_boxes: int = 0
+    #: ``(cube string id, file)`` of every block the read needs: its cube is in the boxes and,
+    #: for a sample, its weights meet the sample's (files as the Delta log names them)
+    blocks_needed: tuple[tuple[str, str], ...] = ()
+    #: files holding a needed block, before the min/max statistics (Delta log paths)
+    files_selected: tuple[str, ...] = ()
+    #: whether the sample's weight range prunes this revision (its columns are the hashed ones)
+    weighted: bool = False
+
+    @property
+    def cubes_selected(self) -> tuple[str, ...]:
+        """The cubes holding a needed block, each once."""
+        return tuple(dict.fromkeys(cube for cube, _ in self.blocks_needed))
+
+
+@dataclass
+class PlanTrace:
+    """Why a plan holds the files it holds; :func:`plan_read` fills it when a caller passes one.
+
+    Reads never ask for it (it costs a second walk per revision); ``QbeastTable.explain_read``
+    and the index picture do, so that what they show is what this planner decided.
+    """
+
+    revisions: list[RevisionTrace] = field(default_factory=list)
+    #: planned location -> the file's path in the Delta log, for every file the plan keeps
+    kept: dict[str, str] = field(default_factory=dict)
+
+
 def sample_weight_range(fraction: float | None) -> tuple[int, int] | None:
     """The weight range ``[Weight(0), Weight(fraction))`` of ``sample(fraction)``.
 
@@ -157,6 +195,7 @@ def _select_revision(
     predicate: ex.Expression,
     weight_range: tuple[int, int] | None,
     hash_columns: tuple[str, ...],
+    trace: PlanTrace | None = None,
 ) -> tuple[list[Any], dict[str, int]]:
     """The files of one indexed revision the OTree walk keeps, and the blocks needed per file
     (files without an entry count as one block).
@@ -171,12 +210,14 @@ def _select_revision(
             "revision %d of %s has pre-0.6 or block-less tags: read as plain Delta (upgrade the "
             "table to prune it with the index)", revision_id, snapshot.table_path,
         )
+        _trace_unindexed(trace, revision_id, files)
         return files, {}
     revision = snapshot.revisions.get(revision_id)
     if revision is None:
         # Files of a revision the metadata does not describe: nothing to prune with.
         logger.warning("revision %d of %s is not in the table metadata: reading all its files",
                        revision_id, snapshot.table_path)
+        _trace_unindexed(trace, revision_id, files)
         return files, {}
     status = IndexStatus.from_files(revision, ((add.path, tags.blocks) for add, tags in decoded))
     if tuple(revision.columns) != hash_columns:
@@ -184,9 +225,24 @@ def _select_revision(
     lo, hi = weight_range or (MIN_WEIGHT, MAX_WEIGHT)
     spaces = query_spaces(revision, None if isinstance(predicate, ex.AlwaysTrue) else predicate)
     needed: dict[str, int] = {}
-    for fb in select_blocks(status, spaces, lo, hi):
+    blocks = select_blocks(status, spaces, lo, hi)
+    for fb in blocks:
         needed[fb.path] = needed.get(fb.path, 0) + 1
+    if trace is not None:
+        trace.revisions.append(RevisionTrace(
+            revision_id, True, tuple(add.path for add in files), cube_count=len(status),
+            cubes_in_boxes=len(select_cubes(status, spaces)),
+            blocks_needed=tuple((fb.block.cube, fb.path) for fb in blocks),
+            files_selected=tuple(needed),
+            weighted=weight_range is not None))
     return [add for add in files if add.path in needed], needed
+
+
+def _trace_unindexed(trace: PlanTrace | None, revision_id: int, files: list[Any]) -> None:
+    """Record a revision whose files are all read (staging, or no usable index)."""
+    if trace is not None:
+        paths = tuple(add.path for add in files)
+        trace.revisions.append(RevisionTrace(revision_id, False, paths, files_selected=paths))
 
 
 def plan_read(
@@ -195,6 +251,7 @@ def plan_read(
     fraction: float | None = None,
     predicate: ex.Expression | None = None,
     weight_range: tuple[int, int] | None = None,
+    trace: PlanTrace | None = None,
 ) -> ReadPlan:
     """Plan a read of ``snapshot`` sampled to ``fraction`` and pruned by ``predicate``.
 
@@ -202,6 +259,7 @@ def plan_read(
     (:func:`qbeast.spark.read.predicates.normalize_predicate` and friends produce that).
     ``weight_range`` ``[lo, hi)`` of ``hash(indexed columns)`` is the other way to ask for a
     sample (the SQL bridge finds it in a scan's filters); give it or ``fraction``, not both.
+    ``trace`` (a fresh :class:`PlanTrace`) receives why each file is in the plan.
     """
     started = time.monotonic()
     predicate = predicate if predicate is not None else ex.AlwaysTrue()
@@ -225,9 +283,10 @@ def plan_read(
     for revision_id, files in sorted(_revision_files(snapshot).items()):
         if revision_id == 0:
             selected = files
+            _trace_unindexed(trace, revision_id, files)
         else:
             selected, blocks = _select_revision(snapshot, revision_id, files, predicate, weight_range,
-                                                hash_columns)
+                                                hash_columns, trace)
             needed.update(blocks)
             revision = snapshot.revisions.get(revision_id)
             if revision is not None and tuple(revision.columns) == hash_columns:
@@ -245,6 +304,8 @@ def plan_read(
             kept.append(PlannedFile(scan.location, scan.size, revision_id,
                                     modification_time=int(add.modification_time or 0),
                                     partition_values=scan.partition_values))
+            if trace is not None:
+                trace.kept[scan.location] = add.path
             blocks_read += needed.get(add.path, 1)
     if prefixed:
         assert weight_range is not None
@@ -310,6 +371,17 @@ def _sample_prefixes(files: list[tuple[Any, str]], below: int) -> list[int | Non
         size = pieces.prefix_bytes(below) if pieces is not None else None
         out.append(size if size is not None and size < key[1] else None)
     return out
+
+
+def rows_to_read(file: PlannedFile, rows: int | None) -> int | None:
+    """Rows a reader of ``file`` gets: ``rows`` (the file's, from its Delta statistics) for a
+    whole file, those of the row groups inside its prefix when the plan reads a prefix (the
+    footer was read when the prefix was planned); ``None`` when unknown."""
+    if file.read_size is None:
+        return rows
+    with _FOOTERS_LOCK:
+        pieces = _FOOTERS.get((file.path, file.size, file.modification_time))
+    return None if pieces is None else pieces.rows_within(file.read_size)
 
 
 def weight_filter_sql(hash_columns: Iterable[str], weight_range: tuple[int, int]) -> str:

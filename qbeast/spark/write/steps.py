@@ -37,6 +37,7 @@ from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import settings
 from qbeast.spark.write.arrow_jobs import map_in_arrow
+from qbeast.spark.progress import task_monitor
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
 from qbeast.spark.write.describe import float_stats_columns
@@ -49,9 +50,10 @@ logger = logging.getLogger("qbeast.spark.write.writer")
 ESTIMATION_SEED = 1_879_048_193
 
 
-def write_phase(path: str, name: str) -> Phase:
-    """A :class:`qbeast.progress.Phase` of a write, logged on ``qbeast.spark.write.writer``."""
-    return Phase(logger, "write", path, name)
+def write_phase(path: str, name: str, spark: Any = None) -> Phase:
+    """A :class:`qbeast.progress.Phase` of a write, logged on ``qbeast.spark.write.writer``;
+    with ``spark``, its Spark tasks' progress is logged while it runs."""
+    return Phase(logger, "write", path, name, monitor=task_monitor(spark))
 
 
 # -- analysis -----------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ def analyze(
     from pyspark.sql import functions as F
 
     desired = desired_cube_size
-    phase = write_phase(path, "estimation")
+    phase = write_phase(path, "estimation", spark)
     dims = revision.dimension_count
     if existing is None and count <= desired:
         # The whole input fits the root: every domain estimate would give a leaf root holding all
@@ -226,7 +228,7 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                           rows_already_in_table=rows_already_in_table)
     if local is not None:
         return local
-    phase = write_phase(path, "stats")
+    phase = write_phase(path, "stats", spark)
     revision, is_new, count = choose_revision(
         data, spec, base=latest, cube_size=latest.desired_cube_size, column_stats=None,
         table_id=latest.table_id,
@@ -240,7 +242,7 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                        count=count, existing=existing, options=options or WriteOptions(),
                        path=path,
                        table_rows=(snapshot.delta.num_records or 0) + (0 if rows_already_in_table else count))
-        phase = write_phase(path, "write")
+        phase = write_phase(path, "write", spark)
         written = write_files(data, revision, plan, table_dir, rows=count)
     written = with_threshold_markers(written, plan, existing)
     phase.done(files=len(written), rows=count)

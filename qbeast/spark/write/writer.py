@@ -186,7 +186,7 @@ def write(
     if local is not None:
         revision, is_new_revision, count = local.revision, local.new_revision, local.rows
     else:
-        phase = write_phase(path, "stats")
+        phase = write_phase(path, "stats", spark)
         revision, is_new_revision, count = choose_revision(
             data, spec, base=base, cube_size=desired, column_stats=column_stats, table_id=path
         )
@@ -212,7 +212,7 @@ def write(
         with larger_arrow_batches(spark):
             plan = analyze(spark, data, revision, desired_cube_size=desired, count=count,
                            existing=existing, options=opts, path=path, table_rows=kept_rows + count)
-            phase = write_phase(path, "write")
+            phase = write_phase(path, "write", spark)
             try:
                 written = write_files(data, revision, plan, table_dir, rows=count)
             except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...

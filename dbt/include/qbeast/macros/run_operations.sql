@@ -62,6 +62,13 @@
 {% endmacro %}
 
 
+{#- what a read with `filter` (SQL text) sampled to `fraction` opens, and why -#}
+{% macro qbeast_explain_read(relation_or_path, filter=none, fraction=none) %}
+  {%- set location = qbeast__location('qbeast_explain_read', relation_or_path) -%}
+  {{ return(adapter.qbeast_explain_read(location, filter, fraction)) }}
+{% endmacro %}
+
+
 {#-
   A Qbeast table written outside this project (by Spark jobs, qbeast-spark or qbeast_convert)
   registered in the catalog as `relation` (schema.table), so models read it with source().
