@@ -36,7 +36,7 @@ from qbeast.errors import InvalidOptionError
 #: The fractions a growing sample stops at.
 LADDER: tuple[float, ...] = (*BAND_FRACTIONS, 1.0)
 #: Rows the first step aims to read (when the table's row count is known).
-FIRST_STEP_ROWS = 20_000
+FIRST_STEP_ROWS = 5_000
 
 GroupKey = tuple[Any, ...]
 

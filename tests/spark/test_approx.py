@@ -116,3 +116,26 @@ def test_bad_arguments_are_refused_with_the_allowed_values(spark, table, kwargs,
     aggregates = kwargs.pop("aggregates")
     with pytest.raises(InvalidOptionError, match=message):
         t.approx(aggregates, **kwargs).collect()
+
+
+def test_the_documented_sql_form_gives_the_estimate_of_one_fixed_fraction(spark, table):
+    """docs/approx.md's SQL over TABLESAMPLE (the bridge's pushed weight filter) equals
+    ``approx`` at that fraction: same estimates, same half-widths."""
+    qbeast.create_table(spark, "approx_events", table, replace=True)
+    rows = spark.sql("""
+        WITH clusters AS (
+          SELECT g, hash(a, b) AS w, sum(v) AS y
+          FROM approx_events TABLESAMPLE (10 PERCENT)
+          GROUP BY g, hash(a, b)
+        )
+        SELECT g, sum(y) / 0.1 AS estimate,
+               1.96 * sqrt((1 - 0.1) / (0.1 * 0.1) * sum(y * y)) AS half_width
+        FROM clusters GROUP BY g""").collect()
+    answer, _, _ = approx_answer(spark, table, ["sum(v)"], group_by="g", tolerance=0,
+                                 max_fraction=0.1, confidence=0.95)
+    assert answer.steps == [(0.0, 0.1)]
+    assert len(rows) == 3
+    for row in rows:
+        (result,) = answer.estimates[(row["g"],)].values()
+        assert result.estimate == pytest.approx(row["estimate"], rel=1e-6)
+        assert (result.high - result.low) / 2 == pytest.approx(row["half_width"], rel=1e-4)

@@ -7,6 +7,7 @@ Spark then folds the rows twice, so only a few numbers per group come back to th
 
 1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
    non-null count (one row per cluster: the rows of one group sharing one weight);
+   (the band that completes the table skips this: its answer is exact, totals are enough);
 2. per ``(filter met, group)``: the sufficient statistics of those clusters
    (:class:`qbeast.approx.estimator.ClusterStats`), plus the sum over the cluster's weight of
    (cluster rows) x (rows of that weight in every group), whose total is the sum of squared rows
@@ -101,11 +102,19 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
             f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
             f"{names}: {reason.strip()}") from exc
     group_keys = ["_met", *[f"_g{i}" for i in range(len(group_by))]]
-    clusters = rows.groupBy(*group_keys, "_w").agg(
+    # the last band completes the table: the answer is exact and needs only the totals, so each
+    # group is folded as one cluster, without the per-weight shuffle
+    cluster_keys = group_keys if hi is None else [*group_keys, "_w"]
+    clusters = rows.groupBy(*cluster_keys).agg(
         F.count(F.lit(1)).alias("_n"),
         *[F.coalesce(F.sum(f"_v{i}"), F.lit(0.0)).alias(f"_y{i}") for i in range(len(columns))],
         *[F.count(f"_v{i}").alias(f"_m{i}") for i in range(len(columns))],
-    ).withColumn("_nw", F.sum("_n").over(Window.partitionBy("_w")))
+    )
+    if group_by and hi is not None:
+        clusters = clusters.withColumn("_nw", F.sum("_n").over(Window.partitionBy("_w")))
+    else:  # a weight's rows split at most by the filter: rows of one weight share the indexed
+        # values, so a filter on them never splits it, and otherwise the cross term is dropped
+        clusters = clusters.withColumn("_nw", F.col("_n"))
     n = F.col("_n").cast("double")
     stats = [
         F.count(F.lit(1)).alias("n_clusters"), F.sum(n).alias("n_s"), F.sum(n * n).alias("n_ss"),
