@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from datasets import RANGE_COLUMNS, generate, tpcds_store_sales  # noqa: E402
-from measure import collect_with_io, fresh_dir, machine_facts, spark_session  # noqa: E402
+from measure import WORK, collect_with_io, fresh_dir, machine_facts, spark_session  # noqa: E402
 
 logger = logging.getLogger("qbeast.benchmarks.approx")
 
@@ -90,9 +90,12 @@ def measure(spark, name: str, qbeast_path: str, parquet_path: str, group: str | 
             "approx": rows}
 
 
-def _write(spark, source: str, name: str, columns: tuple[str, ...], cube_size: int) -> str:
+def _write(spark, source: str, name: str, columns: tuple[str, ...], cube_size: int,
+           reuse: bool = False) -> str:
     import qbeast
 
+    if reuse and (WORK / f"approx-{name}" / "_delta_log").is_dir():
+        return str(WORK / f"approx-{name}")  # written by an earlier run from the same data
     path = fresh_dir(f"approx-{name}")
     started = time.perf_counter()
     qbeast.write(spark.read.parquet(source), str(path), ",".join(columns), cube_size=cube_size)
@@ -137,19 +140,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=4_000_000, help="rows of the generated table")
     parser.add_argument("--tpcds-sf", type=int, default=1, help="TPC-DS scale factor (0: skip)")
     parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the Qbeast tables an earlier run wrote (same sizes)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     spark = spark_session(args.driver_memory)
     results = []
     data = generate("uniform", args.rows)
     path = _write(spark, str(data.path), f"uniform-{args.rows}", RANGE_COLUMNS["uniform"],
-                  max(1_000, args.rows // 100))
+                  max(1_000, args.rows // 100), args.reuse)
     results.append(measure(spark, f"uniform, {args.rows:,} rows (indexed on x, y, z)", path,
                            str(data.path), None, ["count(*)", "sum(value)", "avg(value)"]))
     if args.tpcds_sf:
         sales = tpcds_store_sales(args.tpcds_sf)
         path = _write(spark, str(sales.path), f"tpcds-sf{args.tpcds_sf}", RANGE_COLUMNS["tpcds"],
-                      max(1_000, sales.rows // 100))
+                      max(1_000, sales.rows // 100), args.reuse)
         results.append(measure(spark, f"TPC-DS store_sales SF{args.tpcds_sf}, {sales.rows:,} rows "
                                "(indexed on ss_cdemo_sk, ss_hdemo_sk)", path, str(sales.path),
                                "ss_store_sk", ["sum(ss_net_paid)"]))

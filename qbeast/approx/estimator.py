@@ -122,16 +122,21 @@ class Estimate:
         return math.inf if self.estimate == 0.0 else half / abs(self.estimate)
 
 
-def _point_and_variance(aggregate: Aggregate, stats: ClusterStats, p: float) -> tuple[float | None, float]:
+def _point_and_variance(aggregate: Aggregate, stats: ClusterStats, p: float,
+                        exact: ClusterStats) -> tuple[float | None, float]:
+    """Estimate and variance from the sampled clusters (``stats``, each read with probability
+    ``p``) and the clusters read with certainty (``exact``: no variance)."""
+    factor = (1.0 - p) / (p * p)
     if aggregate.function == "count":
-        return stats.s_m / p, (1.0 - p) / (p * p) * stats.s_mm
-    if stats.clusters == 0:
+        return exact.s_m + stats.s_m / p, factor * stats.s_mm
+    if stats.clusters == 0 and exact.clusters == 0:
         return None, 0.0  # sum and avg of no value are null, as in SQL
     if aggregate.function == "sum":
-        return stats.s_y / p, (1.0 - p) / (p * p) * stats.s_yy
-    ratio = stats.s_y / stats.s_m
+        return exact.s_y + stats.s_y / p, factor * stats.s_yy
+    values = exact.s_m + stats.s_m / p
+    ratio = (exact.s_y + stats.s_y / p) / values
     residual = stats.s_yy - 2.0 * ratio * stats.s_ym + ratio * ratio * stats.s_mm
-    return ratio, (1.0 - p) * max(residual, 0.0) / (stats.s_m * stats.s_m)
+    return ratio, factor * max(residual, 0.0) / (values * values)
 
 
 def _largest_share(aggregate: Aggregate, stats: ClusterStats) -> float:
@@ -142,15 +147,17 @@ def _largest_share(aggregate: Aggregate, stats: ClusterStats) -> float:
 
 
 def estimate(aggregate: Aggregate, stats: ClusterStats, p: float, *, tolerance: float, z: float,
-             doubt: str | None = None) -> Estimate:
+             doubt: str | None = None, exact: ClusterStats | None = None) -> Estimate:
     """The estimate of ``aggregate`` from ``stats`` of a sample covering ``p`` of the weights.
 
+    ``exact`` holds the clusters read whatever the fraction (a stratum read in full, e.g. the
+    one weight of all rows whose indexed columns are all null); they add without variance.
     ``doubt`` is a reason, found by the caller for the whole answer (e.g. a failed row-count
     check), not to trust the interval. At ``p == 1`` every row was read: exact, interval of width 0.
     """
     if not 0.0 < p <= 1.0:
         raise InvalidOptionError(f"coverage must be in (0, 1], got {p!r}")
-    value, variance = _point_and_variance(aggregate, stats, p)
+    value, variance = _point_and_variance(aggregate, stats, p, exact or ClusterStats())
     if value is None:
         return Estimate(None, None, None, p >= 1.0,
                         None if p >= 1.0 else f"no non-null value of {aggregate.column} read")

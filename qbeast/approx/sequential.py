@@ -90,12 +90,23 @@ def check_tolerance(value: Any) -> float:
 
 
 def first_fraction(total_rows: int | None, tolerance: float, max_fraction: float,
-                   first_rows: int = FIRST_STEP_ROWS) -> float:
+                   first_rows: int = FIRST_STEP_ROWS, totals_at_z: float | None = None) -> float:
     """The first step: everything when the answer must be exact, else the smallest ladder
-    fraction expected to hold ``first_rows`` rows."""
+    fraction expected to hold ``first_rows`` rows.
+
+    ``totals_at_z``: the answer has a count or a sum at this z. Their relative half-width is at
+    least ``z * sqrt((1 - p) / (p N))`` (every cluster a single row, all values equal), so
+    fewer than ``(z / tolerance)^2 (1 - p)`` rows read can never meet the tolerance: the first
+    step reads at least that many, saving the steps that could not succeed.
+    """
     if tolerance == 0.0:
         return max_fraction
-    wanted = LADDER[0] if not total_rows else first_rows / total_rows
+    if not total_rows:
+        return min(LADDER[0], max_fraction)
+    wanted = first_rows / total_rows
+    if totals_at_z is not None:
+        needed = (totals_at_z / tolerance) ** 2
+        wanted = max(wanted, needed / (total_rows + needed))  # p N >= needed (1 - p)
     return min(next((f for f in LADDER if f >= wanted), 1.0), max_fraction)
 
 
@@ -122,7 +133,7 @@ def _add(into: dict[GroupKey, dict[str | None, ClusterStats]], read: BandRead) -
 
 def approximate(
     aggregates: Sequence[Aggregate],
-    read_band: Callable[[int, int | None], BandRead],
+    read_band: Callable[[int, int | None, tuple[int, ...]], BandRead],
     *,
     tolerance: float,
     confidence: float,
@@ -130,11 +141,15 @@ def approximate(
     total_rows: int | None = None,
     grouped: bool = False,
     first_rows: int = FIRST_STEP_ROWS,
+    certain_weights: Sequence[int] = (),
 ) -> Answer:
     """Grow the sample until every estimate meets ``tolerance`` (or ``max_fraction`` is read).
 
-    ``read_band(lo, hi)`` reads the rows with ``lo <= weight < hi`` (``hi`` None: no upper
-    bound) and returns their :class:`BandRead`. ``total_rows`` is the row count of the files
+    ``read_band(lo, hi, exclude)`` reads the rows with ``lo <= weight < hi`` (``hi`` None: no
+    upper bound) but none of the weights ``exclude``, and returns their :class:`BandRead`.
+    ``certain_weights`` are read first and in full, as a stratum of their own (e.g. the weight
+    all rows with only null indexed values share, a cluster that can hold a large share of a
+    table): their clusters add to every estimate without variance and the bands skip them. ``total_rows`` is the row count of the files
     that may hold a matching row (from the log's statistics; None when unknown): every step
     checks that the clusters read explain the rows not read (:func:`row_count_doubt`). The
     first step aims at ``first_rows`` rows. ``grouped``: whether the rows are grouped (a grouped
@@ -147,12 +162,24 @@ def approximate(
     stats: dict[GroupKey, dict[str | None, ClusterStats]] = {} if grouped else {(): {}}
     sum_sq = 0.0
     rows = size = band_rows = 0
+    certain: dict[GroupKey, dict[str | None, ClusterStats]] = {}
+    certain_rows = 0
+    skip = tuple(sorted(set(int(w) for w in certain_weights)))
+    for weight in skip:
+        read = read_band(weight, weight + 1, ())
+        _add(certain, read)
+        certain_rows += read.band_rows
+        rows += read.rows_scanned
+        size += read.bytes_read
+    if total_rows is not None:
+        total_rows -= certain_rows
     done = 0.0
-    target = first_fraction(total_rows, tolerance, max_fraction, first_rows)
+    totals = any(a.function in ("count", "sum") for a in aggregates)
+    target = first_fraction(total_rows, tolerance, max_fraction, first_rows, z if totals else None)
     steps: list[tuple[float, float]] = []
     while True:
         lo, hi = band(done, target)
-        read = read_band(lo, hi)
+        read = read_band(lo, hi, skip)
         _add(stats, read)
         sum_sq += read.sum_sq_weight_rows
         band_rows += read.band_rows
@@ -164,8 +191,11 @@ def approximate(
         doubt = None if p >= 1.0 else _UNKNOWN_ROWS
         if total_rows is not None:
             doubt = row_count_doubt(total_rows, band_rows, sum_sq, p, z)
+        for key in certain:
+            stats.setdefault(key, {})
         answers = {key: {a: estimate(a, inputs.get(a.column, ClusterStats()), p, tolerance=tolerance,
-                                     z=z, doubt=doubt) for a in aggregates}
+                                     z=z, doubt=doubt, exact=certain.get(key, {}).get(a.column))
+                         for a in aggregates}
                    for key, inputs in stats.items()}
         pending = [e for by_aggregate in answers.values() for e in by_aggregate.values()
                    if not e.tolerance_met]

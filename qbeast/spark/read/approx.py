@@ -46,7 +46,7 @@ def band_plan(snapshot: Any, predicate: Any, lo: int, hi: int | None) -> ReadPla
     return dataclasses.replace(plan, weight_range=None)
 
 
-def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None):
+def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, exclude: Sequence[int]):
     from pyspark.sql import functions as F
 
     weight = F.expr(row_weight_sql(hash_columns))
@@ -55,6 +55,9 @@ def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None):
         condition = weight >= F.lit(lo)
     if hi is not None:
         condition = condition & (weight < F.lit(hi))
+    skipped = [w for w in exclude if lo <= w and (hi is None or w < hi)]
+    if skipped:
+        condition = condition & ~weight.isin(skipped)
     return condition
 
 
@@ -70,8 +73,9 @@ def _filter_column(row_filter: Any):
 
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
-              hi: int | None) -> BandRead:
-    """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
+              hi: int | None, exclude: Sequence[int] = ()) -> BandRead:
+    """Cluster statistics of the rows of weight ``[lo, hi)`` but not ``exclude`` per group (see
+    the module text).
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
@@ -85,7 +89,7 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     plan = band_plan(snapshot, predicate, lo, hi)
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
     try:
-        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi))
+        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, exclude))
         met = _filter_column(row_filter)
         keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
                 for i, g in enumerate(group_by)]
