@@ -35,6 +35,11 @@ from qbeast.errors import InvalidOptionError
 
 #: The fractions a growing sample stops at.
 LADDER: tuple[float, ...] = (*BAND_FRACTIONS, 1.0)
+#: A step that would reach this fraction or more reads the rest of the table instead: the band
+#: completing the table is folded per group (its answer is exact), while folding a band per
+#: weight shuffles every row of it, which costs more than reading the whole table from there on
+#: (benchmarks/results/approx.md: 4M rows folded per weight took 10x a 20M-row exact sum).
+EXACT_FROM = 0.1
 #: Rows the first step aims to read (when the table's row count is known).
 FIRST_STEP_ROWS = 5_000
 
@@ -90,7 +95,8 @@ def check_tolerance(value: Any) -> float:
 
 
 def first_fraction(total_rows: int | None, tolerance: float, max_fraction: float,
-                   first_rows: int = FIRST_STEP_ROWS, totals_at_z: float | None = None) -> float:
+                   first_rows: int = FIRST_STEP_ROWS, totals_at_z: float | None = None,
+                   exact_from: float = EXACT_FROM) -> float:
     """The first step: everything when the answer must be exact, else the smallest ladder
     fraction expected to hold ``first_rows`` rows.
 
@@ -107,15 +113,19 @@ def first_fraction(total_rows: int | None, tolerance: float, max_fraction: float
     if totals_at_z is not None:
         needed = (totals_at_z / tolerance) ** 2
         wanted = max(wanted, needed / (total_rows + needed))  # p N >= needed (1 - p)
-    return min(next((f for f in LADDER if f >= wanted), 1.0), max_fraction)
+    return next_fraction(0.0, wanted, max_fraction, exact_from)
 
 
-def next_fraction(current: float, wanted: float, max_fraction: float) -> float:
-    """The smallest ladder fraction above ``current`` and at or above ``wanted``, capped."""
+def next_fraction(current: float, wanted: float, max_fraction: float,
+                  exact_from: float = EXACT_FROM) -> float:
+    """The smallest ladder fraction above ``current`` and at or above ``wanted``, capped; 1.0
+    (exact) instead of any fraction from ``exact_from`` on when ``max_fraction`` allows."""
+    chosen = max_fraction
     for f in LADDER:
         if f > current and f >= wanted * (1 - 1e-9):
-            return min(f, max_fraction)
-    return max_fraction
+            chosen = min(f, max_fraction)
+            break
+    return 1.0 if chosen >= exact_from and max_fraction >= 1.0 else chosen
 
 
 def band(lower: float, upper: float) -> tuple[int, int | None]:
@@ -133,7 +143,7 @@ def _add(into: dict[GroupKey, dict[str | None, ClusterStats]], read: BandRead) -
 
 def approximate(
     aggregates: Sequence[Aggregate],
-    read_band: Callable[[int, int | None, tuple[int, ...]], BandRead],
+    read_band: Callable[[int, int | None], BandRead],
     *,
     tolerance: float,
     confidence: float,
@@ -141,15 +151,17 @@ def approximate(
     total_rows: int | None = None,
     grouped: bool = False,
     first_rows: int = FIRST_STEP_ROWS,
-    certain_weights: Sequence[int] = (),
+    read_certain: Callable[[], BandRead] | None = None,
+    exact_from: float = EXACT_FROM,
 ) -> Answer:
     """Grow the sample until every estimate meets ``tolerance`` (or ``max_fraction`` is read).
 
-    ``read_band(lo, hi, exclude)`` reads the rows with ``lo <= weight < hi`` (``hi`` None: no
-    upper bound) but none of the weights ``exclude``, and returns their :class:`BandRead`.
-    ``certain_weights`` are read first and in full, as a stratum of their own (e.g. the weight
-    all rows with only null indexed values share, a cluster that can hold a large share of a
-    table): their clusters add to every estimate without variance and the bands skip them. ``total_rows`` is the row count of the files
+    ``read_band(lo, hi)`` reads the rows with ``lo <= weight < hi`` (``hi`` None: no upper
+    bound) and returns their :class:`BandRead`. ``read_certain``, when given, reads a stratum
+    in full first (the rows whose indexed columns are all null: one weight, a cluster that can
+    hold a large share of a table); its rows add to every estimate without variance, and
+    ``read_band`` must then leave them out. A step reaching ``exact_from`` reads the rest of
+    the table instead (:data:`EXACT_FROM`). ``total_rows`` is the row count of the files
     that may hold a matching row (from the log's statistics; None when unknown): every step
     checks that the clusters read explain the rows not read (:func:`row_count_doubt`). The
     first step aims at ``first_rows`` rows. ``grouped``: whether the rows are grouped (a grouped
@@ -164,9 +176,8 @@ def approximate(
     rows = size = band_rows = 0
     certain: dict[GroupKey, dict[str | None, ClusterStats]] = {}
     certain_rows = 0
-    skip = tuple(sorted(set(int(w) for w in certain_weights)))
-    for weight in skip:
-        read = read_band(weight, weight + 1, ())
+    if read_certain is not None:
+        read = read_certain()
         _add(certain, read)
         certain_rows += read.band_rows
         rows += read.rows_scanned
@@ -175,11 +186,12 @@ def approximate(
         total_rows -= certain_rows
     done = 0.0
     totals = any(a.function in ("count", "sum") for a in aggregates)
-    target = first_fraction(total_rows, tolerance, max_fraction, first_rows, z if totals else None)
+    target = first_fraction(total_rows, tolerance, max_fraction, first_rows, z if totals else None,
+                            exact_from)
     steps: list[tuple[float, float]] = []
     while True:
         lo, hi = band(done, target)
-        read = read_band(lo, hi, skip)
+        read = read_band(lo, hi)
         _add(stats, read)
         sum_sq += read.sum_sq_weight_rows
         band_rows += read.band_rows
@@ -205,4 +217,4 @@ def approximate(
         widths = [e.relative_half_width for e in pending]
         if stats and all(e.reason and e.reason.startswith("relative half-width") for e in pending):
             wanted = max(coverage_needed(p, w, tolerance) for w in widths)
-        target = next_fraction(done, wanted, max_fraction)
+        target = next_fraction(done, wanted, max_fraction, exact_from)

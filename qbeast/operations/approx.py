@@ -13,7 +13,7 @@ from qbeast.approx.aggregates import Aggregate, input_columns, parse_aggregates
 from qbeast.approx.estimator import z_value
 from qbeast.approx.sequential import Answer, approximate, check_fraction, check_tolerance
 from qbeast.errors import InvalidOptionError
-from qbeast.index.row_weights import SPARK_HASH_SEED
+from qbeast.core.weight import MIN_WEIGHT
 from qbeast.snapshot import NotAQbeastTableError
 from qbeast.spark.read.approx import answer_dataframe, read_band
 from qbeast.spark.read.planner import load_snapshot, plan_read
@@ -49,7 +49,7 @@ def _all_null_rows_possible(snapshot: Any) -> bool:
     """Whether rows whose indexed columns are all null may exist (the log's null counts).
 
     Such rows all weigh Spark's hash seed, one cluster that can be a large share of a table
-    (2.24% of TPC-DS store_sales), so the growing sample reads that weight in full first. A
+    (2.24% of TPC-DS store_sales), so the growing sample reads them in full first. A
     column without nulls in every file rules them out; missing statistics do not.
     """
     columns = list(snapshot.latest_revision.columns)
@@ -92,14 +92,19 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
     total_rows = plan_read(snapshot, predicate=predicate).file_rows
     inputs = input_columns(parsed)
 
-    def read(lo: int, hi: int | None, exclude: tuple[int, ...]):
-        return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs, lo, hi,
-                         exclude)
+    nulls = True if _all_null_rows_possible(snapshot) else None
 
-    certain = (SPARK_HASH_SEED,) if _all_null_rows_possible(snapshot) else ()
+    def read(lo: int, hi: int | None):
+        return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs, lo, hi,
+                         nulls=None if nulls is None else False)
+
+    def read_nulls():
+        return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs,
+                         MIN_WEIGHT, None, nulls=True)
+
     answer = approximate(parsed, read, tolerance=tolerance, confidence=confidence,
                          max_fraction=max_fraction, total_rows=total_rows, grouped=bool(groups),
-                         certain_weights=certain)
+                         read_certain=read_nulls if nulls else None)
     return answer, groups, schema
 
 

@@ -16,7 +16,7 @@ select id, cast(pmod(id, 3) as int) as g, cast(id % 100 as double) as v from ran
 APPROX = """
 {{ config(materialized='table') }}
 select * from {{ qbeast_approx(ref('events'), ['count(*)', 'sum(v)'], group_by=['g'],
-                               tolerance=0.1, confidence=0.999) }}
+                               tolerance=0.1, confidence=0.999, max_fraction=0.5) }}
 """
 
 EXACT = """

@@ -46,7 +46,7 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     pruned = namespace["pruned"].collect()
     assert pruned and all(r.user_id < 1000 and 10 <= r.price <= 20 for r in pruned)
 
-    # the approximate answer: every estimate within 2%, from a sample, covering the exact value
+    # the approximate answer: every estimate within 5%, from a sample, covering the exact value
     approx = {r["aggregate"]: r for r in namespace["approx"].collect()}
     assert set(approx) == {"count(*)", "sum(price)", "avg(price)"}
     assert all(r["tolerance_met"] and r["fraction"] < 1 for r in approx.values())

@@ -6,15 +6,18 @@ ranges can meet the filter, Spark's parquet reader reads them, and the band is t
 Spark then folds the rows twice, so only a few numbers per group come back to the driver:
 
 1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
-   non-null count (one row per cluster: the rows of one group sharing one weight);
-   (the band that completes the table skips this: its answer is exact, totals are enough);
+   non-null count (one row per cluster: the rows of one group sharing one weight). The band
+   that completes the table folds per ``(filter met, group)`` instead: its answer is exact, the
+   totals are enough, and the per-weight shuffle is the costly part of a step;
 2. per ``(filter met, group)``: the sufficient statistics of those clusters
    (:class:`qbeast.approx.estimator.ClusterStats`), plus the sum over the cluster's weight of
    (cluster rows) x (rows of that weight in every group), whose total is the sum of squared rows
    per weight the row-count check needs.
 
 Rows that fail the filter are kept as one group (their group columns nulled) so the row-count
-check sees every row of the files read. Spark's scan metrics say what the step read.
+check sees every row of the files read. The rows whose indexed columns are all null can be read
+apart, as a stratum, or left out (:func:`null_stratum`). Spark's scan metrics say what the step
+read.
 """
 from __future__ import annotations
 
@@ -46,7 +49,7 @@ def band_plan(snapshot: Any, predicate: Any, lo: int, hi: int | None) -> ReadPla
     return dataclasses.replace(plan, weight_range=None)
 
 
-def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, exclude: Sequence[int]):
+def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None):
     from pyspark.sql import functions as F
 
     weight = F.expr(row_weight_sql(hash_columns))
@@ -55,10 +58,27 @@ def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, exclud
         condition = weight >= F.lit(lo)
     if hi is not None:
         condition = condition & (weight < F.lit(hi))
-    skipped = [w for w in exclude if lo <= w and (hi is None or w < hi)]
-    if skipped:
-        condition = condition & ~weight.isin(skipped)
+    if nulls is not None:
+        all_null = F.lit(True)
+        for column in hash_columns:
+            all_null = all_null & F.col(quote_identifier(column)).isNull()
+        condition = condition & (all_null if nulls else ~all_null)
     return condition
+
+
+def null_stratum(hash_columns: Sequence[str], predicate: Any) -> tuple[Any, tuple[int, int]]:
+    """(pruning predicate, weight band) of the rows whose indexed columns are all null.
+
+    They all weigh Spark's hash seed (Murmur3 skips nulls), so the band is that one weight, and
+    the index and the files' null counts prune the read to where such rows can be.
+    """
+    from qbeast.core import expressions as ex
+    from qbeast.index.row_weights import SPARK_HASH_SEED
+
+    parts = [ex.IsNull(c) for c in hash_columns]
+    if not isinstance(predicate, ex.AlwaysTrue):
+        parts.append(predicate)
+    return (parts[0] if len(parts) == 1 else ex.And(*parts)), (SPARK_HASH_SEED, SPARK_HASH_SEED + 1)
 
 
 def _filter_column(row_filter: Any):
@@ -73,9 +93,11 @@ def _filter_column(row_filter: Any):
 
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
-              hi: int | None, exclude: Sequence[int] = ()) -> BandRead:
-    """Cluster statistics of the rows of weight ``[lo, hi)`` but not ``exclude`` per group (see
-    the module text).
+              hi: int | None, nulls: bool | None = None) -> BandRead:
+    """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
+
+    ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
+    then ignored: :func:`null_stratum`), False leaves them out, None does not look.
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
@@ -86,10 +108,15 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     from pyspark.sql import functions as F
 
     hash_columns = tuple(snapshot.latest_revision.columns)
-    plan = band_plan(snapshot, predicate, lo, hi)
+    if nulls:
+        predicate, (lo, hi) = null_stratum(hash_columns, predicate)
+        plan = band_plan(snapshot, predicate, lo, hi)
+        lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
+    else:
+        plan = band_plan(snapshot, predicate, lo, hi)
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
     try:
-        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, exclude))
+        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
         met = _filter_column(row_filter)
         keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
                 for i, g in enumerate(group_by)]
