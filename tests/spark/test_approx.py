@@ -19,11 +19,11 @@ ROWS = 60_000
 
 @pytest.fixture(scope="module")
 def table(spark, tmp_path_factory):
-    """60k rows indexed on (a, b); ``b`` repeats (clusters of about 6 rows share a weight), ``g``
-    is a 3-valued group, ``v`` a value with nulls."""
+    """60k rows indexed on (a, b): each (a, b) pair holds 6 rows (one weight, one cluster), which
+    the 3-valued group ``g`` splits 2-2-2; ``v`` a value with nulls."""
     path = str(tmp_path_factory.mktemp("approx") / "t")
     df = spark.range(ROWS).selectExpr(
-        "id", "cast(id % 10000 as int) as a", "cast(id % 7 as int) as b",
+        "id", "cast(id % 2000 as int) as a", "cast(id % 5 as int) as b",
         "cast(id % 3 as string) as g",
         "case when id % 11 = 0 then null else cast(id % 1000 as double) * 1.5 + 10 end as v")
     qbeast.write(df, path, "a,b", cube_size=5_000)
@@ -38,7 +38,7 @@ def _exact(spark, path, group):
 
 def test_estimates_cover_the_exact_aggregate_and_meet_the_tolerance(spark, table):
     t = qbeast.QbeastTable.for_path(spark, table)
-    rows = t.approx(["count(*)", "sum(v)", "avg(v)"], group_by="g", tolerance=0.05,
+    rows = t.approx(["count(*)", "sum(v)", "avg(v)"], group_by="g", tolerance=0.1,
                     confidence=0.999, max_fraction=0.5).collect()
     exact = {r["g"]: r for r in spark.sql(
         f"SELECT g, count(*) n, sum(v) s, avg(v) m FROM parquet.`{table}` GROUP BY g").collect()}
@@ -49,7 +49,7 @@ def test_estimates_cover_the_exact_aggregate_and_meet_the_tolerance(spark, table
         truth = {"count(*)": exact[r["g"]]["n"], "sum(v)": exact[r["g"]]["s"],
                  "avg(v)": exact[r["g"]]["m"]}[r["aggregate"]]
         assert r["low"] <= float(truth) <= r["high"], r
-        assert (r["high"] - r["low"]) / 2 <= 0.05 * abs(r["estimate"])
+        assert (r["high"] - r["low"]) / 2 <= 0.1 * abs(r["estimate"])
         assert r["reason"] is None
     assert 0 < rows[0]["rows_read"] < ROWS and rows[0]["bytes_read"] > 0
 
@@ -57,10 +57,10 @@ def test_estimates_cover_the_exact_aggregate_and_meet_the_tolerance(spark, table
 def test_tolerance_zero_is_exact_in_one_read(spark, table):
     t = qbeast.QbeastTable.for_path(spark, table)
     answer, _, _ = approx_answer(spark, table, ["count(*)", "sum(v)", "avg(v)", "count(v)"],
-                                 tolerance=0, filter="a < 5000")
+                                 tolerance=0, filter="a < 1000")
     assert answer.steps == [(0.0, 1.0)]
     exact = spark.sql(f"SELECT count(*) n, sum(v) s, avg(v) m, count(v) c FROM parquet.`{table}` "
-                      "WHERE a < 5000").first()
+                      "WHERE a < 1000").first()
     got = {a.label: e for a, e in answer.estimates[()].items()}
     assert got["count(*)"].estimate == exact["n"] and got["count(v)"].estimate == exact["c"]
     assert got["sum(v)"].estimate == pytest.approx(float(exact["s"]), rel=1e-12)
@@ -103,8 +103,8 @@ def test_each_step_reads_only_its_band(spark, table):
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):
     t = qbeast.QbeastTable.for_path(spark, table)
     full = t.approx("count(*)", tolerance=0.1).first()
-    narrow = t.approx("count(*)", filter="a < 1000", tolerance=0.1).first()
-    exact = spark.read.parquet(table).where("a < 1000").count()
+    narrow = t.approx("count(*)", filter="a < 200", tolerance=0.1).first()
+    exact = spark.read.parquet(table).where("a < 200").count()
     assert narrow["low"] <= exact <= narrow["high"] or not narrow["tolerance_met"]
     assert narrow["bytes_read"] < full["bytes_read"] or narrow["fraction"] > full["fraction"]
 
