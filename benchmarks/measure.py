@@ -17,9 +17,11 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+# scan metrics are read by the engine's helper: benchmarks and approximate answers count alike
+from qbeast.spark.read.scan_metrics import ScanIO, collect_with_io  # noqa: F401
 
 logger = logging.getLogger("qbeast.benchmarks")
 
@@ -78,53 +80,6 @@ def interleaved(cases: dict[str, Callable[[], Any]], repeat: int, warmup: bool =
 
 def median(values: list[float]) -> float:
     return float(statistics.median(values))
-
-
-@dataclass(frozen=True)
-class ScanIO:
-    """What Spark's file scans of one executed query opened."""
-
-    files: int
-    bytes: int
-    rows_scanned: int
-
-
-def _children(plan: Any) -> list[Any]:
-    kind = plan.getClass().getSimpleName()
-    if kind == "AdaptiveSparkPlanExec":
-        return [plan.executedPlan()]
-    if kind.endswith("QueryStageExec"):
-        return [plan.plan()]
-    out, it = [], plan.children().iterator()
-    while it.hasNext():
-        out.append(it.next())
-    return out
-
-
-def _metric(plan: Any, name: str) -> int:
-    metrics = plan.metrics()
-    return int(metrics.apply(name).value()) if metrics.contains(name) else 0
-
-
-def collect_with_io(df) -> tuple[list[Any], ScanIO]:
-    """Run ``df.collect()`` and read the file-scan metrics of the plan that ran.
-
-    Sums ``numFiles`` / ``filesSize`` / ``numOutputRows`` of every ``FileSourceScanExec`` (Spark's
-    parquet scan): the files and bytes of files the query opened (Spark reads only the needed
-    columns and row groups of them, so ``bytes`` is the size of the opened files, the measure that
-    data skipping reduces).
-    """
-    rows = df.collect()
-    files = size = scanned = 0
-    stack = [df._jdf.queryExecution().executedPlan()]
-    while stack:
-        plan = stack.pop()
-        if plan.getClass().getSimpleName() == "FileSourceScanExec":
-            files += _metric(plan, "numFiles")
-            size += _metric(plan, "filesSize")
-            scanned += _metric(plan, "numOutputRows")
-        stack.extend(_children(plan))
-    return rows, ScanIO(files, size, scanned)
 
 
 def folder_bytes(path: Path) -> tuple[int, int]:

@@ -141,6 +141,36 @@ class QbeastTable:
         plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
         return user_filtered_dataframe(self.spark, plan, filter, row_filter)
 
+    def approx(
+        self,
+        aggregates: str | list[str],
+        *,
+        group_by: str | list[str] | None = None,
+        filter: str | ex.Expression | None = None,  # noqa: A002
+        tolerance: float = 0.01,
+        confidence: float = 0.95,
+        max_fraction: float = 1.0,
+        version: int | None = None,
+    ):
+        """``count(*)``, ``count(col)``, ``sum(col)`` and ``avg(col)`` within ``tolerance``.
+
+        Reads a small sample first and grows it band by band (each step reads only the rows of
+        the new weight band) until every estimate's interval at ``confidence`` is within
+        ``tolerance`` of it (relative half-width), or ``max_fraction`` of the weights is read
+        (1.0: exact). ``tolerance=0`` reads everything once and returns the exact answer.
+        Returns a DataFrame with one row per group and aggregate: the ``group_by`` columns,
+        ``aggregate``, ``estimate``, ``low``, ``high``, ``fraction``, ``rows_read``,
+        ``bytes_read``, ``tolerance_met`` and ``reason`` (why not, when it is not met).
+        Rows sharing indexed values share one weight, so the intervals are those of a cluster
+        sample; docs/approx.md states the method and its assumptions. Other aggregates are
+        refused by name.
+        """
+        from qbeast.operations.approx import approx_table
+
+        return approx_table(self.spark, self.path, aggregates, group_by=group_by, filter=filter,
+                            tolerance=tolerance, confidence=confidence,
+                            max_fraction=max_fraction, version=version)
+
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 
     def delete(self, condition: str | ex.Expression | None = None, *,

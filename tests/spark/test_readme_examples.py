@@ -55,6 +55,12 @@ def test_readme_python_examples_run(spark, tmp_path: Path, capsys: pytest.Captur
     pruned = namespace["pruned"].collect()
     assert pruned and all(r.user_id < 1000 and 10 <= r.price <= 20 for r in pruned)
 
+    # the approximate answer: every estimate within 5%, from a sample, covering the exact value
+    approx = {r["aggregate"]: r for r in namespace["approx"].collect()}
+    assert set(approx) == {"count(*)", "sum(price)", "avg(price)"}
+    assert all(r["tolerance_met"] and r["fraction"] < 1 for r in approx.values())
+    assert approx["count(*)"]["low"] <= 200_000 <= approx["count(*)"]["high"]
+
     # the commit-properties example: recorded once, the second call with the same version skipped
     events_log = QbeastSnapshot.load(str(tmp_path / "events")).delta
     assert events_log.txn_version("loader") == 42

@@ -60,6 +60,7 @@ ALLOWED = {
     "core": ("qbeast.core", "qbeast.errors"),
     "delta": ("qbeast.delta", "qbeast.errors", "qbeast"),  # ``qbeast``: the version for commitInfo
     "index": ("qbeast.index", "qbeast.core", "qbeast.errors"),
+    "approx": ("qbeast.approx", "qbeast.core", "qbeast.errors"),  # pure statistics
 }
 
 

@@ -545,6 +545,36 @@ class QbeastAdapter(SparkAdapter):
         with operation_errors(op):
             return qbeast.QbeastTable.for_path(self._spark(), location).sample_predicate(share)
 
+    @available
+    def qbeast_approx(self, location: str, aggregates: Any, group_by: Any = None,
+                      filter: Any = None, tolerance: Any = 0.01, confidence: Any = 0.95,  # noqa: A002
+                      max_fraction: Any = 1.0, as_sql: bool = False) -> Any:
+        """``QbeastTable.approx`` on the table at ``location``: the answer as a SQL relation
+        (``as_sql``, for ``{{ qbeast_approx(...) }}`` in a model) or as logged rows (the
+        run-operation)."""
+        import qbeast
+
+        from dbt.adapters.qbeast.approx_sql import values_sql
+
+        op = "qbeast_approx"
+        if isinstance(aggregates, str):
+            aggregates = [aggregates]
+        if not isinstance(aggregates, (list, tuple)) or not aggregates:
+            raise ops.argument_error(op, "aggregates", aggregates,
+                                     "a list of count(*), count(col), sum(col), avg(col)")
+        tol = ops.check_number(op, "tolerance", tolerance, 0.0, 1.0, low_open=False)
+        conf = ops.check_number(op, "confidence", confidence, 0.0, 1.0, low_open=True)
+        share = ops.check_number(op, "max_fraction", max_fraction, 0.0, 1.0, low_open=True)
+        with operation_errors(op):
+            df = qbeast.QbeastTable.for_path(self._spark(), location).approx(
+                list(aggregates), group_by=group_by, filter=filter, tolerance=tol,
+                confidence=conf, max_fraction=share)
+            if as_sql:
+                return values_sql(df)
+            rows = [r.asDict() for r in df.collect()]
+        logger.info(f"{op}:\n" + "\n".join(str(r) for r in rows))
+        return rows
+
     # -- methods for the run-operations (macros in run_operations.sql) --------------------------
 
     @available

@@ -67,6 +67,8 @@ class PlannedFile:
     #: bytes from the file's start that hold every row the read needs (a sample of a file whose
     #: rows are in weight-band order, :mod:`qbeast.core.band_row_groups`); None: the whole file
     read_size: int | None = None
+    #: rows of the whole file (the AddFile's numRecords statistic; None: not recorded)
+    num_records: int | None = None
 
     @property
     def bytes_to_read(self) -> int:
@@ -100,6 +102,13 @@ class ReadPlan:
     def selected_bytes(self) -> int:
         """Bytes the read opens: whole files, or the prefixes of :attr:`PlannedFile.read_size`."""
         return sum(f.bytes_to_read for f in self.files)
+
+    @property
+    def file_rows(self) -> int | None:
+        """Rows of the planned files (whole files, from the log's statistics; None when a file
+        has no numRecords)."""
+        counts = [f.num_records for f in self.files]
+        return None if any(c is None for c in counts) else sum(c for c in counts if c is not None)
 
     @property
     def prefix_reads(self) -> bool:
@@ -303,7 +312,8 @@ def plan_read(
                 prefixed.append((len(kept), add, scan.location))
             kept.append(PlannedFile(scan.location, scan.size, revision_id,
                                     modification_time=int(add.modification_time or 0),
-                                    partition_values=scan.partition_values))
+                                    partition_values=scan.partition_values,
+                                    num_records=add.num_records))
             if trace is not None:
                 trace.kept[scan.location] = add.path
             blocks_read += needed.get(add.path, 1)

@@ -101,3 +101,15 @@
   {%- endif -%}
   {{ return(registered) }}
 {% endmacro %}
+
+
+{#-
+  Print an approximate aggregate (QbeastTable.approx), e.g.
+  dbt run-operation qbeast_approx_print --args "{relation_or_path: events, aggregates: ['sum(price)'], group_by: [country], tolerance: 0.01}"
+-#}
+{% macro qbeast_approx_print(relation_or_path, aggregates, group_by=none, filter=none, tolerance=0.01,
+                             confidence=0.95, max_fraction=1.0) %}
+  {%- set location = qbeast__location('qbeast_approx', relation_or_path) -%}
+  {{ return(adapter.qbeast_approx(location, aggregates, group_by, filter, tolerance, confidence,
+                                  max_fraction)) }}
+{% endmacro %}

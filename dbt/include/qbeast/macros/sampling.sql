@@ -20,3 +20,28 @@
     {{ relation }}
   {%- endif -%}
 {%- endmacro %}
+
+
+{#
+  qbeast_approx(relation, aggregates, group_by=none, filter=none, tolerance=0.01,
+                confidence=0.95, max_fraction=1.0): an approximate aggregate of a qbeast model
+  as a relation, e.g.
+
+    select * from {{ qbeast_approx(ref('events'), ['count(*)', 'avg(price)'],
+                                   group_by=['country'], tolerance=0.01) }}
+
+  The engine's QbeastTable.approx runs when the model is built (reading only the weight bands
+  the tolerance needs) and the answer is inlined: one row per group and aggregate with the group
+  columns, aggregate, estimate, low, high, fraction, rows_read, bytes_read, tolerance_met and
+  reason (docs/approx.md). Aggregates: count(*), count(col), sum(col), avg(col).
+#}
+{% macro qbeast_approx(relation, aggregates, group_by=none, filter=none, tolerance=0.01,
+                       confidence=0.95, max_fraction=1.0) %}
+  {%- if execute -%}
+    {%- set location = qbeast__location('qbeast_approx', relation) -%}
+    {{ adapter.qbeast_approx(location, aggregates, group_by, filter, tolerance, confidence,
+                             max_fraction, as_sql=true) }}
+  {%- else -%}
+    {{ relation }}
+  {%- endif -%}
+{%- endmacro %}

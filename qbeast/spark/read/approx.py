@@ -1,0 +1,210 @@
+"""The Spark job of one step of an approximate answer: one weight band in, cluster statistics out.
+
+A step reads only the rows of the band ``[lo, hi)`` of ``hash(indexed columns)``: the read
+planner picks the files (and file prefixes) whose blocks can hold such rows and whose indexed
+ranges can meet the filter, Spark's parquet reader reads them, and the band is the row filter.
+Spark then folds the rows twice, so only a few numbers per group come back to the driver:
+
+1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
+   non-null count (one row per cluster: the rows of one group sharing one weight). The band
+   that completes the table folds per ``(filter met, group)`` instead: its answer is exact, the
+   totals are enough, and the per-weight shuffle is the costly part of a step;
+2. per ``(filter met, group)``: the sufficient statistics of those clusters
+   (:class:`qbeast.approx.estimator.ClusterStats`), plus the sum over the cluster's weight of
+   (cluster rows) x (rows of that weight in every group), whose total is the sum of squared rows
+   per weight the row-count check needs.
+
+Rows that fail the filter are kept as one group (their group columns nulled) so the row-count
+check sees every row of the files read. The rows whose indexed columns are all null can be read
+apart, as a stratum, or left out (:func:`null_stratum`). Spark's scan metrics say what the step
+read.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from qbeast.approx.estimator import ClusterStats
+from qbeast.approx.sequential import BandRead
+from qbeast.core.sql import quote_identifier, row_weight_sql
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
+from qbeast.errors import InvalidOptionError
+from qbeast.spark.read.dataframe import plan_dataframe
+from qbeast.spark.read.planner import ReadPlan, plan_read
+from qbeast.spark.read.scan_metrics import scan_io
+
+_STATS = ("clusters", "s_y", "s_m", "s_yy", "s_mm", "s_ym", "s_abs_y", "max_abs_y", "max_m")
+
+
+def band_plan(snapshot: Any, predicate: Any, lo: int, hi: int | None) -> ReadPlan:
+    """The read plan of the weights ``[lo, hi)`` (``hi`` None: to the largest weight, inclusive).
+
+    The plan's files are what the band needs; its row filter is dropped (``weight_range``
+    None) because :func:`read_band` applies the band itself, inclusive of ``MAX_WEIGHT`` at the
+    top, which a ``hash < hi`` filter cannot express.
+    """
+    plan = plan_read(snapshot, predicate=predicate, weight_range=(lo, MAX_WEIGHT if hi is None else hi))
+    return dataclasses.replace(plan, weight_range=None)
+
+
+def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None):
+    from pyspark.sql import functions as F
+
+    weight = F.expr(row_weight_sql(hash_columns))
+    condition = F.lit(True)
+    if lo != MIN_WEIGHT:
+        condition = weight >= F.lit(lo)
+    if hi is not None:
+        condition = condition & (weight < F.lit(hi))
+    if nulls is not None:
+        all_null = F.lit(True)
+        for column in hash_columns:
+            all_null = all_null & F.col(quote_identifier(column)).isNull()
+        condition = condition & (all_null if nulls else ~all_null)
+    return condition
+
+
+def null_stratum(hash_columns: Sequence[str], predicate: Any) -> tuple[Any, tuple[int, int]]:
+    """(pruning predicate, weight band) of the rows whose indexed columns are all null.
+
+    They all weigh Spark's hash seed (Murmur3 skips nulls), so the band is that one weight, and
+    the index and the files' null counts prune the read to where such rows can be.
+    """
+    from qbeast.core import expressions as ex
+    from qbeast.index.row_weights import SPARK_HASH_SEED
+
+    parts = [ex.IsNull(c) for c in hash_columns]
+    if not isinstance(predicate, ex.AlwaysTrue):
+        parts.append(predicate)
+    return (parts[0] if len(parts) == 1 else ex.And(*parts)), (SPARK_HASH_SEED, SPARK_HASH_SEED + 1)
+
+
+def _filter_column(row_filter: Any):
+    """The user's filter as a boolean Column (null counts as false); None: every row."""
+    from pyspark.sql import functions as F
+
+    if row_filter is None:
+        return F.lit(True)
+    condition = F.expr(row_filter) if isinstance(row_filter, str) else row_filter
+    return F.coalesce(condition, F.lit(False))
+
+
+def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+              group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
+              hi: int | None, nulls: bool | None = None) -> BandRead:
+    """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
+
+    ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
+    then ignored: :func:`null_stratum`), False leaves them out, None does not look.
+
+    ``row_filter`` and ``user_filter`` come from
+    :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
+    aggregates read (None: the row count, always computed).
+    """
+    from pyspark.errors import PySparkException
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    hash_columns = tuple(snapshot.latest_revision.columns)
+    if nulls:
+        predicate, (lo, hi) = null_stratum(hash_columns, predicate)
+        plan = band_plan(snapshot, predicate, lo, hi)
+        lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
+    else:
+        plan = band_plan(snapshot, predicate, lo, hi)
+    columns = [c for c in dict.fromkeys(inputs) if c is not None]
+    try:
+        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
+        met = _filter_column(row_filter)
+        keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
+                for i, g in enumerate(group_by)]
+        values = [F.when(F.col("_met"), F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
+                  for i, c in enumerate(columns)]
+        rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
+                         *[F.col(quote_identifier(g)) for g in group_by],
+                         *[F.col(quote_identifier(c)) for c in columns])
+        rows = rows.select("_met", "_w", *keys, *values)
+    except PySparkException as exc:
+        names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
+        reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+        raise InvalidOptionError(
+            f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
+            f"{names}: {reason.strip()}") from exc
+    group_keys = ["_met", *[f"_g{i}" for i in range(len(group_by))]]
+    # the last band completes the table: the answer is exact and needs only the totals, so each
+    # group is folded as one cluster, without the per-weight shuffle
+    cluster_keys = group_keys if hi is None else [*group_keys, "_w"]
+    clusters = rows.groupBy(*cluster_keys).agg(
+        F.count(F.lit(1)).alias("_n"),
+        *[F.coalesce(F.sum(f"_v{i}"), F.lit(0.0)).alias(f"_y{i}") for i in range(len(columns))],
+        *[F.count(f"_v{i}").alias(f"_m{i}") for i in range(len(columns))],
+    )
+    if group_by and hi is not None:
+        clusters = clusters.withColumn("_nw", F.sum("_n").over(Window.partitionBy("_w")))
+    else:  # a weight's rows split at most by the filter: rows of one weight share the indexed
+        # values, so a filter on them never splits it, and otherwise the cross term is dropped
+        clusters = clusters.withColumn("_nw", F.col("_n"))
+    n = F.col("_n").cast("double")
+    stats = [
+        F.count(F.lit(1)).alias("n_clusters"), F.sum(n).alias("n_s"), F.sum(n * n).alias("n_ss"),
+        F.max(n).alias("n_max"), F.sum(n * F.col("_nw")).alias("n_nw"),
+    ]
+    for i in range(len(columns)):
+        y, m = F.col(f"_y{i}"), F.col(f"_m{i}").cast("double")
+        stats += [
+            F.count(F.when(m > 0, 1)).alias(f"c{i}_clusters"), F.sum(y).alias(f"c{i}_s_y"),
+            F.sum(m).alias(f"c{i}_s_m"), F.sum(y * y).alias(f"c{i}_s_yy"),
+            F.sum(m * m).alias(f"c{i}_s_mm"), F.sum(y * m).alias(f"c{i}_s_ym"),
+            F.sum(F.abs(y)).alias(f"c{i}_s_abs_y"), F.max(F.abs(y)).alias(f"c{i}_max_abs_y"),
+            F.max(m).alias(f"c{i}_max_m"),
+        ]
+    folded = clusters.groupBy(*group_keys).agg(*stats)
+    result = folded.collect()
+    io = scan_io(folded)
+    groups: dict[tuple[Any, ...], dict[str | None, ClusterStats]] = {}
+    band_rows = 0
+    sum_sq = 0.0
+    for row in result:
+        band_rows += int(row["n_s"])
+        sum_sq += float(row["n_nw"])
+        if not row["_met"]:
+            continue
+        key = tuple(row[f"_g{i}"] for i in range(len(group_by)))
+        count = ClusterStats(int(row["n_clusters"]), float(row["n_s"]), float(row["n_s"]),
+                             float(row["n_ss"]), float(row["n_ss"]), float(row["n_ss"]),
+                             float(row["n_s"]), float(row["n_max"]), float(row["n_max"]))
+        found: dict[str | None, ClusterStats] = {None: count}
+        for i, column in enumerate(columns):
+            found[column] = ClusterStats(
+                int(row[f"c{i}_clusters"]),
+                *[float(row[f"c{i}_{name}"] or 0.0) for name in _STATS[1:]])
+        groups[key] = found
+    return BandRead(groups, band_rows, sum_sq, io.rows_scanned, io.bytes)
+
+
+#: The columns of an answer after the group columns.
+ANSWER_COLUMNS = ("aggregate", "estimate", "low", "high", "fraction", "rows_read", "bytes_read",
+                  "tolerance_met", "reason")
+
+
+def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequence[str],
+                     rows: list[tuple[Any, ...]]):
+    """The answer as a DataFrame: the group columns (with their table types), then
+    :data:`ANSWER_COLUMNS`."""
+    from pyspark.sql.types import (
+        BooleanType,
+        DoubleType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    table = {f.name: f for f in StructType.fromJson(table_schema).fields}
+    kinds = (StringType(), DoubleType(), DoubleType(), DoubleType(), DoubleType(), LongType(),
+             LongType(), BooleanType(), StringType())
+    fields = [StructField(g, table[g].dataType, True) for g in group_by]
+    fields += [StructField(name, kind, True) for name, kind in zip(ANSWER_COLUMNS, kinds)]
+    return spark.createDataFrame(rows, StructType(fields))

@@ -1,0 +1,148 @@
+"""``QbeastTable.approx`` on small real tables: answers against the exact aggregate, exactness at
+``tolerance=0``, what each step reads (counted from Spark's scan), and bad arguments."""
+from __future__ import annotations
+
+import pytest
+
+import qbeast
+from qbeast.approx.sequential import band
+from qbeast.core.weight import MAX_WEIGHT
+from qbeast.errors import InvalidOptionError
+from qbeast.operations.approx import approx_answer
+from qbeast.spark.read.approx import band_plan, read_band
+from qbeast.spark.read.predicates import user_predicate
+
+pytestmark = pytest.mark.spark
+
+ROWS = 60_000
+
+
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory):
+    """60k rows indexed on (a, b): each (a, b) pair holds 6 rows (one weight, one cluster), which
+    the 3-valued group ``g`` splits 2-2-2; ``v`` a value with nulls."""
+    path = str(tmp_path_factory.mktemp("approx") / "t")
+    df = spark.range(ROWS).selectExpr(
+        "id", "cast(id % 2000 as int) as a", "cast(id % 5 as int) as b",
+        "cast(id % 3 as string) as g",
+        "case when id % 11 = 0 then null else cast(id % 1000 as double) * 1.5 + 10 end as v")
+    qbeast.write(df, path, "a,b", cube_size=5_000)
+    return path
+
+
+def _exact(spark, path, group):
+    return {row[group]: row for row in spark.read.parquet(path).groupBy(group).agg(
+        {"*": "count", "v": "sum"}).withColumnRenamed("count(1)", "n").withColumnRenamed(
+        "sum(v)", "s").collect()}
+
+
+def test_estimates_cover_the_exact_aggregate_and_meet_the_tolerance(spark, table):
+    t = qbeast.QbeastTable.for_path(spark, table)
+    rows = t.approx(["count(*)", "sum(v)", "avg(v)"], group_by="g", tolerance=0.1,
+                    confidence=0.999, max_fraction=0.5).collect()
+    exact = {r["g"]: r for r in spark.sql(
+        f"SELECT g, count(*) n, sum(v) s, avg(v) m FROM parquet.`{table}` GROUP BY g").collect()}
+    assert len(rows) == 9 and {r["g"] for r in rows} == set(exact)
+    fraction = rows[0]["fraction"]
+    assert 0 < fraction < 1 and all(r["tolerance_met"] for r in rows)
+    for r in rows:
+        truth = {"count(*)": exact[r["g"]]["n"], "sum(v)": exact[r["g"]]["s"],
+                 "avg(v)": exact[r["g"]]["m"]}[r["aggregate"]]
+        assert r["low"] <= float(truth) <= r["high"], r
+        assert (r["high"] - r["low"]) / 2 <= 0.1 * abs(r["estimate"])
+        assert r["reason"] is None
+    assert 0 < rows[0]["rows_read"] < ROWS and rows[0]["bytes_read"] > 0
+
+
+def test_tolerance_zero_is_exact_in_one_read(spark, table):
+    t = qbeast.QbeastTable.for_path(spark, table)
+    answer, _, _ = approx_answer(spark, table, ["count(*)", "sum(v)", "avg(v)", "count(v)"],
+                                 tolerance=0, filter="a < 1000")
+    assert answer.steps == [(0.0, 1.0)]
+    exact = spark.sql(f"SELECT count(*) n, sum(v) s, avg(v) m, count(v) c FROM parquet.`{table}` "
+                      "WHERE a < 1000").first()
+    got = {a.label: e for a, e in answer.estimates[()].items()}
+    assert got["count(*)"].estimate == exact["n"] and got["count(v)"].estimate == exact["c"]
+    assert got["sum(v)"].estimate == pytest.approx(float(exact["s"]), rel=1e-12)
+    assert got["avg(v)"].estimate == pytest.approx(float(exact["m"]), rel=1e-12)
+    assert all(e.tolerance_met and e.low == e.high == e.estimate for e in got.values())
+    df = t.approx("count(*)", tolerance=0)
+    assert [tuple(r) for r in df.select("estimate", "low", "high", "fraction").collect()] == [
+        (ROWS, ROWS, ROWS, 1.0)]
+
+
+def test_each_step_reads_only_its_band(spark, table):
+    """What each step's scan reads, from Spark's metrics: the planned files and prefixes only,
+    stopping at the band's upper edge (the first band reads exactly its rows; a later band
+    re-reads the lighter row groups of the files it opens again, docs/approx.md), and the rows
+    folded are exactly the band's."""
+    snapshot = qbeast.QbeastTable.for_path(spark, table).snapshot()
+    predicate, row_filter = user_predicate(snapshot, None)
+    columns = tuple(snapshot.latest_revision.columns)
+    seen = []
+    for lower, upper in [(0.0, 0.05), (0.05, 0.2), (0.2, 1.0)]:
+        lo, hi = band(lower, upper)
+        read = read_band(spark, snapshot, predicate, row_filter, None, [], [None], lo, hi)
+        top = MAX_WEIGHT + 1 if hi is None else hi
+        in_band = spark.read.parquet(table).where(
+            f"hash({', '.join(columns)}) >= {lo} and hash({', '.join(columns)}) < {top}").count()
+        assert read.band_rows == in_band == int(read.groups[()][None].s_m)
+        plan = band_plan(snapshot, predicate, lo, hi)
+        assert read.bytes_read == plan.selected_bytes  # Spark's filesSize of the planned prefixes
+        if hi is not None:  # the scan stops at the band's upper edge: rows lighter than it, and
+            # the rest of the row group holding the edge (the writer's bands are 1-2-5 edges)
+            below = spark.read.parquet(table).where(
+                f"hash({', '.join(columns)}) < {hi}").count()
+            assert in_band <= read.rows_scanned <= below * 1.05 + 100, (read.rows_scanned, below)
+        seen.append((read.rows_scanned, plan))
+    # a small band's scan returns far fewer rows than the table (files of other bands skipped)
+    assert seen[0][0] < 0.25 * ROWS
+    assert len(seen[0][1].files) < len(seen[2][1].files)
+
+
+def test_a_filter_on_an_indexed_column_still_prunes(spark, table):
+    t = qbeast.QbeastTable.for_path(spark, table)
+    full = t.approx("count(*)", tolerance=0.1).first()
+    narrow = t.approx("count(*)", filter="a < 200", tolerance=0.1).first()
+    exact = spark.read.parquet(table).where("a < 200").count()
+    assert narrow["low"] <= exact <= narrow["high"] or not narrow["tolerance_met"]
+    assert narrow["bytes_read"] < full["bytes_read"] or narrow["fraction"] > full["fraction"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"aggregates": ["min(v)"]}, "cannot be approximated"),
+    ({"aggregates": ["sum(nope)"]}, "not a column of the table"),
+    ({"aggregates": ["count(*)"], "group_by": ["nope"]}, "group_by column 'nope'"),
+    ({"aggregates": ["count(*)"], "tolerance": 1.5}, "tolerance must be"),
+    ({"aggregates": ["count(*)"], "confidence": 0}, "confidence must be"),
+    ({"aggregates": ["count(*)"], "max_fraction": 0}, "max_fraction must be"),
+    ({"aggregates": ["count(*)"], "filter": "nope > 1"}, "nope"),
+])
+def test_bad_arguments_are_refused_with_the_allowed_values(spark, table, kwargs, message):
+    t = qbeast.QbeastTable.for_path(spark, table)
+    aggregates = kwargs.pop("aggregates")
+    with pytest.raises(InvalidOptionError, match=message):
+        t.approx(aggregates, **kwargs).collect()
+
+
+def test_the_documented_sql_form_gives_the_estimate_of_one_fixed_fraction(spark, table):
+    """docs/approx.md's SQL over TABLESAMPLE (the bridge's pushed weight filter) equals
+    ``approx`` at that fraction: same estimates, same half-widths."""
+    qbeast.create_table(spark, "approx_events", table, replace=True)
+    rows = spark.sql("""
+        WITH clusters AS (
+          SELECT g, hash(a, b) AS w, sum(v) AS y
+          FROM approx_events TABLESAMPLE (10 PERCENT)
+          GROUP BY g, hash(a, b)
+        )
+        SELECT g, sum(y) / 0.1 AS estimate,
+               1.96 * sqrt((1 - 0.1) / (0.1 * 0.1) * sum(y * y)) AS half_width
+        FROM clusters GROUP BY g""").collect()
+    answer, _, _ = approx_answer(spark, table, ["sum(v)"], group_by="g", tolerance=0,
+                                 max_fraction=0.1, confidence=0.95)
+    assert answer.steps == [(0.0, 0.1)]
+    assert len(rows) == 3
+    for row in rows:
+        (result,) = answer.estimates[(row["g"],)].values()
+        assert result.estimate == pytest.approx(row["estimate"], rel=1e-6)
+        assert (result.high - result.low) / 2 == pytest.approx(row["half_width"], rel=1e-4)
