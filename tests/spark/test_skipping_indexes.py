@@ -1,0 +1,184 @@
+"""Skipping indexes (value lists and Bloom filters) prune exactly, through every write path.
+
+"Exactly": a file that holds the looked-up value is always planned, and for a value list a file
+that does not hold it never is (a Bloom filter may keep a few such files: its false positives,
+bounded here). Which files hold a value is read from the files themselves with pyarrow.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import os
+import random
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import qbeast
+from qbeast import QbeastTable
+from qbeast.core.skipping import CONFIG_KEY, INDEX_DIR, TAG
+from qbeast.delta.log import DeltaLog
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = ("k BIGINT, i INT, l BIGINT, s STRING, d DATE, dec DECIMAL(10,2), status STRING, "
+          "note STRING")
+INDEXES = {"i": "bloom", "l": "values", "s": "bloom", "d": "values", "dec": "values",
+           "status": "values"}
+
+
+def _rows(seed: int, count: int, start: int = 0) -> list[tuple]:
+    rng = random.Random(seed)
+    statuses = ["open", "Open", "OPEN", "closed", None]
+    return [
+        (start + n, rng.randint(0, 3000), rng.randint(0, 150) * 10**9,
+         None if rng.random() < 0.01 else f"sku-{rng.randint(0, 3000)}",
+         dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(0, 300)),
+         decimal.Decimal(rng.randint(0, 150)) / 4,
+         statuses[rng.randint(0, 4)] if n % 50 == 0 else "open",
+         "x")
+        for n in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def table(spark, tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("skipping") / "t")
+    qbeast.write(spark.createDataFrame(_rows(1, 3000), SCHEMA), path, "k", cube_size=300,
+                 skipping_indexes=INDEXES)
+    return path
+
+
+def _active(path: str) -> dict[str, object]:
+    return {f: pq.read_table(os.path.join(path, f)) for f in DeltaLog.for_path(path).snapshot().files}
+
+
+def _holding(files: dict, column: str, value: object) -> set[str]:
+    found = set()
+    for name, data in files.items():
+        values = data.column(column)
+        hit = pc.is_null(values) if value is None else pc.equal(values, value)
+        if pc.any(hit).as_py():
+            found.add(name)
+    return found
+
+
+def _planned(path: str, condition: str) -> tuple[set[str], dict]:
+    plan = QbeastTable.for_path(None, path).read_plan(filter=condition)
+    return {os.path.basename(f.path) for f in plan.files}, dict(plan.index_pruned)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, str):
+        return f"'{value}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    return str(value)
+
+
+def _check_exact(path: str, column: str, values: list, *, exact: bool) -> int:
+    """Every file holding a value is planned; returns the false positives (0 when ``exact``)."""
+    files = _active(path)
+    false_hits = 0
+    for value in values:
+        condition = f"{column} IS NULL" if value is None else f"{column} = {_literal(value)}"
+        planned, _ = _planned(path, condition)
+        holding = _holding(files, column, value)
+        assert holding <= planned, (condition, holding - planned)
+        extra = planned - holding
+        if exact:
+            assert not extra, (condition, extra)
+        false_hits += len(extra)
+    return false_hits
+
+
+def test_the_declaration_is_kept_and_every_file_is_indexed(table):
+    snapshot = DeltaLog.for_path(table).snapshot()
+    assert json.loads(snapshot.metadata.configuration[CONFIG_KEY]) == {
+        c: ({"kind": k, "fpp": 0.01} if k == "bloom" else {"kind": k, "max_values": 256})
+        for c, k in INDEXES.items()}
+    assert len(snapshot.files) >= 5
+    names = {add.tags[TAG] for add in snapshot.files.values()}
+    assert len(names) == 1 and next(iter(names)).startswith(INDEX_DIR + "/")
+
+
+@pytest.mark.parametrize("column, values, exact", [
+    ("l", [0, 17 * 10**9, 150 * 10**9, 5], True),
+    ("d", [dt.date(2024, 1, 1), dt.date(2024, 5, 5), dt.date(2023, 1, 1)], True),
+    ("dec", [decimal.Decimal("0.25"), decimal.Decimal("37.5"), decimal.Decimal("7.25")], True),
+    ("status", ["Open", "OPEN", "open", "oPEN", None], True),
+    ("i", [0, 1, 1500, 2999, 3001], False),
+    ("s", ["sku-1", "sku-2999", "SKU-1", "sku-", None], False),
+])
+def test_equality_and_nulls_prune_exactly(table, column, values, exact):
+    false_hits = _check_exact(table, column, values, exact=exact)
+    assert false_hits <= len(values)  # Bloom filters at 1%: about 0.1 false file per lookup here
+
+
+def test_in_lists_prune_and_the_plan_reports_each_index(table, spark):
+    files = _active(table)
+    planned, removed = _planned(table, "status IN ('OPEN', 'closed') AND l IN (5, 7)")
+    assert planned == set() and removed == {"status:values": removed["status:values"],
+                                            "l:values": len(files)}
+    planned, removed = _planned(table, "status IN ('OPEN', 'closed') OR dec <=> 7.25")
+    holding = (_holding(files, "status", "OPEN") | _holding(files, "status", "closed")
+               | _holding(files, "dec", decimal.Decimal("7.25")))
+    assert planned == holding
+    rows = QbeastTable.for_path(spark, table).to_df(filter="status = 'OPEN'").count()
+    assert rows == sum(r[6] == "OPEN" for r in _rows(1, 3000))
+    # no index on this column: nothing reported, nothing removed by an index
+    assert _planned(table, "note = 'y'")[1] == {}
+
+
+def test_appends_optimize_delete_and_merge_index_the_files_they_add(spark, table, tmp_path):
+    import shutil
+
+    path = str(tmp_path / "t")
+    shutil.copytree(table, path)
+    qbeast.write(spark.createDataFrame(_rows(2, 400, start=10_000), SCHEMA), path)  # local append
+    qbeast.write(spark.createDataFrame(_rows(3, 2500, start=20_000), SCHEMA), path)
+    QbeastTable.for_path(spark, path).optimize()
+    QbeastTable.for_path(spark, path).delete("l = 17000000000 OR k % 7 = 0")
+    source = spark.createDataFrame(_rows(4, 200, start=5), SCHEMA)
+    QbeastTable.for_path(spark, path).merge(source, on="k")
+    snapshot = DeltaLog.for_path(path).snapshot()
+    assert [add.tags for add in snapshot.files.values() if TAG not in (add.tags or {})] == []
+    assert len({add.tags[TAG] for add in snapshot.files.values()}) > 1
+    _check_exact(path, "l", [0, 17 * 10**9, 149 * 10**9], exact=True)
+    _check_exact(path, "status", ["Open", None, "closed"], exact=True)
+    _check_exact(path, "s", ["sku-5", "sku-2000"], exact=False)
+    expected = spark.read.parquet(*[os.path.join(path, f) for f in snapshot.files]).where(
+        "status = 'Open'").count()
+    assert QbeastTable.for_path(spark, path).to_df(filter="status = 'Open'").count() == expected
+
+
+def test_missing_or_unknown_index_files_mean_may_match(table, tmp_path):
+    import shutil
+
+    path = str(tmp_path / "t")
+    shutil.copytree(table, path)
+    everything = set(_active(path))
+    index_dir = os.path.join(path, INDEX_DIR)
+    (name,) = os.listdir(index_dir)
+    with open(os.path.join(index_dir, name), "r+b") as f:
+        f.seek(6)
+        f.write(b"99")  # a version this engine does not know
+    # l = 5 lies inside every file's min/max and in no file: only an index could prune it
+    assert _planned(table, "l = 5")[0] == set()
+    assert _planned(path, "l = 5")[0] == everything
+    os.remove(os.path.join(index_dir, name))
+    assert _planned(path, "l = 5")[0] == everything
+
+
+def test_bad_declarations_are_refused_before_writing(spark, tmp_path):
+    df = spark.createDataFrame(_rows(5, 10), SCHEMA)
+    path = str(tmp_path / "t")
+    with pytest.raises(qbeast.InvalidOptionError, match="'nope' is not in the table"):
+        qbeast.write(df, path, "k", skipping_indexes={"nope": "bloom"})
+    with pytest.raises(qbeast.InvalidOptionError, match="unknown index kind 'set'"):
+        qbeast.write(df, path, "k", skipping_indexes={"s": "set"})
+    with pytest.raises(qbeast.InvalidOptionError, match="type double, which cannot carry"):
+        qbeast.write(df.selectExpr("*", "1.5d AS x"), path, "k", skipping_indexes={"x": "values"})
+    assert not os.path.exists(path)
