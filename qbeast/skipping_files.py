@@ -171,6 +171,81 @@ def referenced_index_files(adds: Iterable[Any]) -> set[str]:
     return {tags[TAG] for a in adds if (tags := getattr(a, "tags", None)) and TAG in tags}
 
 
+def unneeded_index_files(log: Any, retention_hours: float, dry_run: bool) -> tuple[list[str], int]:
+    """Index files that no active file and no file removed inside the retention names, older
+    than the retention (a newer one may belong to a commit still being made); deleted unless
+    ``dry_run``. Their locations and total size."""
+    from qbeast.delta.actions import now_ms
+
+    snapshot = log.snapshot()
+    horizon = now_ms() - int(retention_hours * 3_600_000)
+    needed = referenced_index_files(snapshot.files.values())
+    needed |= referenced_index_files(rm for rm in snapshot.tombstones.values()
+                                     if (rm.deletion_timestamp or 0) > horizon)
+    keep = {index_location(log.table_path, name) for name in needed}
+    folder = index_location(log.table_path, INDEX_DIR)
+    if not log.storage.exists(folder):
+        return [], 0
+    unneeded = [stat for stat in log.storage.walk(folder)
+                if stat.path not in keep and stat.mtime_ms <= horizon]
+    if not dry_run:
+        for stat in unneeded:
+            log.storage.delete(stat.path)
+    if unneeded:
+        logger.info("vacuum %s: %d unneeded skipping index files%s", log.table_path,
+                    len(unneeded), " (dry run)" if dry_run else "")
+    return [stat.path for stat in unneeded], sum(stat.size for stat in unneeded)
+
+
+def build_missing_indexes(log: Any, declaration: str | None = None, *,
+                          operation: str = "BUILD SKIPPING INDEXES",
+                          info: Mapping[str, Any] | None = None) -> tuple[int | None, int]:
+    """Give every active file that lacks an entry for a declared index its entries, in one
+    commit that adds those files again with the new tag (``dataChange: false``), as the files
+    of a table written before the declaration, or converted, need. A ``declaration``
+    (:func:`qbeast.core.skipping.encode_declaration`) replaces the table's in the same commit.
+    The committed version (None when there was nothing to do) and the number of files indexed.
+
+    The files are marked read: a concurrent commit that removes one of them makes this one
+    conflict rather than bring the file back.
+    """
+    from qbeast.commit import commit_files
+    from qbeast.delta.transaction import Transaction
+
+    snapshot = log.snapshot()
+    snapshot.check_writable()
+    transaction = declare(Transaction(log, snapshot), declaration)
+    indexes = table_indexes(transaction.effective_metadata())
+    wanted = {spec.column for spec, _ in indexes}
+    missing = []
+    for add in snapshot.files.values() if indexes else ():
+        name = (add.tags or {}).get(TAG)
+        entries = None
+        if name is not None:
+            decoded = INDEX_FILES.entries(log.storage, index_location(log.table_path, name))
+            entries = None if decoded is None else decoded.get(add.path)
+        if entries is None or not wanted <= set(entries):
+            missing.append(add)
+    if not missing and transaction.effective_metadata() is snapshot.metadata:
+        return None, 0
+    started = time.perf_counter()
+    name = write_index_file(log, build_entries(log, missing, indexes)) if missing else None
+    transaction.mark_files_read([a.path for a in missing])
+    adds = [replace(tagged(replace(a, tags={k: v for k, v in (a.tags or {}).items() if k != TAG}),
+                           name), data_change=False) for a in missing if name is not None]
+    try:
+        version = commit_files(transaction, adds, operation=operation,
+                               parameters={"indexes": [s.label for s, _ in indexes]},
+                               metrics={"numIndexedFiles": len(adds)}, info=info,
+                               delete_on_failure=False)
+    except BaseException:
+        delete_index_file(log, name)
+        raise
+    logger.info("skipping indexes built for %d existing files of %s in %.2fs", len(adds),
+                log.table_path, time.perf_counter() - started)
+    return version, len(adds)
+
+
 class IndexFiles:
     """Decoded index files and their column batches, by location; bounded, shared by threads.
 

@@ -182,3 +182,59 @@ def test_bad_declarations_are_refused_before_writing(spark, tmp_path):
     with pytest.raises(qbeast.InvalidOptionError, match="type double, which cannot carry"):
         qbeast.write(df.selectExpr("*", "1.5d AS x"), path, "k", skipping_indexes={"x": "values"})
     assert not os.path.exists(path)
+
+
+def test_a_table_written_before_skipping_indexes_is_planned_as_before(qbeast_fixtures, monkeypatch):
+    from qbeast.spark.read import planner
+
+    path = str(qbeast_fixtures / "v07-ecommerce-300k")
+    table = QbeastTable.for_path(None, path)
+    conditions = ["user_id = 512452127", "brand IN ('apple', 'acme')", "price IS NULL",
+                  "product_id = 1004767 OR brand = 'samsung'"]
+    now = [table.read_plan(filter=c) for c in conditions]
+    monkeypatch.setattr(planner, "skipping_prune",
+                        lambda *args, **kwargs: ([True] * len(args[3]), ()))
+    before = [table.read_plan(filter=c) for c in conditions]
+    assert [p.paths for p in now] == [p.paths for p in before]
+    assert all(p.index_pruned == () for p in now)
+
+
+def test_existing_files_get_indexes_and_vacuum_drops_unneeded_index_files(spark, tmp_path):
+    path = str(tmp_path / "t")
+    qbeast.write(spark.createDataFrame(_rows(6, 1500), SCHEMA), path, "k", cube_size=300)
+    table = QbeastTable.for_path(spark, path)
+    assert _planned(path, "l = 5")[0] == set(_active(path))  # no index yet
+    result = table.build_skipping_indexes({"l": "values"})
+    assert result.files_indexed == len(_active(path)) and result.version == 1
+    assert table.build_skipping_indexes().version is None  # nothing left to index
+    assert _planned(path, "l = 5")[0] == set()
+    _check_exact(path, "l", [0, 3 * 10**9], exact=True)
+    # a new column in the declaration: every file gets a new index file naming both
+    table.build_skipping_indexes({"l": "values", "status": "values"})
+    _check_exact(path, "status", ["OPEN", None], exact=True)
+    index_dir = os.path.join(path, INDEX_DIR)
+    assert len(os.listdir(index_dir)) == 2
+    report = table.vacuum(retention_hours=0, allow_short_retention=True)
+    assert [n for n in report.files if n.startswith(INDEX_DIR)] != []
+    assert len(os.listdir(index_dir)) == 1
+    _check_exact(path, "l", [0, 5], exact=True)
+
+
+def test_sql_reads_prune_through_the_bridge(spark, table):
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from sql_bridge_checks import files_read
+
+    assert qbeast.register(spark) == "jvm"
+    spark.read.format("qbeast").load(table).createOrReplaceTempView("skipping_t")
+    files = _active(table)
+    for condition, holding in [
+        ("status = 'OPEN' AND l IN (0, 5)", _holding(files, "status", "OPEN") & _holding(files, "l", 0)),
+        ("l <=> 5", set()),
+        ("dec <=> NULL", _holding(files, "dec", None)),
+    ]:
+        df = spark.sql(f"SELECT count(*) AS n FROM skipping_t WHERE {condition}")
+        expected = spark.read.parquet(*[os.path.join(table, f) for f in files]).where(condition).count()
+        assert df.collect()[0]["n"] == expected
+        assert files_read(df) == [len(holding)], condition
