@@ -319,8 +319,8 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     if not columns:
         return keep_all
     store = storage if storage is not None else storage_for(table_path)
-    located = [FileRef(r.path, None if r.index is None else index_location(table_path, r.index))
-               for r in refs]
+    locations = {name: index_location(table_path, name) for name in {r.index for r in refs} if name}
+    located = [FileRef(r.path, None if r.index is None else locations[r.index]) for r in refs]
 
     def source(location: str, column: str, type_name: str) -> ColumnBatch | None:
         return INDEX_FILES.batch(store, location, column, type_name)

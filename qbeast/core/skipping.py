@@ -187,14 +187,15 @@ _LOW = np.uint64(0xFFFFFFFF)
 _HIGH = np.uint64(32)
 
 
-def bloom_positions(hashes: np.ndarray, step: int, bits: np.ndarray | np.uint64) -> np.ndarray:
+def bloom_positions(hashes: np.ndarray | np.uint64, step: int | np.ndarray,
+                    bits: np.ndarray | np.uint64) -> np.ndarray:
     """The bit of probe ``step`` of each hash in a filter of ``bits`` bits (broadcasting): double
     hashing of the hash's two 32-bit halves, mapped to ``[0, bits)`` by a multiply-shift (no
     division)."""
     h1 = hashes & _LOW
     h2 = (hashes >> _HIGH) | np.uint64(1)
     with np.errstate(over="ignore"):
-        probe = (h1 + np.uint64(step) * h2) & _LOW
+        probe = (h1 + np.asarray(step, dtype=np.uint64) * h2) & _LOW
         return (probe * np.asarray(bits, dtype=np.uint64)) >> _HIGH
 
 

@@ -79,16 +79,16 @@ class ColumnBatch:
             found = found | (np.bincount(self.value_rows[hit], minlength=n) > 0)
         rows = np.flatnonzero(self.bloom)
         if rows.size:
+            # every probe of every file at once: (probes, files) positions, one gather per value
             bits, probes, offsets = self.bits[rows], self.probes[rows], self.offsets[rows]
+            steps = np.arange(int(probes.max()), dtype=np.uint64)[:, None]
+            unused = steps.astype(np.int64) >= probes[None, :]
             any_value = np.zeros(rows.size, dtype=bool)
             for h in hashes.astype(np.uint64):
-                every = np.ones(rows.size, dtype=bool)
-                for step in range(int(probes.max())):
-                    position = bloom_positions(h, step, bits)
-                    byte = self.bitmap[offsets + (position >> np.uint64(3)).astype(np.int64)]
-                    bit = (byte >> (position & np.uint64(7)).astype(np.uint8)) & 1
-                    every &= (bit == 1) | (step >= probes)
-                any_value |= every
+                position = bloom_positions(h, steps, bits[None, :])
+                byte = self.bitmap[offsets[None, :] + (position >> np.uint64(3)).astype(np.int64)]
+                bit = (byte >> (position & np.uint64(7)).astype(np.uint8)) & 1
+                any_value |= ((bit == 1) | unused).all(axis=0)
             found[rows] |= any_value
         return found
 

@@ -93,8 +93,8 @@ class ReadPlan:
     #: one); files are read whole, so files and bytes are what a read costs, blocks what it needs
     blocks_read: int = 0
     #: ``(index, files it removed)`` per skipping index the predicate uses (``"order_id:bloom"``):
-    #: of the files the OTree walk and the min/max stats left, those that index alone proves
-    #: hold no matching row (docs/skipping.md)
+    #: of the files the OTree walk left, those that index alone proves hold no matching row
+    #: (the min/max stats may have removed some of them too; docs/skipping.md)
     index_pruned: tuple[tuple[str, int], ...] = ()
 
     @property
@@ -238,13 +238,14 @@ def plan_read(
             if revision is not None and tuple(revision.columns) == hash_columns:
                 weighted.add(revision_id)
         chosen.extend((revision_id, add) for add in selected)
-    chosen = [(rid, add) for rid, add in chosen
-              if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types)]
     index_pruned: tuple[tuple[str, int], ...] = ()
     if layout.is_plain:
+        # before the stats: probing index files costs per index file, stats per file
         survives, index_pruned = skipping_prune(delta.table_path, delta.metadata, predicate,
                                                 [add for _, add in chosen])
         chosen = [item for item, keep in zip(chosen, survives) if keep]
+    chosen = [(rid, add) for rid, add in chosen
+              if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types)]
     kept: list[PlannedFile] = []
     blocks_read = 0
     prefixed: list[tuple[int, Any, str]] = []  # (index in kept, add, location)

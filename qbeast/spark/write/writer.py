@@ -131,7 +131,9 @@ def write(
     about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 1000000, 0 = all
     rows), ``user_metadata`` (stored in the commit info), ``non_finite`` (``"fail"``, the default:
     NaN or an infinity in an indexed float/double column fails the write; ``"null"``: they are
-    stored as null).
+    stored as null), ``skipping_indexes`` (``{"order_id": "bloom", "status": "values"}``: per-file
+    value lists or Bloom filters that prune lookups on those columns, kept by the table for later
+    writes; ``{}`` removes them; docs/skipping.md).
 
     How the write commits is one :class:`qbeast.CommitProperties` (``commit_properties``): user
     metadata, an idempotent transaction, retries after a lost race, cancellation. The keyword
