@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from qbeast.core.skipping import (
@@ -95,19 +96,18 @@ def index_location(table_path: str, name: str) -> str:
     return resolve_file_path(table_path, name)
 
 
-def _read_columns(storage: Any, location: str, columns: list[str]) -> Any:
-    if is_local_file_path(location):
-        return pq.read_table(location, columns=columns)
-    return pq.read_table(io.BytesIO(storage.read_bytes(location)), columns=columns)
-
-
 def file_entries(storage: Any, location: str, indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, Entry]:
     """The entries of the declared ``indexes`` for the data file at ``location``."""
-    columns = [spec.column for spec, _ in indexes]
-    table = _read_columns(storage, location, columns)
+    source = location if is_local_file_path(location) else io.BytesIO(storage.read_bytes(location))
+    parquet = pq.ParquetFile(source)
+    present = set(parquet.schema_arrow.names)
+    table = parquet.read(columns=[spec.column for spec, _ in indexes if spec.column in present])
     entries = {}
     for spec, type_name in indexes:
-        hashes, has_null = hash_values(table.column(spec.column), type_name)
+        if spec.column in present:
+            hashes, has_null = hash_values(table.column(spec.column), type_name)
+        else:  # a column added to the table after the file was written: null in every row
+            hashes, has_null = np.empty(0, dtype=np.uint64), parquet.metadata.num_rows > 0
         entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
     return entries
 
@@ -195,55 +195,6 @@ def unneeded_index_files(log: Any, retention_hours: float, dry_run: bool) -> tup
         logger.info("vacuum %s: %d unneeded skipping index files%s", log.table_path,
                     len(unneeded), " (dry run)" if dry_run else "")
     return [stat.path for stat in unneeded], sum(stat.size for stat in unneeded)
-
-
-def build_missing_indexes(log: Any, declaration: str | None = None, *,
-                          operation: str = "BUILD SKIPPING INDEXES",
-                          info: Mapping[str, Any] | None = None) -> tuple[int | None, int]:
-    """Give every active file that lacks an entry for a declared index its entries, in one
-    commit that adds those files again with the new tag (``dataChange: false``), as the files
-    of a table written before the declaration, or converted, need. A ``declaration``
-    (:func:`qbeast.core.skipping.encode_declaration`) replaces the table's in the same commit.
-    The committed version (None when there was nothing to do) and the number of files indexed.
-
-    The files are marked read: a concurrent commit that removes one of them makes this one
-    conflict rather than bring the file back.
-    """
-    from qbeast.commit import commit_files
-    from qbeast.delta.transaction import Transaction
-
-    snapshot = log.snapshot()
-    snapshot.check_writable()
-    transaction = declare(Transaction(log, snapshot), declaration)
-    indexes = table_indexes(transaction.effective_metadata())
-    wanted = {spec.column for spec, _ in indexes}
-    missing = []
-    for add in snapshot.files.values() if indexes else ():
-        name = (add.tags or {}).get(TAG)
-        entries = None
-        if name is not None:
-            decoded = INDEX_FILES.entries(log.storage, index_location(log.table_path, name))
-            entries = None if decoded is None else decoded.get(add.path)
-        if entries is None or not wanted <= set(entries):
-            missing.append(add)
-    if not missing and transaction.effective_metadata() is snapshot.metadata:
-        return None, 0
-    started = time.perf_counter()
-    name = write_index_file(log, build_entries(log, missing, indexes)) if missing else None
-    transaction.mark_files_read([a.path for a in missing])
-    adds = [replace(tagged(replace(a, tags={k: v for k, v in (a.tags or {}).items() if k != TAG}),
-                           name), data_change=False) for a in missing if name is not None]
-    try:
-        version = commit_files(transaction, adds, operation=operation,
-                               parameters={"indexes": [s.label for s, _ in indexes]},
-                               metrics={"numIndexedFiles": len(adds)}, info=info,
-                               delete_on_failure=False)
-    except BaseException:
-        delete_index_file(log, name)
-        raise
-    logger.info("skipping indexes built for %d existing files of %s in %.2fs", len(adds),
-                log.table_path, time.perf_counter() - started)
-    return version, len(adds)
 
 
 class IndexFiles:
