@@ -276,10 +276,19 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     def source(location: str, column: str, type_name: str) -> ColumnBatch | None:
         return INDEX_FILES.batch(store, location, column, type_name)
 
-    kinds = {spec.column: spec.kind for spec in declared(metadata.configuration)}
+    kinds: dict[str, str] = {}  # the columns some index file has entries for, and their kind
+    for column, type_name in columns.items():
+        for location in locations.values():
+            batch = source(location, column, type_name)
+            if batch is not None and batch.kind:
+                kinds[column] = batch.kind
+                break
+    columns = {c: t for c, t in columns.items() if c in kinds}
+    if not columns:
+        return keep_all
     mask = may_match(predicate, located, columns, source)
     removed = []
     for column in columns:
         alone = may_match(predicate, located, columns, source, only=column) if len(columns) > 1 else mask
-        removed.append((f"{column}:{kinds.get(column, 'index')}", int((~alone).sum())))
+        removed.append((f"{column}:{kinds[column]}", int((~alone).sum())))
     return mask.tolist(), tuple(removed)
