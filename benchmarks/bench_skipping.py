@@ -237,7 +237,9 @@ def _fresh_snapshot_seconds(path: Path) -> float:
 
     code = ("import time; from qbeast.delta.log import DeltaLog; t = time.perf_counter(); "
             f"DeltaLog.for_path({str(path)!r}).snapshot(); print(time.perf_counter() - t)")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"snapshot load of {path} failed: {out.stderr[-2000:]}")
     return float(out.stdout.strip().splitlines()[-1])
 
 

@@ -9,8 +9,8 @@ on an Arrow array of the column's type (the literal as a one-element array,
 Everything is vectorized numpy over Arrow buffers: writes hash whole columns, and a Python loop
 per value would cost more than the write. Integers and dates hash their value as a 64-bit
 integer, decimals their 128-bit unscaled value at the column's scale, strings their UTF-8 bytes
-(case-sensitive, as Spark compares strings) as a polynomial over prefix sums of the data buffer. Collisions only make a file "may
-match", never the reverse.
+(case-sensitive, as Spark compares strings) as a polynomial computed from prefix sums over the
+Arrow data buffer. Collisions only make a file "may match", never the reverse.
 """
 from __future__ import annotations
 
