@@ -59,3 +59,20 @@ def test_a_commit_indexes_its_files_and_a_failed_one_leaves_no_index(tmp_path):
         commit_files(Transaction(log, log.snapshot()), more, operation="WRITE", before_commit=refuse)
     assert os.listdir(os.path.join(root, INDEX_DIR)) == [tags["a.parquet"][TAG].split("/")[1]]
     assert not os.path.exists(os.path.join(root, "c.parquet"))
+
+
+def test_a_declaration_is_recorded_replaced_and_removed_only_when_it_changes(tmp_path):
+    from qbeast.skipping_files import declare
+
+    log = DeltaLog.for_path(str(tmp_path))
+    commit_files(Transaction(log, None).update_metadata(
+        Metadata.create(json.dumps(SCHEMA), [], {"team": "x"})), [], operation="WRITE")
+    text = json.dumps({"code": {"kind": "values", "max_values": 8}}, separators=(",", ":"))
+    transaction = declare(Transaction(log, log.snapshot()), text)
+    assert transaction.effective_metadata().configuration == {"team": "x", CONFIG_KEY: text}
+    transaction.commit("WRITE", {})
+    snapshot = log.snapshot()
+    again = declare(Transaction(log, snapshot), text)
+    assert again.effective_metadata() is snapshot.metadata  # unchanged: no metadata action
+    removed = declare(Transaction(log, log.snapshot()), "{}")
+    assert removed.effective_metadata().configuration == {"team": "x"}
