@@ -33,6 +33,8 @@ _LAZY = {
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),
     "TRANSFORMER_TYPES": ("qbeast.core.transformers", "TRANSFORMER_TYPES"),
     "parse_columns_to_index": ("qbeast.core.transformers", "parse_columns_to_index"),
+    "parse_skipping_indexes": ("qbeast.core.skipping", "parse_declaration"),
+    "build_skipping_indexes": ("qbeast.operations.skipping", "build_skipping_indexes"),
     "quote_identifier": ("qbeast.core.sql", "quote_identifier"),
     "sql_string": ("qbeast.core.sql", "sql_string"),
     "local_path": ("qbeast.delta.storage", "local_path"),

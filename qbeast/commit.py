@@ -22,6 +22,7 @@ from qbeast.core.blocks import Block, encode_tags
 from qbeast.delta.actions import AddFile, encode_relative_path, resolve_file_path
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError, check_cancelled
+from qbeast.skipping_files import delete_index_file, index_new_files
 
 if TYPE_CHECKING:
     from qbeast.delta.log import DeltaLog
@@ -220,15 +221,28 @@ def commit_files(
     the commit: an exception it raises (e.g. a cancelled write) abandons the commit the same way.
     ``delete_on_failure=False`` keeps the new files for a caller that commits them again
     (:func:`qbeast.rebase.commit_with_retries`), which then deletes them itself when it gives up.
+
+    Where the table declares skipping indexes, the new files get their index file here
+    (:func:`qbeast.skipping_files.index_new_files`): the one place every operation that adds
+    files passes. The index file of a commit that was not made is always deleted (a commit made
+    again builds its own).
     """
-    transaction.add_actions(list(new_files))
+    index_name = None
     try:
+        transaction.add_actions(list(new_files))
+        # every file the commit adds: row-level changes queue their rewritten files themselves
+        tagged, index_name = index_new_files(transaction.log, transaction.effective_metadata(),
+                                             transaction.added_files)
+        if index_name is not None:
+            transaction.replace_added_files(tagged)
         if before_commit is not None:
             before_commit()
         return transaction.commit(operation, parameters, metrics=metrics, info=info)
     except BaseException:
-        if delete_on_failure and transaction.committed_version is None:
-            delete_new_files(transaction.log, new_files)
+        if transaction.committed_version is None:
+            delete_index_file(transaction.log, index_name)
+            if delete_on_failure:
+                delete_new_files(transaction.log, new_files)
         raise
 
 

@@ -304,6 +304,17 @@ class QbeastTable:
                               max_rewrite_ratio=max_rewrite_ratio, merge_revisions=merge_revisions,
                               commit_properties=commit_properties)
 
+    def build_skipping_indexes(self, skipping_indexes: Any = None, *,
+                               commit_properties: CommitProperties | None = None):
+        """Build the declared skipping indexes (docs/skipping.md) for every file that lacks them;
+        ``skipping_indexes`` (``{"order_id": "bloom", "status": "values"}``) first replaces the
+        declaration, in the same commit. Returns a
+        :class:`qbeast.operations.skipping.SkippingIndexResult`."""
+        from qbeast.operations.skipping import build_skipping_indexes
+
+        return build_skipping_indexes(self.path, skipping_indexes,
+                                      commit_properties=commit_properties)
+
     def vacuum(
         self,
         retention_hours: float | None = 168,

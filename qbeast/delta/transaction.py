@@ -137,6 +137,21 @@ class Transaction:
                 f"objects, got {type(action).__name__}"
             )
 
+    @property
+    def added_files(self) -> list[AddFile]:
+        """The ``AddFile`` actions queued so far, in order."""
+        return list(self._adds)
+
+    def replace_added_files(self, adds: Iterable[AddFile]) -> Transaction:
+        """Swap queued ``AddFile`` actions for the given ones of the same paths (e.g. with more
+        tags); a path that is not queued is refused."""
+        by_path = {add.path: add for add in adds}
+        unknown = sorted(set(by_path) - {add.path for add in self._adds})
+        if unknown:
+            raise InvalidOptionError(f"replace_added_files: {unknown} are not queued AddFiles")
+        self._adds = [by_path.get(add.path, add) for add in self._adds]
+        return self
+
     def mark_files_read(self, paths: Iterable[str]) -> Transaction:
         """Declare that the result depends on these files: a concurrent removal is a conflict."""
         self._files_read.update(paths)
@@ -178,6 +193,13 @@ class Transaction:
         return self
 
     # ------------------------------------------------------------------ committing
+
+    def effective_metadata(self) -> Metadata | None:
+        """The metadata this transaction commits under: its own update, else the read snapshot's
+        (None for a new table that has none yet)."""
+        if self._metadata is not None:
+            return self._metadata
+        return self.read_snapshot.metadata if self.read_snapshot is not None else None
 
     def _effective(self) -> tuple[Protocol, Metadata]:
         snap = self.read_snapshot

@@ -20,6 +20,8 @@ _LAZY = {
     "UpgradeResult": "qbeast.operations.upgrade",
     "optimize_table": "qbeast.operations.optimize",
     "OptimizeResult": "qbeast.operations.optimize",
+    "build_skipping_indexes": "qbeast.operations.skipping",
+    "SkippingIndexResult": "qbeast.operations.skipping",
     "vacuum_table": "qbeast.operations.maintenance",
     "VacuumReport": "qbeast.operations.maintenance",
     "table_history": "qbeast.operations.maintenance",

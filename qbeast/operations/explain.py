@@ -46,6 +46,7 @@ class RevisionReasons:
     files_by_index: int
     files_read: int
     cubes_read: int  # cubes with a needed block in a file the read opens
+    files_skipped: int = 0  # of files_by_index, removed by the skipping indexes
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,13 @@ def _revision_lines(r: RevisionReasons, filtered: bool, fraction: float | None) 
                          "hashes: its weights cannot prune")
         lines.append(f"index files:   {name}: {r.files_by_index} of {r.files} files hold a "
                      "needed block")
-    dropped = r.files_by_index - r.files_read
+    if r.files_skipped:
+        lines.append(f"skipping idx:  {name}: {r.files_skipped} of {r.files_by_index} files hold "
+                     "none of the filter's values")
+    candidates = r.files_by_index - r.files_skipped
+    dropped = candidates - r.files_read
     kept = f", {r.cubes_read} cubes in them" if r.indexed else ""
-    lines.append(f"min/max stats: {name}: {dropped} of {r.files_by_index} files dropped, "
+    lines.append(f"min/max stats: {name}: {dropped} of {candidates} files dropped, "
                  f"{r.files_read} read{kept}")
     return lines
 
@@ -159,7 +164,7 @@ def explain_snapshot(snapshot: Any, fraction: float | None = None,
         reads.append(FileRead(add.path, planned.revision_id, planned.size, rows,
                               planned.bytes_to_read, rows_to_read(planned, rows)))
     read_paths = {f.path for f in reads}
-    revisions = tuple(_reasons(t, read_paths) for t in trace.revisions)
+    revisions = tuple(_reasons(t, read_paths, trace.skipped) for t in trace.revisions)
     rows_read = [f.rows_read for f in reads]
     return ReadExplanation(
         path=plan.table_path, version=plan.version, fraction=fraction, filter=filter_text(filter),
@@ -180,7 +185,7 @@ def _cubes_read(trace: RevisionTrace, read_paths: set[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(cube for cube, path in trace.blocks_needed if path in read_paths))
 
 
-def _reasons(trace: RevisionTrace, read_paths: set[str]) -> RevisionReasons:
+def _reasons(trace: RevisionTrace, read_paths: set[str], skipped: set[str]) -> RevisionReasons:
     return RevisionReasons(
         revision_id=trace.revision_id, indexed=trace.indexed, weighted=trace.weighted,
         files=len(trace.files), cubes=trace.cube_count, cubes_in_boxes=trace.cubes_in_boxes,
@@ -188,4 +193,5 @@ def _reasons(trace: RevisionTrace, read_paths: set[str]) -> RevisionReasons:
         files_by_index=len(trace.files_selected),
         files_read=sum(1 for p in trace.files_selected if p in read_paths),
         cubes_read=len(_cubes_read(trace, read_paths)),
+        files_skipped=sum(1 for p in trace.files_selected if p in skipped),
     )

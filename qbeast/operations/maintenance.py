@@ -17,6 +17,7 @@ from typing import Any
 from qbeast.delta.actions import now_ms
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.vacuum import vacuum as delta_vacuum
+from qbeast.skipping_files import unneeded_index_files
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.write.options import STAGING_PREFIX
 from qbeast.operations.common import (
@@ -71,6 +72,10 @@ def vacuum_table(
     ``allow_short_retention=True`` because it breaks time travel and running readers;
     ``retention_hours=None`` uses that table property.
 
+    Skipping-index files (``_qbeast_skipping/``) that no active file and no file removed inside
+    the retention names are deleted too, once older than the retention
+    (:func:`qbeast.skipping_files.unneeded_index_files`).
+
     Staging folders (``_qbeast_staging_*``) that a write abandoned (its process died before it
     moved the files out) are deleted too once every file in them is older than the retention:
     the log layer never looks into ``_`` folders, and nothing but a crashed write leaves one.
@@ -95,8 +100,10 @@ def vacuum_table(
     )
     prefix = log.table_path.rstrip("/") + "/"
     staged, staged_bytes = _abandoned_staging_files(log, result.retention_hours, dry_run)
-    names = tuple(f[len(prefix):] if f.startswith(prefix) else f for f in result.files + staged)
-    return VacuumReport(log.table_path, names, result.bytes + staged_bytes, dry_run,
+    indexes, index_bytes = unneeded_index_files(log, result.retention_hours, dry_run)
+    names = tuple(f[len(prefix):] if f.startswith(prefix) else f
+                  for f in result.files + staged + indexes)
+    return VacuumReport(log.table_path, names, result.bytes + staged_bytes + index_bytes, dry_run,
                         result.retention_hours)
 
 

@@ -75,6 +75,13 @@ CASES = [
     Bad("qbeast.write(df, path, mergeSchema=True)",
         lambda s, p, d: qbeast.write(_df(s), p, mergeSchema=True),
         r"unknown write option\(s\) \['mergeSchema'\]; allowed options: \['buffer_capacity'"),
+    Bad("qbeast.write(df, path, 'id', skipping_indexes={'nope': 'bloom'})",
+        lambda s, p, d: qbeast.write(_df(s), p, "id", skipping_indexes={"nope": "bloom"}),
+        r"skipping_indexes: column 'nope' is not in the table; its columns are \['id', 's', 'x'\]"),
+    Bad("qbeast.write(df, path, 'id', skipping_indexes={'x': 'bloom'})",
+        lambda s, p, d: qbeast.write(_df(s), p, "id", skipping_indexes={"x": "bloom"}),
+        r"skipping_indexes: column 'x' has type double, which cannot carry a skipping index; "
+        r"indexable types: tinyint, smallint, int, bigint, string, date, decimal\(p, s\)"),
     Bad("qbeast.write(df, path, merge_schema='yes')",
         lambda s, p, d: qbeast.write(_df(s), p, merge_schema="yes"),
         r"merge_schema must be true or false, got 'yes'"),

@@ -32,6 +32,7 @@ QBEAST_KEYS: Tuple[str, ...] = (
     "take_over_location",
     "column_stats",
     "non_finite",
+    "skipping_indexes",
     "on_schema_change",
     "tblproperties",
     "persist_docs",
@@ -42,6 +43,7 @@ ALIASES: Dict[str, str] = {
     "columnsToIndex": "columns_to_index",
     "cubeSize": "cube_size",
     "columnStats": "column_stats",
+    "skippingIndexes": "skipping_indexes",
 }
 
 
@@ -75,6 +77,8 @@ LOOKALIKE_STEMS: Tuple[Tuple[str, str], ...] = (
     ("optimi", "optimize_after_run"),
     ("columnstat", "column_stats"),
     ("nonfinite", "non_finite"),
+    ("skipping", "skipping_indexes"),
+    ("bloom", "skipping_indexes"),
     ("takeover", "take_over_location"),
     ("qbeast", "columns_to_index"),
 )

@@ -391,6 +391,7 @@ class QbeastAdapter(SparkAdapter):
             column_stats=model_config.column_stats,
             merge_schema=merge_schema,
             non_finite=model_config.non_finite,
+            skipping_indexes=model_config.skipping_indexes,
             commit_properties=self._commit_properties(relation),
         )
 

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index
+from qbeast import TRANSFORMER_TYPES, InvalidOptionError, parse_columns_to_index, parse_skipping_indexes
 
 from dbt.adapters.qbeast.config_keys import (
     check_unknown_keys, check_unsupported_keys, is_set, keys_for_spelling, qbeast_spelling,
@@ -66,6 +66,9 @@ class QbeastModelConfig:
     take_over_location: bool = False
     column_stats: Optional[Any] = None
     non_finite: str = "fail"
+    #: ``{'order_id': 'bloom', 'status': 'values'}``: the table's skipping indexes (None: keep
+    #: the table's declaration), docs/skipping.md
+    skipping_indexes: Optional[Dict[str, Any]] = None
     on_schema_change: str = "ignore"
     tblproperties: Dict[str, str] = field(default_factory=dict)
     table_comment: Optional[str] = None
@@ -326,6 +329,25 @@ def _choice(model: str, option: str, value: Any, default: str, allowed: Sequence
     return chosen
 
 
+def _skipping_indexes(model: str, value: Any) -> Optional[Dict[str, Any]]:
+    """A dict (or JSON object string) of column -> ``'values'`` / ``'bloom'`` (or a dict with
+    ``kind`` and its parameter); the engine checks the columns against the model's output."""
+    allowed = ("a dict of column -> 'values' or 'bloom', e.g. {'order_id': 'bloom', "
+               "'status': 'values'}")
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise _error(model, "skipping_indexes", value, allowed) from None
+    try:
+        parse_skipping_indexes(value)
+    except InvalidOptionError as exc:
+        raise _error(model, "skipping_indexes", value, f"{allowed} ({exc})") from None
+    return dict(value)
+
+
 def _column_stats(model: str, value: Any) -> Optional[Any]:
     """A dict, or a JSON object string, of per-column bounds; the engine checks its content."""
     allowed = "a dict (or JSON object string) like {'price_min': 0, 'price_max': 100}"
@@ -418,6 +440,7 @@ def model_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
         take_over_location=_bool(model, "take_over_location", config.get("take_over_location")),
         column_stats=_column_stats(model, config.get("column_stats")),
         non_finite=_choice(model, "non_finite", config.get("non_finite"), "fail", NON_FINITE),
+        skipping_indexes=_skipping_indexes(model, config.get("skipping_indexes")),
         on_schema_change=on_schema_change,
         tblproperties=_tblproperties(model, config.get("tblproperties")),
         table_comment=description if persist_relation else None,

@@ -45,6 +45,7 @@ from qbeast.core.stats_skipping import file_may_match
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT, weight_from_fraction
 from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
+from qbeast.skipping_files import prune as skipping_prune
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.write.row_groups import read_piece_layout
 
@@ -93,6 +94,10 @@ class ReadPlan:
     #: blocks the index walk needs in the planned files (a staging or unindexed file counts as
     #: one); files are read whole, so files and bytes are what a read costs, blocks what it needs
     blocks_read: int = 0
+    #: ``(index, files it removed)`` per skipping index the predicate uses (``"order_id:bloom"``):
+    #: of the files the OTree walk left, those that index alone proves hold no matching row
+    #: (the min/max stats may have removed some of them too; docs/skipping.md)
+    index_pruned: tuple[tuple[str, int], ...] = ()
 
     @property
     def paths(self) -> list[str]:
@@ -152,6 +157,8 @@ class PlanTrace:
     revisions: list[RevisionTrace] = field(default_factory=list)
     #: planned location -> the file's path in the Delta log, for every file the plan keeps
     kept: dict[str, str] = field(default_factory=dict)
+    #: paths in the Delta log of the files the skipping indexes removed (before the statistics)
+    skipped: set[str] = field(default_factory=set)
 
 
 def sample_weight_range(fraction: float | None) -> tuple[int, int] | None:
@@ -301,22 +308,31 @@ def plan_read(
             if revision is not None and tuple(revision.columns) == hash_columns:
                 weighted.add(revision_id)
         chosen.extend((revision_id, add) for add in selected)
+    index_pruned: tuple[tuple[str, int], ...] = ()
+    if layout.is_plain:
+        # before the stats: probing index files costs per index file, stats per file
+        survives, index_pruned = skipping_prune(delta.table_path, delta.metadata, predicate,
+                                                [add for _, add in chosen])
+        if trace is not None:
+            trace.skipped.update(add.path for (_, add), keep in zip(chosen, survives) if not keep)
+        chosen = [item for item, keep in zip(chosen, survives) if keep]
+    chosen = [(rid, add) for rid, add in chosen
+              if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types)]
     kept: list[PlannedFile] = []
     blocks_read = 0
     prefixed: list[tuple[int, Any, str]] = []  # (index in kept, add, location)
     for revision_id, add in chosen:
-        if file_may_match(predicate, layout.logical_stats(add.parsed_stats), types):
-            scan = layout.scan_file(delta.table_path, add)
-            if (weight_range is not None and layout.is_plain and revision_id in weighted
-                    and add.path in needed and _may_hold_heavier(snapshot, add, weight_range[1])):
-                prefixed.append((len(kept), add, scan.location))
-            kept.append(PlannedFile(scan.location, scan.size, revision_id,
-                                    modification_time=int(add.modification_time or 0),
-                                    partition_values=scan.partition_values,
-                                    num_records=add.num_records))
-            if trace is not None:
-                trace.kept[scan.location] = add.path
-            blocks_read += needed.get(add.path, 1)
+        scan = layout.scan_file(delta.table_path, add)
+        if (weight_range is not None and layout.is_plain and revision_id in weighted
+                and add.path in needed and _may_hold_heavier(snapshot, add, weight_range[1])):
+            prefixed.append((len(kept), add, scan.location))
+        kept.append(PlannedFile(scan.location, scan.size, revision_id,
+                                modification_time=int(add.modification_time or 0),
+                                partition_values=scan.partition_values,
+                                num_records=add.num_records))
+        if trace is not None:
+            trace.kept[scan.location] = add.path
+        blocks_read += needed.get(add.path, 1)
     if prefixed:
         assert weight_range is not None
         sizes = _sample_prefixes([(add, location) for _, add, location in prefixed], weight_range[1])
@@ -335,11 +351,14 @@ def plan_read(
         predicate=predicate,
         layout=None if layout.is_plain else layout,
         blocks_read=blocks_read,
+        index_pruned=index_pruned,
     )
     logger.info(
-        "planned read of %s v%d: %d of %d files (%d of %d bytes, %d blocks), sample=%s, %.3fs",
+        "planned read of %s v%d: %d of %d files (%d of %d bytes, %d blocks), sample=%s, "
+        "skipping indexes removed %s, %.3fs",
         plan.table_path, plan.version, len(plan.files), plan.total_files, plan.selected_bytes,
-        plan.total_bytes, plan.blocks_read, fraction, time.monotonic() - started,
+        plan.total_bytes, plan.blocks_read, fraction, dict(index_pruned) or "none",
+        time.monotonic() - started,
     )
     return plan
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast import checks
+from qbeast.core.skipping import parse_declaration
 from qbeast.errors import InvalidOptionError, UnsupportedTypeError
 
 MODES = ("append", "overwrite")
@@ -44,13 +45,16 @@ class WriteOptions:
     buffer_capacity: int | None = None
     estimation_sample_rows: int | None = None
     non_finite: str = "fail"
+    #: the ``skipping_indexes=`` declaration as given (checked against the table's columns by
+    #: the writer, :func:`qbeast.core.skipping.parse_declaration`); None: keep the table's
+    skipping_indexes: Any = None
 
     @classmethod
     def parse(cls, options: Mapping[str, Any]) -> WriteOptions:
         """The layout options of ``options``; the commit options among them (:data:`COMMIT_OPTIONS`)
         are accepted and left to :func:`qbeast.commit.commit_properties`."""
         allowed = {"merge_schema", "buffer_capacity", "estimation_sample_rows", "non_finite",
-                   *COMMIT_OPTIONS}
+                   "skipping_indexes", *COMMIT_OPTIONS}
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise InvalidOptionError(
@@ -66,7 +70,10 @@ class WriteOptions:
             check_non_negative_int("estimation_sample_rows", sample_rows)
         non_finite = checks.check_one_of("non_finite", options.get("non_finite", "fail"), NON_FINITE_CHOICES,
                                          ignore_case=True)
-        return cls(merge, capacity, sample_rows, non_finite)
+        skipping = options.get("skipping_indexes")
+        if skipping is not None:
+            parse_declaration(skipping)  # the form now; the columns once the schema is known
+        return cls(merge, capacity, sample_rows, non_finite, skipping)
 
 
 #: The checks of write arguments are the engine's shared ones (one wording, structured fields);

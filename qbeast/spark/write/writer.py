@@ -47,6 +47,7 @@ from qbeast.core.revision import (
     updated_configuration,
     without_qbeast_keys,
 )
+from qbeast.core.skipping import column_types, encode_declaration, parse_declaration
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.core.types import QDataType
@@ -54,6 +55,7 @@ from qbeast.delta.log import DeltaLog
 from qbeast.delta.transaction import Transaction
 from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, root_cause
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
+from qbeast.skipping_files import declare
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import data_files, settings
 from qbeast.spark.write.revision_change import choose_revision, index_spec
@@ -129,7 +131,9 @@ def write(
     about this many rows; default ``spark.qbeast.index.estimationSampleRows`` or 1000000, 0 = all
     rows), ``user_metadata`` (stored in the commit info), ``non_finite`` (``"fail"``, the default:
     NaN or an infinity in an indexed float/double column fails the write; ``"null"``: they are
-    stored as null).
+    stored as null), ``skipping_indexes`` (``{"order_id": "bloom", "status": "values"}``: per-file
+    value lists or Bloom filters that prune lookups on those columns, kept by the table for later
+    writes; ``{}`` removes them; docs/skipping.md).
 
     How the write commits is one :class:`qbeast.CommitProperties` (``commit_properties``): user
     metadata, an idempotent transaction, retries after a lost race, cancellation. The keyword
@@ -170,6 +174,10 @@ def write(
     desired = cube_size or (base.desired_cube_size if base is not None
                             else settings.DEFAULT_CUBE_SIZE.read(spark))
     data, schema_string, schema_changed = _align_schema(df, state, mode, opts.merge_schema)
+    declaration = None
+    if opts.skipping_indexes is not None:
+        declaration = encode_declaration(parse_declaration(
+            opts.skipping_indexes, column_types(json.loads(schema_string))))
 
     table_dir = state.log.table_path  # a plain folder (the log resolved any file: URI) or a URI
     kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
@@ -233,7 +241,7 @@ def write(
         data_schema=json.loads(schema_string),
         read_version=state.snapshot.version if state.snapshot is not None else -1,
     )
-    version, planned = _commit(state, planned, mode=mode, properties=props)
+    version, planned = _commit(state, planned, mode=mode, properties=props, declaration=declaration)
     adds = planned.adds
     rows_written = sum(a.num_records or 0 for a in adds)
     revision_id = (planned.revision or revision).revision_id  # a rebase may have re-tagged it
@@ -259,7 +267,7 @@ def _write_failed(path: str, state: TableState, exc: Exception) -> WriteFailedEr
 
 
 def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
-            properties: CommitProperties) -> tuple[int, PlannedCommit]:
+            properties: CommitProperties, declaration: str | None = None) -> tuple[int, PlannedCommit]:
     """The write's Delta transaction; returns the committed version and the committed plan.
 
     An append that loses the race to a concurrent metadata change (another append opened a
@@ -267,12 +275,14 @@ def _commit(state: TableState, planned: PlannedCommit, *, mode: str,
     and committed again (:func:`qbeast.rebase.commit_with_retries`); an overwrite replaces what
     it read and fails instead; ``properties.max_retries`` bounds the re-plans of an append. The
     caller's ``cancelled`` callback may stop the write right before the commit. When nothing could be committed, the new files are deleted: nothing
-    references them (:func:`qbeast.commit.commit_files`).
+    references them (:func:`qbeast.commit.commit_files`). A ``declaration`` of skipping indexes
+    is recorded in the table's configuration by the same commit.
     """
     adds = planned.adds
     return commit_with_retries(
         state.log.table_path, planned, state.qbeast,
-        lambda plan, snapshot: properties.stamp(_transaction(state.log, plan, snapshot, mode=mode)),
+        lambda plan, snapshot: properties.stamp(
+            declare(_transaction(state.log, plan, snapshot, mode=mode), declaration)),
         what="write",
         operation="WRITE",
         parameters={"mode": mode.capitalize(), "partitionBy": "[]"},

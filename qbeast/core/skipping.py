@@ -1,0 +1,287 @@
+"""Skipping indexes: what a table declares, what one file's entry holds, and the index file codec.
+
+A table declares per column a ``values`` index (the exact set of the column's values in a file,
+up to ``max_values``) or a ``bloom`` index (a Bloom filter at false-positive rate ``fpp``);
+docs/skipping.md says when to use which. Entries hold 64-bit hashes of the values
+(:mod:`qbeast.core.value_hash`), so they are as small for strings as for ints.
+
+Entries of the files one commit adds are stored together in one index file (:func:`encode_index_file`
+/ :func:`decode_index_file`), versioned: a reader treats anything it does not understand (another
+version, another hash function, a missing entry) as "may match", never as "no match".
+Plain data and numpy; no files, no Spark.
+"""
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from qbeast.core.value_hash import HASH_NAME, INDEXABLE_TYPES, indexable
+from qbeast.errors import FormatError, InvalidOptionError
+
+#: Delta configuration key holding a table's declaration (a JSON object).
+CONFIG_KEY = "qbeast.skippingIndexes"
+#: AddFile tag naming the index file (relative to the table root) with the file's entries.
+TAG = "qbeast.skippingIndex"
+#: Folder (under the table root) of the index files; hidden from Delta readers and Delta's vacuum.
+INDEX_DIR = "_qbeast_skipping"
+INDEX_SUFFIX = ".qsi"
+
+KINDS = ("values", "bloom")
+DEFAULT_FPP = 0.01
+DEFAULT_MAX_VALUES = 256
+#: The index file versions this engine reads (every one it ever wrote) and the one it writes.
+READABLE_VERSIONS = (1,)
+VERSION = 1
+_MAGIC = b"QBSKIP01"
+_MAX_PROBES = 16
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One declared index: ``kind`` on ``column`` with its parameter."""
+
+    column: str
+    kind: str
+    fpp: float = DEFAULT_FPP
+    max_values: int = DEFAULT_MAX_VALUES
+
+    @property
+    def label(self) -> str:
+        """How plans and logs name the index: ``column:kind``."""
+        return f"{self.column}:{self.kind}"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "bloom":
+            return {"kind": "bloom", "fpp": self.fpp}
+        return {"kind": "values", "max_values": self.max_values}
+
+
+def _bad(option: str, value: Any, allowed: Any, message: str) -> InvalidOptionError:
+    return InvalidOptionError(message, option=option, value=value, allowed=allowed)
+
+
+def _one_spec(column: str, raw: Any) -> IndexSpec:
+    allowed_kinds = list(KINDS)
+    if isinstance(raw, str):
+        raw = {"kind": raw}
+    if not isinstance(raw, Mapping):
+        raise _bad("skipping_indexes", raw, allowed_kinds,
+                   f"skipping_indexes[{column!r}] must be one of {allowed_kinds} or a dict with "
+                   f"'kind' (and 'fpp' for bloom, 'max_values' for values), got {raw!r}")
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or kind.lower() not in KINDS:
+        raise _bad("skipping_indexes", kind, allowed_kinds,
+                   f"skipping_indexes[{column!r}]: unknown index kind {kind!r}; allowed: {allowed_kinds}")
+    kind = kind.lower()
+    params = {"bloom": {"kind", "fpp"}, "values": {"kind", "max_values"}}[kind]
+    unknown = sorted(set(raw) - params)
+    if unknown:
+        raise _bad("skipping_indexes", unknown[0], sorted(params),
+                   f"skipping_indexes[{column!r}]: unknown parameter(s) {unknown} for a {kind} "
+                   f"index; allowed: {sorted(params)}")
+    if kind == "bloom":
+        fpp = raw.get("fpp", DEFAULT_FPP)
+        if isinstance(fpp, bool) or not isinstance(fpp, (int, float)) or not 0.0 < fpp < 1.0:
+            raise _bad("skipping_indexes", fpp, "a number in (0, 1)",
+                       f"skipping_indexes[{column!r}]: fpp must be a number in (0, 1), got {fpp!r}")
+        return IndexSpec(column, kind, fpp=float(fpp))
+    limit = raw.get("max_values", DEFAULT_MAX_VALUES)
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1_000_000:
+        raise _bad("skipping_indexes", limit, "an integer in [1, 1000000]",
+                   f"skipping_indexes[{column!r}]: max_values must be an integer in [1, 1000000], "
+                   f"got {limit!r}")
+    return IndexSpec(column, kind, max_values=limit)
+
+
+def column_types(schema: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Lower-cased top-level column name -> ``(name, full type)`` of a JSON schema: like
+    :func:`qbeast.core.columns.column_types`, but a decimal keeps its precision and scale
+    (``decimal(10,2)``), which its hashes depend on."""
+    return {f["name"].lower(): (f["name"], f["type"] if isinstance(f["type"], str) else str(f["type"].get("type")))
+            for f in schema.get("fields", [])}
+
+
+def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = None) -> tuple[IndexSpec, ...]:
+    """The indexes of a ``skipping_indexes=`` value (a dict ``column -> kind or {kind, ...}``).
+
+    With ``types`` (lower-cased column name -> ``(name, Spark type)``, as :func:`column_types`) columns are resolved to the table's spelling and
+    checked: an unknown column or a type that cannot be indexed is refused naming what is allowed.
+    """
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise _bad("skipping_indexes", raw, "a dict of column -> 'values' or 'bloom'",
+                   f"skipping_indexes must be a dict of column -> 'values' or 'bloom' (e.g. "
+                   f"{{'order_id': 'bloom', 'status': 'values'}}), got {raw!r}")
+    specs: list[IndexSpec] = []
+    for column, entry in raw.items():
+        if not isinstance(column, str) or not column:
+            raise _bad("skipping_indexes", column, "column names",
+                       f"skipping_indexes keys must be column names, got {column!r}")
+        name = column
+        if types is not None:
+            found = types.get(column.lower())
+            if found is None:
+                names = sorted(n for n, _ in types.values())
+                raise _bad("skipping_indexes", column, names,
+                           f"skipping_indexes: column {column!r} is not in the table; its columns "
+                           f"are {names}")
+            name, type_name = found
+            if not indexable(type_name):
+                raise _bad("skipping_indexes", column, list(INDEXABLE_TYPES),
+                           f"skipping_indexes: column {name!r} has type {type_name}, which cannot "
+                           f"carry a skipping index; indexable types: {', '.join(INDEXABLE_TYPES)}")
+        specs.append(_one_spec(name, entry))
+    seen = [s.column.lower() for s in specs]
+    if len(set(seen)) != len(seen):
+        raise _bad("skipping_indexes", raw, "one index per column",
+                   f"skipping_indexes names a column twice: {sorted(seen)}")
+    return tuple(specs)
+
+
+def encode_declaration(specs: tuple[IndexSpec, ...]) -> str:
+    """The configuration value of a declaration (:data:`CONFIG_KEY`)."""
+    return json.dumps({s.column: s.to_json() for s in specs}, separators=(",", ":"))
+
+
+def declared(configuration: Mapping[str, str] | None) -> tuple[IndexSpec, ...]:
+    """A table's declaration from its Delta configuration (none when absent or unreadable: a
+    declaration another version wrote must not stop writes, it only stops new entries)."""
+    text = (configuration or {}).get(CONFIG_KEY)
+    if not text:
+        return ()
+    try:
+        return parse_declaration(json.loads(text))
+    except (ValueError, InvalidOptionError):
+        return ()
+
+
+# -- one file's entry -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One file's index of one column.
+
+    ``hashes`` is the sorted set of value hashes (``values``; None when the file has more than
+    ``max_values`` distinct values), or the Bloom filter's bit array (``bloom``, ``bits`` bits,
+    ``probes`` probes per value). ``has_null`` is exact for both kinds.
+    """
+
+    kind: str
+    type_name: str
+    has_null: bool
+    distinct: int
+    payload: bytes | None
+    bits: int = 0
+    probes: int = 0
+
+
+_LOW = np.uint64(0xFFFFFFFF)
+_HIGH = np.uint64(32)
+
+
+def bloom_positions(hashes: np.ndarray | np.uint64, step: int | np.ndarray,
+                    bits: np.ndarray | np.uint64) -> np.ndarray:
+    """The bit of probe ``step`` of each hash in a filter of ``bits`` bits (broadcasting): double
+    hashing of the hash's two 32-bit halves, mapped to ``[0, bits)`` by a multiply-shift (no
+    division)."""
+    h1 = hashes & _LOW
+    h2 = (hashes >> _HIGH) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        probe = (h1 + np.asarray(step, dtype=np.uint64) * h2) & _LOW
+        return (probe * np.asarray(bits, dtype=np.uint64)) >> _HIGH
+
+
+def bloom_size(distinct: int, fpp: float) -> tuple[int, int]:
+    """``(bits, probes)`` of a Bloom filter for ``distinct`` values at false-positive rate ``fpp``
+    (bits rounded up to whole 64-bit words)."""
+    n = max(1, distinct)
+    bits = math.ceil(-n * math.log(fpp) / (math.log(2) ** 2))
+    bits = min(2**32 - 64, max(64, -(-bits // 64) * 64))
+    probes = min(_MAX_PROBES, max(1, round(bits / n * math.log(2))))
+    return bits, probes
+
+
+def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> Entry:
+    """The entry of ``spec`` for a file whose non-null values hash to ``hashes``."""
+    unique = np.unique(hashes)
+    if spec.kind == "values":
+        payload = None if len(unique) > spec.max_values else unique.astype("<u8").tobytes()
+        return Entry("values", type_name, has_null, len(unique), payload)
+    bits, probes = bloom_size(len(unique), spec.fpp)
+    array = np.zeros(bits, dtype=bool)
+    for step in range(probes):
+        array[bloom_positions(unique, step, np.uint64(bits))] = True
+    return Entry("bloom", type_name, has_null, len(unique),
+                 np.packbits(array, bitorder="little").tobytes(), bits, probes)
+
+
+# -- index files ------------------------------------------------------------------------------
+
+
+def encode_index_file(entries: Mapping[str, Mapping[str, Entry]]) -> bytes:
+    """The bytes of an index file holding ``entries`` (data file path as in the log -> column ->
+    entry)."""
+    payload = bytearray()
+    files: dict[str, dict[str, Any]] = {}
+    for path, columns in entries.items():
+        described: dict[str, Any] = {}
+        for column, entry in columns.items():
+            item: dict[str, Any] = {"kind": entry.kind, "type": entry.type_name,
+                                    "nulls": entry.has_null, "distinct": entry.distinct}
+            if entry.payload is not None:
+                item["offset"], item["length"] = len(payload), len(entry.payload)
+                payload += entry.payload
+            if entry.kind == "bloom":
+                item["bits"], item["probes"] = entry.bits, entry.probes
+            described[column] = item
+        files[path] = described
+    header = json.dumps({"version": VERSION, "hash": HASH_NAME, "files": files},
+                        separators=(",", ":")).encode()
+    return _MAGIC + struct.pack("<I", len(header)) + header + bytes(payload)
+
+
+def decode_index_file(data: bytes) -> dict[str, dict[str, Entry]] | None:
+    """The entries of an index file; None for a version or hash function this engine does not
+    read (every file it names is then "may match"). A damaged file raises :class:`FormatError`."""
+    if len(data) < 12 or data[:6] != _MAGIC[:6]:
+        raise FormatError("not a skipping index file (bad magic)")
+    try:
+        version = int(data[6:8].decode())
+    except ValueError as exc:
+        raise FormatError("skipping index file with an unreadable version") from exc
+    if version not in READABLE_VERSIONS:
+        return None
+    (length,) = struct.unpack("<I", data[8:12])
+    try:
+        header = json.loads(data[12:12 + length])
+    except ValueError as exc:
+        raise FormatError(f"skipping index file header is not JSON: {exc}") from exc
+    if header.get("version") != version or header.get("hash") != HASH_NAME:
+        return None
+    body = data[12 + length:]
+    out: dict[str, dict[str, Entry]] = {}
+    try:
+        for path, columns in header["files"].items():
+            decoded: dict[str, Entry] = {}
+            for column, item in columns.items():
+                payload = None
+                if "offset" in item:
+                    start, size = int(item["offset"]), int(item["length"])
+                    if start + size > len(body):
+                        raise FormatError(f"skipping index entry of {path}/{column} runs past the file")
+                    payload = bytes(body[start:start + size])
+                decoded[column] = Entry(item["kind"], item["type"], bool(item["nulls"]),
+                                        int(item["distinct"]), payload,
+                                        int(item.get("bits", 0)), int(item.get("probes", 0)))
+            out[path] = decoded
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise FormatError(f"skipping index file header is malformed: {exc}") from exc
+    return out

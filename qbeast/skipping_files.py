@@ -1,0 +1,294 @@
+"""Skipping indexes on disk: building the index file of a commit's new files, and reading them.
+
+Every operation that adds data files commits through :func:`qbeast.commit.commit_files`, which
+calls :func:`index_new_files`: for a table that declares skipping indexes
+(:data:`qbeast.core.skipping.CONFIG_KEY`) it reads the declared columns of the new files back
+(column-pruned, in parallel), writes one index file ``_qbeast_skipping/<uuid>.qsi`` with their
+entries and tags each new AddFile with its name. Planning loads index files through
+:class:`IndexFiles`, a cache keyed by location (index files never change once written).
+
+Like :mod:`qbeast.commit`, this module joins the format core and the transaction log; it reads
+parquet with pyarrow and knows nothing of Spark. docs/skipping.md describes the layout.
+"""
+from __future__ import annotations
+
+import io
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from qbeast.core.skipping import (
+    CONFIG_KEY,
+    column_types,
+    INDEX_DIR,
+    INDEX_SUFFIX,
+    TAG,
+    Entry,
+    IndexSpec,
+    build_entry,
+    decode_index_file,
+    declared,
+    encode_index_file,
+)
+from qbeast.core.skipping_pruning import ColumnBatch
+from qbeast.core.value_hash import hash_values, indexable
+from qbeast.delta.actions import AddFile, is_local_file_path, resolve_file_path
+from qbeast.delta.features import COLUMN_MAPPING_MODE_KEY
+from qbeast.errors import FormatError
+
+logger = logging.getLogger("qbeast.skipping")
+
+#: The ``revision`` tag a staging file gets with its index tag, so qbeast-spark still reads it
+#: as staging (FORMAT §4.4: tags without ``revision`` are ambiguous there).
+_REVISION_TAG = "revision"
+
+
+def table_indexes(metadata: Any) -> tuple[tuple[IndexSpec, str], ...]:
+    """The declared indexes a table's files get, with each column's Spark type: those on
+    existing, indexable columns of a table without column mapping (physical names would differ)."""
+    if metadata is None:
+        return ()
+    configuration = metadata.configuration or {}
+    if configuration.get(COLUMN_MAPPING_MODE_KEY, "none") not in ("none", ""):
+        return ()
+    specs = declared(configuration)
+    if not specs:
+        return ()
+    types = column_types(metadata.schema)
+    out = []
+    for spec in specs:
+        found = types.get(spec.column.lower())
+        if found is not None and indexable(found[1]):
+            out.append((IndexSpec(found[0], spec.kind, spec.fpp, spec.max_values), found[1]))
+    return tuple(out)
+
+
+def declare(transaction: Any, declaration: str | None) -> Any:
+    """``transaction`` recording ``declaration`` (:func:`qbeast.core.skipping.encode_declaration`;
+    ``"{}"`` removes the table's) in the table's configuration; unchanged for None or when the
+    table already holds it (a metadata action interrupts concurrent writers)."""
+    metadata = transaction.effective_metadata()
+    if declaration is None or metadata is None:
+        return transaction
+    configuration = dict(metadata.configuration or {})
+    if declaration == "{}":
+        configuration.pop(CONFIG_KEY, None)
+    else:
+        configuration[CONFIG_KEY] = declaration
+    if configuration != (metadata.configuration or {}):
+        transaction.update_metadata(replace(
+            metadata, configuration=configuration, format_options=dict(metadata.format_options),
+            partition_columns=list(metadata.partition_columns)))
+    return transaction
+
+
+def index_location(table_path: str, name: str) -> str:
+    """Where an index file named in a tag (relative to the table root) lives."""
+    return resolve_file_path(table_path, name)
+
+
+def file_entries(storage: Any, location: str, indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, Entry]:
+    """The entries of the declared ``indexes`` for the data file at ``location``."""
+    source = location if is_local_file_path(location) else io.BytesIO(storage.read_bytes(location))
+    parquet = pq.ParquetFile(source)
+    present = set(parquet.schema_arrow.names)
+    table = parquet.read(columns=[spec.column for spec, _ in indexes if spec.column in present])
+    entries = {}
+    for spec, type_name in indexes:
+        if spec.column in present:
+            hashes, has_null = hash_values(table.column(spec.column), type_name)
+        else:  # a column added to the table after the file was written: null in every row
+            hashes, has_null = np.empty(0, dtype=np.uint64), parquet.metadata.num_rows > 0
+        entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
+    return entries
+
+
+def write_index_file(log: Any, entries: Mapping[str, Mapping[str, Entry]]) -> str:
+    """Write an index file with ``entries`` into the table; its name relative to the table root."""
+    name = f"{INDEX_DIR}/{uuid.uuid4()}{INDEX_SUFFIX}"
+    log.storage.write_bytes(index_location(log.table_path, name), encode_index_file(entries))
+    return name
+
+
+def tagged(add: AddFile, name: str) -> AddFile:
+    """``add`` naming the index file ``name``; a staging file also gets ``revision: "0"``."""
+    tags = dict(add.tags or {})
+    tags.setdefault(_REVISION_TAG, "0")
+    tags[TAG] = name
+    return replace(add, tags=tags)
+
+
+def build_entries(log: Any, adds: Sequence[AddFile],
+                  indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, dict[str, Entry]]:
+    """Entries of ``indexes`` for each of ``adds`` (files read in parallel: pyarrow and numpy
+    release the GIL for the heavy parts)."""
+    def one(add: AddFile) -> dict[str, Entry]:
+        return file_entries(log.storage, resolve_file_path(log.table_path, add.path), indexes)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(4, len(adds)))) as pool:
+        built = list(pool.map(one, adds))
+    return {add.path: entries for add, entries in zip(adds, built)}
+
+
+def index_new_files(log: Any, metadata: Any, adds: Sequence[AddFile]) -> tuple[list[AddFile], str | None]:
+    """``adds`` tagged with the index file this builds for them (written into the table), and its
+    name; ``adds`` unchanged and None when the table declares no index or every file already
+    names one (a commit made again after a race keeps its index file)."""
+    indexes = table_indexes(metadata)
+    todo = [a for a in adds if indexes and a.num_records != 0 and TAG not in (a.tags or {})]
+    if not todo:
+        return list(adds), None
+    started = time.perf_counter()
+    name = write_index_file(log, build_entries(log, todo, indexes))
+    chosen = {a.path for a in todo}
+    out = [tagged(a, name) if a.path in chosen else a for a in adds]
+    logger.info("skipping indexes of %s: %d files, %s, %.3fs", log.table_path, len(todo),
+                [s.label for s, _ in indexes], time.perf_counter() - started)
+    return out, name
+
+
+def delete_index_file(log: Any, name: str | None) -> None:
+    """Remove an index file of a commit that was not made (best effort: vacuum removes the rest)."""
+    if name is None:
+        return
+    try:
+        log.storage.delete(index_location(log.table_path, name))
+    except OSError as exc:
+        logger.warning("could not delete index file %s of %s: %s", name, log.table_path, exc)
+
+
+def referenced_index_files(adds: Iterable[Any]) -> set[str]:
+    """Index file names (relative to the table root) that ``adds`` name."""
+    return {tags[TAG] for a in adds if (tags := getattr(a, "tags", None)) and TAG in tags}
+
+
+def unneeded_index_files(log: Any, retention_hours: float, dry_run: bool) -> tuple[list[str], int]:
+    """Index files that no active file and no file removed inside the retention names, older
+    than the retention (a newer one may belong to a commit still being made); deleted unless
+    ``dry_run``. Their locations and total size."""
+    from qbeast.delta.actions import now_ms
+
+    snapshot = log.snapshot()
+    horizon = now_ms() - int(retention_hours * 3_600_000)
+    needed = referenced_index_files(snapshot.files.values())
+    needed |= referenced_index_files(rm for rm in snapshot.tombstones.values()
+                                     if (rm.deletion_timestamp or 0) > horizon)
+    keep = {index_location(log.table_path, name) for name in needed}
+    folder = index_location(log.table_path, INDEX_DIR)
+    if not log.storage.exists(folder):
+        return [], 0
+    unneeded = [stat for stat in log.storage.walk(folder)
+                if stat.path not in keep and stat.mtime_ms <= horizon]
+    if not dry_run:
+        for stat in unneeded:
+            log.storage.delete(stat.path)
+    if unneeded:
+        logger.info("vacuum %s: %d unneeded skipping index files%s", log.table_path,
+                    len(unneeded), " (dry run)" if dry_run else "")
+    return [stat.path for stat in unneeded], sum(stat.size for stat in unneeded)
+
+
+class IndexFiles:
+    """Decoded index files and their column batches, by location; bounded, shared by threads.
+
+    A file that cannot be read or decoded is remembered as None ("may match" for every file it
+    would have covered), with one warning.
+    """
+
+    def __init__(self, max_files: int = 4096) -> None:
+        self._files: OrderedDict[str, dict[str, dict[str, Entry]] | None] = OrderedDict()
+        self._batches: dict[tuple[str, str, str], ColumnBatch | None] = {}
+        self._lock = threading.Lock()
+        self.max_files = max_files
+
+    def entries(self, storage: Any, location: str) -> dict[str, dict[str, Entry]] | None:
+        with self._lock:
+            if location in self._files:
+                self._files.move_to_end(location)
+                return self._files[location]
+        try:
+            decoded = decode_index_file(storage.read_bytes(location))
+        except (OSError, FormatError) as exc:
+            logger.warning("skipping index file %s not used (%s): its files are read", location, exc)
+            decoded = None
+        with self._lock:
+            self._files[location] = decoded
+            while len(self._files) > self.max_files:
+                dropped, _ = self._files.popitem(last=False)
+                for key in [k for k in self._batches if k[0] == dropped]:
+                    del self._batches[key]
+        return decoded
+
+    def batch(self, storage: Any, location: str, column: str, type_name: str) -> ColumnBatch | None:
+        key = (location, column, type_name)
+        with self._lock:
+            if key in self._batches:
+                return self._batches[key]
+        decoded = self.entries(storage, location)
+        batch = None
+        if decoded is not None:
+            batch = ColumnBatch({path: columns.get(column) for path, columns in decoded.items()},
+                                type_name)
+        with self._lock:
+            self._batches[key] = batch
+        return batch
+
+
+#: The process's cache of index files (planning in the driver and in the bridge's planner).
+INDEX_FILES = IndexFiles()
+
+
+def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile],
+          storage: Any = None) -> tuple[list[bool], tuple[tuple[str, int], ...]]:
+    """Per file of ``adds``: whether it may hold a row matching ``predicate`` by the skipping
+    indexes its tag names; and, per index the predicate uses (``"column:kind"``), how many of
+    ``adds`` that index alone removes.
+
+    Columns pruned on are the table's indexable columns the predicate names (entries outlive a
+    declaration that is changed or removed; a file without an entry for the column is kept).
+    """
+    from qbeast.core.expressions import AlwaysTrue
+    from qbeast.core.skipping_pruning import FileRef, may_match, referenced_columns
+    from qbeast.delta.stores import storage_for
+
+    keep_all: tuple[list[bool], tuple[tuple[str, int], ...]] = ([True] * len(adds), ())
+    refs = [FileRef(a.path, (a.tags or {}).get(TAG)) for a in adds]
+    if isinstance(predicate, AlwaysTrue) or metadata is None or all(r.index is None for r in refs):
+        return keep_all
+    types = {name: type_name for name, type_name in column_types(metadata.schema).values()
+             if indexable(type_name)}
+    columns = {c: types[c] for c in referenced_columns(predicate, types)}
+    if not columns:
+        return keep_all
+    store = storage if storage is not None else storage_for(table_path)
+    locations = {name: index_location(table_path, name) for name in {r.index for r in refs} if name}
+    located = [FileRef(r.path, None if r.index is None else locations[r.index]) for r in refs]
+
+    def source(location: str, column: str, type_name: str) -> ColumnBatch | None:
+        return INDEX_FILES.batch(store, location, column, type_name)
+
+    kinds: dict[str, str] = {}  # the columns some index file has entries for, and their kind
+    for column, type_name in columns.items():
+        for location in locations.values():
+            batch = source(location, column, type_name)
+            if batch is not None and batch.kind:
+                kinds[column] = batch.kind
+                break
+    columns = {c: t for c, t in columns.items() if c in kinds}
+    if not columns:
+        return keep_all
+    mask = may_match(predicate, located, columns, source)
+    removed = []
+    for column in columns:
+        alone = may_match(predicate, located, columns, source, only=column) if len(columns) > 1 else mask
+        removed.append((f"{column}:{kinds[column]}", int((~alone).sum())))
+    return mask.tolist(), tuple(removed)

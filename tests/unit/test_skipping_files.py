@@ -1,0 +1,78 @@
+"""Index files at commit time, without Spark: built for the commit's new files, named in their
+tags, used by pruning, and gone with the data files when the commit is not made."""
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from qbeast.commit import commit_files
+from qbeast.core import expressions as ex
+from qbeast.core.skipping import CONFIG_KEY, INDEX_DIR, TAG
+from qbeast.delta.actions import AddFile, Metadata
+from qbeast.delta.log import DeltaLog
+from qbeast.delta.transaction import Transaction
+from qbeast.skipping_files import prune
+
+SCHEMA = {"type": "struct", "fields": [
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "code", "type": "string", "nullable": True, "metadata": {}}]}
+
+
+def _file(root: str, name: str, ids: list[int], codes: list[str | None]) -> AddFile:
+    path = os.path.join(root, name)
+    pq.write_table(pa.table({"id": pa.array(ids, pa.int64()), "code": pa.array(codes)}), path)
+    stats = json.dumps({"numRecords": len(ids)})
+    return AddFile(name, {}, os.path.getsize(path), 0, True, stats, None)
+
+
+def test_a_commit_indexes_its_files_and_a_failed_one_leaves_no_index(tmp_path):
+    root = str(tmp_path)
+    log = DeltaLog.for_path(root)
+    first = [_file(root, "a.parquet", [1, 2], ["x", None]), _file(root, "b.parquet", [3], ["Y"])]
+    transaction = Transaction(log, None).update_metadata(Metadata.create(
+        json.dumps(SCHEMA), [], {CONFIG_KEY: json.dumps({"code": "values", "id": "bloom"})}))
+    commit_files(transaction, first, operation="WRITE")
+    snapshot = log.snapshot()
+    tags = {add.path: add.tags for add in snapshot.files.values()}
+    assert tags["a.parquet"]["revision"] == "0" and tags["a.parquet"][TAG] == tags["b.parquet"][TAG]
+    adds = list(snapshot.files.values())
+
+    def kept(predicate):
+        mask, removed = prune(root, snapshot.metadata, predicate, adds)
+        return sorted(a.path for a, keep in zip(adds, mask) if keep), removed
+
+    assert kept(ex.EqualTo("code", "y")) == ([], (("code:values", 2),))
+    assert kept(ex.EqualTo("code", "Y"))[0] == ["b.parquet"]
+    assert kept(ex.IsNull("code"))[0] == ["a.parquet"]
+    assert kept(ex.In("id", (2, 3)))[0] == ["a.parquet", "b.parquet"]
+    assert kept(ex.GreaterThan("id", 5))[0] == ["a.parquet", "b.parquet"]
+
+    def refuse():
+        raise RuntimeError("stop before the commit")
+
+    more = [_file(root, "c.parquet", [4], ["z"])]
+    with pytest.raises(RuntimeError):
+        commit_files(Transaction(log, log.snapshot()), more, operation="WRITE", before_commit=refuse)
+    assert os.listdir(os.path.join(root, INDEX_DIR)) == [tags["a.parquet"][TAG].split("/")[1]]
+    assert not os.path.exists(os.path.join(root, "c.parquet"))
+
+
+def test_a_declaration_is_recorded_replaced_and_removed_only_when_it_changes(tmp_path):
+    from qbeast.skipping_files import declare
+
+    log = DeltaLog.for_path(str(tmp_path))
+    commit_files(Transaction(log, None).update_metadata(
+        Metadata.create(json.dumps(SCHEMA), [], {"team": "x"})), [], operation="WRITE")
+    text = json.dumps({"code": {"kind": "values", "max_values": 8}}, separators=(",", ":"))
+    transaction = declare(Transaction(log, log.snapshot()), text)
+    assert transaction.effective_metadata().configuration == {"team": "x", CONFIG_KEY: text}
+    transaction.commit("WRITE", {})
+    snapshot = log.snapshot()
+    again = declare(Transaction(log, snapshot), text)
+    assert again.effective_metadata() is snapshot.metadata  # unchanged: no metadata action
+    removed = declare(Transaction(log, log.snapshot()), "{}")
+    assert removed.effective_metadata().configuration == {"team": "x"}
