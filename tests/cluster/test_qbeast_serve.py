@@ -227,21 +227,12 @@ def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
     assert not_loopback.returncode == 2 and "no authentication yet" in not_loopback.stderr
 
 
-def test_the_example_project_builds_through_the_server_like_embedded(served, build_example_project,
-                                                                    embedded_dbt_build):
-    """A profile with `method: connect` and the server's URL: same models, rows and samples as
-    the project built embedded (the engine writes from dbt's process, the server's driver plans
-    the reads and holds the catalog)."""
-    server, _ = served
-    built = build_example_project("serve", method="connect",
-                                  host=f"sc://127.0.0.1:{server.connect_port}")
-    assert built == embedded_dbt_build
-
-
 def test_two_dbt_builds_at_once_through_one_server(served, build_example_project,
                                                    embedded_dbt_build):
-    """Two projects built at the same time against the server (each its own schema): both
-    green, and each holds what the embedded build holds, every row once."""
+    """Two projects built at the same time against the server with `method: connect` and the
+    server's URL (each its own schema): both green, and each holds what the project built
+    embedded holds, every row once (same models, rows and samples; the engine writes from dbt's
+    process, the server's driver plans the reads and holds the catalog)."""
     from concurrent.futures import ThreadPoolExecutor
 
     server, _ = served
