@@ -250,13 +250,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser(
         "serve", help="serve a catalog's tables through Spark Connect and Thrift JDBC/ODBC",
         description="Start one Spark driver with the qbeast engine and serve the embedded catalog "
-                    "through Spark Connect and the Thrift JDBC/ODBC protocol, on this machine "
-                    "only, until SIGTERM or Ctrl-C.")
+                    "through Spark Connect and the Thrift JDBC/ODBC protocol until SIGTERM or "
+                    "Ctrl-C: on loopback by default; on another address only with a token.")
     serve.add_argument("--catalog-dir", metavar="DIR", default=DEFAULT_FOLDER,
                        help=f"the catalog folder to serve (a dbt project's catalog_dir; default "
                             f"{DEFAULT_FOLDER} in the working directory)")
     serve.add_argument("--host", default="127.0.0.1",
-                       help="address to bind (loopback only: the server has no authentication yet)")
+                       help="address to bind (default 127.0.0.1; any other address, e.g. "
+                            "0.0.0.0, needs a token)")
+    serve.add_argument("--token-file", metavar="FILE", default=None,
+                       help="a file holding the shared secret every client must present (or the "
+                            "environment variable QBEAST_SERVE_TOKEN); required off loopback")
     serve.add_argument("--connect-port", type=int, default=15002, metavar="N",
                        help="Spark Connect port (default 15002; 0: off)")
     serve.add_argument("--thrift-port", type=int, default=10000, metavar="N",
@@ -351,15 +355,40 @@ def run_serve(args: argparse.Namespace, err: TextIO) -> int:
             signal.signal(signum, on_signal)
 
     take_signals()
+    try:
+        token = serve_token(args.token_file)
+    except InvalidOptionError as exc:
+        err.write(f"qbeast serve: error: {exc}\n")
+        return EXIT_ERROR
     options = ServeOptions(EmbeddedCatalog.at(args.catalog_dir), host=args.host,
                            connect_port=args.connect_port, thrift_port=args.thrift_port,
-                           master=args.master, conf=conf)
+                           master=args.master, conf=conf, token=token)
     try:
         serve(options, stop, on_ready=take_signals, prepare=enable_sql_procedures)
     except QbeastError as exc:
         err.write(f"qbeast serve: error: {exc}\n")
         return EXIT_ERROR
     return EXIT_OK
+
+
+def serve_token(token_file: str | None) -> str | None:
+    """The server's shared secret: the first line of ``--token-file``, else the environment
+    variable ``QBEAST_SERVE_TOKEN``, else none. A file keeps the secret out of ``ps`` output."""
+    if token_file is not None:
+        try:
+            lines = Path(token_file).read_text(encoding="utf-8").splitlines()
+        except OSError as exc:
+            raise InvalidOptionError(
+                f"--token-file {token_file}: cannot read it ({exc.strerror}); allowed values: a "
+                "readable file whose first line is the secret") from None
+        token = lines[0].strip() if lines else ""
+        if not token:
+            raise InvalidOptionError(
+                f"--token-file {token_file} is empty; allowed values: a file whose first line is "
+                "the secret")
+        return token
+    value = os.environ.get("QBEAST_SERVE_TOKEN", "").strip()
+    return value or None
 
 
 def _silence_stdout(out: TextIO) -> None:

@@ -18,6 +18,7 @@ serves, dbt and notebooks reach its tables through it instead of opening the fol
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -39,6 +40,13 @@ DEFAULT_THRIFT_PORT = 10000
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
+#: Where the driver's JVM finds the shared secret (never in Spark's configuration, which
+#: clients can list); read by the bridge's ``SharedSecret``.
+TOKEN_VARIABLE = "QBEAST_SERVE_TOKEN"
+#: A shorter secret is refused: it could be guessed by a client allowed to try.
+MIN_TOKEN_LENGTH = 16
+TOKEN_INTERCEPTOR_CLASS = "io.dbtqbeast.bridge.TokenInterceptor"
+TOKEN_AUTHENTICATION_CLASS = "io.dbtqbeast.bridge.TokenAuthentication"
 
 
 class ServeError(QbeastError):
@@ -55,6 +63,8 @@ class ServeOptions:
     thrift_port: int = DEFAULT_THRIFT_PORT
     master: str = "local[*]"
     conf: Mapping[str, str] = field(default_factory=dict)
+    #: the shared secret every client must present; required when ``host`` is not loopback
+    token: str | None = field(default=None, repr=False)
 
     def check(self) -> None:
         """Refuse options that cannot work, naming the option and the allowed values."""
@@ -72,10 +82,17 @@ class ServeOptions:
             raise InvalidOptionError(
                 f"--connect-port and --thrift-port are both {self.connect_port}; allowed values: "
                 "two different ports")
-        if self.host not in LOOPBACK_HOSTS:
+        if self.token is not None and len(self.token) < MIN_TOKEN_LENGTH:
             raise InvalidOptionError(
-                f"--host {self.host!r}: the server has no authentication yet, so it only binds "
-                f"to this machine; allowed values: {', '.join(LOOPBACK_HOSTS)}")
+                f"the server token has {len(self.token)} characters; allowed values: a secret of "
+                f"at least {MIN_TOKEN_LENGTH} characters (e.g. `openssl rand -hex 24`) in "
+                f"--token-file or {TOKEN_VARIABLE}")
+        if self.host not in LOOPBACK_HOSTS and self.token is None:
+            raise InvalidOptionError(
+                f"--host {self.host!r} lets other machines connect, and they must authenticate: "
+                f"give the server a shared secret with --token-file FILE or the environment "
+                f"variable {TOKEN_VARIABLE}; allowed values without one: "
+                f"{', '.join(LOOPBACK_HOSTS)}")
 
     def spark_conf(self) -> dict[str, str]:
         """The driver's settings: the catalog folder, the two protocols, then the user's."""
@@ -98,16 +115,29 @@ class ServeOptions:
             conf["spark.hadoop.hive.server2.thrift.bind.host"] = self.host
             conf["spark.hadoop.hive.server2.thrift.port"] = str(self.thrift_port)
             conf["spark.hadoop.hive.server2.transport.mode"] = "binary"
+        if self.token is not None:
+            # the secret itself travels in the driver's environment (start), not in here
+            if self.connect_port:
+                conf["spark.connect.grpc.interceptor.classes"] = TOKEN_INTERCEPTOR_CLASS
+            if self.thrift_port:
+                conf["spark.hadoop.hive.server2.authentication"] = "CUSTOM"
+                # Hive looks the class up in a HiveConf of its own, built from the JVM's
+                # system properties, not in the session's configuration
+                conf["spark.driver.extraJavaOptions"] += (
+                    f" -Dhive.server2.custom.authentication.class={TOKEN_AUTHENTICATION_CLASS}")
         conf.update({str(k): str(v) for k, v in self.conf.items()})
         return conf
 
     def endpoints(self) -> list[str]:
-        """What the server offers, as clients write it."""
+        """What the server offers, as clients write it (the token's place, never its value)."""
         out = []
         if self.connect_port:
-            out.append(f"Spark Connect sc://{self.host}:{self.connect_port}")
+            suffix = "/;x-qbeast-token=TOKEN" if self.token is not None else ""
+            out.append(f"Spark Connect sc://{self.host}:{self.connect_port}{suffix}")
         if self.thrift_port:
-            out.append(f"Thrift JDBC/ODBC jdbc:hive2://{self.host}:{self.thrift_port}/default")
+            suffix = " (user any, password TOKEN)" if self.token is not None else ""
+            out.append(
+                f"Thrift JDBC/ODBC jdbc:hive2://{self.host}:{self.thrift_port}/default{suffix}")
         return out
 
 
@@ -168,6 +198,10 @@ def start(options: ServeOptions, prepare: Callable[[Any], None] | None = None) -
     if holder is not None:
         raise ServeError(catalog.busy_message(holder))
     began = time.monotonic()
+    if options.token is not None:
+        # the driver's JVM is a child of this process: it inherits the variable at its start
+        os.environ[TOKEN_VARIABLE] = options.token
+        logger.info("qbeast serve: clients must present the server's token")
     logger.info("qbeast serve: starting the driver (master %s, catalog %s)", options.master,
                 catalog.folder)
     session = get_or_create_session(options.spark_conf(), master=options.master,

@@ -30,13 +30,15 @@ BEELINE = Path(__import__("pyspark").__file__).parent / "bin" / "beeline"
 class Server:
     """One ``qbeast serve`` process and its log."""
 
-    def __init__(self, catalog: Path, log: Path, connect_port: int, thrift_port: int) -> None:
+    def __init__(self, catalog: Path, log: Path, connect_port: int, thrift_port: int,
+                 *extra: str, env: dict[str, str] | None = None) -> None:
         self.catalog, self.log = catalog, log
         self.connect_port, self.thrift_port = connect_port, thrift_port
         self.process = subprocess.Popen(
             [QBEAST, "serve", "--catalog-dir", str(catalog), "--connect-port", str(connect_port),
-             "--thrift-port", str(thrift_port), "--conf", "spark.driver.memory=1g"],
+             "--thrift-port", str(thrift_port), "--conf", "spark.driver.memory=1g", *extra],
             stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=log.parent,
+            env={**os.environ, **(env or {})},
             start_new_session=True)  # a signal for the test run must not reach it
 
     def text(self) -> str:
@@ -77,12 +79,12 @@ def served(spark, tmp_path_factory):
         server.stop()
 
 
-def _connect_client(port: int, sql: list[str]) -> list:
+def _connect_client(port: int, sql: list[str], url_suffix: str = "") -> list:
     """Each statement's rows (as lists) from a Spark Connect client in its own process."""
     script = textwrap.dedent(f"""
         import json, sys
         from pyspark.sql import SparkSession
-        s = SparkSession.builder.remote("sc://127.0.0.1:{port}").getOrCreate()
+        s = SparkSession.builder.remote("sc://127.0.0.1:{port}{url_suffix}").getOrCreate()
         out = [[list(r) for r in s.sql(q).collect()] for q in json.loads(sys.argv[1])]
         print("RESULT " + json.dumps(out, default=str))
     """)
@@ -93,16 +95,16 @@ def _connect_client(port: int, sql: list[str]) -> list:
     return json.loads(line.removeprefix("RESULT "))
 
 
-def _connect_error(port: int, sql: str) -> str:
+def _connect_error(port: int, sql: str, url_suffix: str = "") -> str:
     """The error a Spark Connect client gets for ``sql`` (the test fails if it succeeds)."""
     script = textwrap.dedent(f"""
         import sys
         from pyspark.sql import SparkSession
-        s = SparkSession.builder.remote("sc://127.0.0.1:{port}").getOrCreate()
+        s = SparkSession.builder.remote("sc://127.0.0.1:{port}{url_suffix}").getOrCreate()
         try:
             s.sql(sys.argv[1]).collect()
         except Exception as exc:
-            print("ERROR " + str(exc).splitlines()[0])
+            print("ERROR " + " ".join(str(exc).split()))
     """)
     run = subprocess.run([sys.executable, "-c", script, sql], capture_output=True, text=True,
                          timeout=300, check=False)
@@ -224,7 +226,69 @@ def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
     not_loopback = subprocess.run(
         [QBEAST, "serve", "--catalog-dir", str(tmp_path / "other"), "--host", "0.0.0.0"],
         capture_output=True, text=True, timeout=120, check=False)
-    assert not_loopback.returncode == 2 and "no authentication yet" in not_loopback.stderr
+    assert not_loopback.returncode == 2, not_loopback.stderr
+    assert "--host '0.0.0.0' lets other machines connect, and they must authenticate" in \
+        not_loopback.stderr and "--token-file FILE" in not_loopback.stderr
+    assert "starting the driver" not in not_loopback.stderr
+
+
+def test_a_server_off_loopback_admits_only_clients_with_its_token(tmp_path):
+    """Bound to every interface (0.0.0.0) with a token: Spark Connect and Thrift clients without
+    it, or with a wrong one, are refused before any statement runs; with it, they query. The
+    secret stays out of the server's log."""
+    from pyhive import hive
+
+    token = "s3cret-" + os.urandom(12).hex()
+    short = subprocess.run(
+        [QBEAST, "serve", "--catalog-dir", str(tmp_path / "short"), "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "QBEAST_SERVE_TOKEN": "tiny"})
+    assert short.returncode == 2 and "the server token has 4 characters" in short.stderr
+
+    server = Server(tmp_path / "catalog", tmp_path / "serve.log", free_loopback_port(),
+                    free_loopback_port(), "--host", "0.0.0.0",
+                    env={"QBEAST_SERVE_TOKEN": token})
+    try:
+        server.wait_ready()
+        assert f"sc://0.0.0.0:{server.connect_port}/;x-qbeast-token=TOKEN" in server.text()
+
+        missing = _connect_error(server.connect_port, "select 1")
+        assert "UNAUTHENTICATED" in missing or "requires its token" in missing, missing
+        wrong = _connect_error(server.connect_port, "select 1", "/;x-qbeast-token=not-the-token")
+        assert "UNAUTHENTICATED" in wrong or "not its token" in wrong, wrong
+        assert _connect_client(server.connect_port, ["select 41 + 1"],
+                               f"/;x-qbeast-token={token}") == [[[42]]]
+
+        for password in (None, "not-the-token"):
+            with pytest.raises(Exception) as refused:  # noqa: PT011 - thrift's transport error
+                hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
+                             password=password or "x", auth="CUSTOM" if password else "NONE")
+            assert refused.value is not None
+        # refused by the token check (a client sees only a closed connection)
+        assert server.text().count("qbeast serve requires its token as the password") == 2
+        cursor = hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
+                              password=token, auth="CUSTOM").cursor()
+        cursor.execute("select 40 + 2")
+        assert cursor.fetchall() == [(42,)]
+        cursor.close()
+
+        # dbt's `method: connect` with the profile's `token` (sent as the header the server checks)
+        from cluster_dbt import copy_project, qbeast_target
+        url = f"sc://127.0.0.1:{server.connect_port}"
+        project = copy_project(tmp_path / "project", {
+            "served": qbeast_target(method="connect", host=url, token=token),
+            "wrong": qbeast_target(method="connect", host=url, token="not-the-token")})
+        for target, ok in (("served", True), ("wrong", False)):
+            debug = subprocess.run(
+                [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "debug",
+                 "--project-dir", str(project), "--profiles-dir", str(project), "--target",
+                 target], capture_output=True, text=True, timeout=300, check=False, cwd=project)
+            assert (debug.returncode == 0) is ok, debug.stdout[-3000:]
+            assert ("Connection test: [OK connection ok]" in debug.stdout) is ok
+            assert token not in debug.stdout
+    finally:
+        assert server.stop() == 0
+    assert token not in server.text()
 
 
 def test_two_dbt_builds_at_once_through_one_server(served, build_example_project,

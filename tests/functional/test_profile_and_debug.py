@@ -50,6 +50,14 @@ def test_connect_method_needs_a_spark_connect_url(tmp_path):
     credentials = QbeastCredentials(method="connect", host="sc://127.0.0.1:15002", schema="s")
     assert credentials.server_side_parameters["spark.remote"] == "sc://127.0.0.1:15002"
     assert credentials._connection_keys() == ("method", "host", "schema")
+    for host in ("sc://127.0.0.1:15002", "sc://127.0.0.1:15002/"):
+        with_token = QbeastCredentials(method="connect", host=host, schema="s", token="a b/c;d")
+        assert with_token.server_side_parameters["spark.remote"] == \
+            "sc://127.0.0.1:15002/;x-qbeast-token=a%20b%2Fc%3Bd"
+    with_params = QbeastCredentials(method="connect", host="sc://h:1/;user_id=me", schema="s",
+                                    token="t")
+    assert with_params.server_side_parameters["spark.remote"] == \
+        "sc://h:1/;user_id=me;x-qbeast-token=t"
     project = copy_example_project(tmp_path / "demo")
     for host, says in (("localhost", "allowed values: sc://HOST:PORT"),
                        ("sc://", "allowed values: sc://HOST:PORT")):

@@ -5,13 +5,14 @@ default: a local driver in the dbt process, or a cluster / Spark Connect session
 through ``server_side_parameters``) makes a profile with just ``type: qbeast`` and ``schema:``
 complete. ``connect`` with ``host: sc://HOST:PORT`` is the same engine on a Spark Connect session,
 typically of ``qbeast serve`` (docs/serve.md): the server's catalog, its driver planning the
-reads. dbt-spark's SQL-only methods (thrift, http, odbc) would run the models' SQL on a server
+reads; ``token`` is the server's shared secret when it has one. dbt-spark's SQL-only methods (thrift, http, odbc) would run the models' SQL on a server
 without the engine in the dbt process, so they are rejected with an error that says what to use.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple
+from urllib.parse import quote
 
 from dbt.adapters.spark.connections import SparkCredentials
 
@@ -23,6 +24,8 @@ SESSION_METHOD = "session"
 CONNECT_METHOD = "connect"
 ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD, CONNECT_METHOD)
 REMOTE_KEY = "spark.remote"
+#: the header carrying the shared secret of a `qbeast serve` bound off loopback
+TOKEN_HEADER = "x-qbeast-token"
 DEFAULT_CATALOG_DIR = EmbeddedCatalog.DEFAULT_FOLDER
 
 
@@ -67,13 +70,20 @@ class QbeastCredentials(SparkCredentials):
             raise QbeastProfileError(
                 f"`method: connect` needs `host:` set to a Spark Connect URL; got {self.host!r}; "
                 "allowed values: sc://HOST:PORT, e.g. sc://127.0.0.1:15002 for `qbeast serve`")
+        remote = url
+        if self.token:
+            # the header a `qbeast serve` with a token checks (docs/serve.md): PySpark sends a
+            # URL's `;name=value` parameters as headers; its own `;token=` demands TLS
+            separator = ";" if "/;" in url else "/;"
+            remote = f"{url.rstrip('/') if separator == '/;' else url}{separator}" \
+                     f"{TOKEN_HEADER}={quote(str(self.token), safe='')}"
         parameters = dict(self.server_side_parameters or {})
         other = parameters.get(REMOTE_KEY)
-        if other is not None and str(other) != url:
+        if other is not None and str(other) not in (url, remote):
             raise QbeastProfileError(
                 f"`method: connect` with `host: {url}` and server_side_parameters "
                 f"{REMOTE_KEY}={other!r} disagree; allowed values: the URL in `host` only")
-        parameters[REMOTE_KEY] = url
+        parameters[REMOTE_KEY] = remote
         self.server_side_parameters = parameters
 
     @property
