@@ -130,11 +130,15 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
         "select count(*), sum(k) from events",
         "select count(*) from events tablesample (10 percent)",
         "explain select id from events where id < 100",
+        f"select count(*), sum(k) from qbeast.`{table}`",  # a path query: no catalog entry
+        f"explain select id from qbeast.`{table}` where id < 100",
     ])
     assert results[1] == [[total[0], total[1]]]
     assert results[2] == [[sampled]]  # the Qbeast sample: rows with hash < Weight(0.1)
     plan = _plan_text(results[3])
     assert "FileScan parquet" in plan and "QbeastFileIndex" in plan and "Batched: true" in plan
+    assert results[4] == [[total[0], total[1]]]
+    assert "FileScan parquet" in _plan_text(results[5]) and "QbeastFileIndex" in _plan_text(results[5])
 
     # beeline, the Hive JDBC driver's shell: the same table through the Thrift protocol
     url = f"jdbc:hive2://127.0.0.1:{server.thrift_port}/default"
@@ -154,6 +158,8 @@ def test_clients_read_a_qbeast_table_through_one_server(spark, served):
         cursor = connection.cursor()
         cursor.execute("select count(*), sum(k) from events tablesample (10 percent)")
         (count, sum_k), = cursor.fetchall()
+        cursor.execute(f"select count(*), sum(k) from qbeast.`{table}` tablesample (10 percent)")
+        assert cursor.fetchall() == [(count, sum_k)]
     expected = engine.sample(0.1).selectExpr("count(*)", "sum(k)").first()
     assert (count, sum_k) == (expected[0], expected[1])
 

@@ -18,7 +18,7 @@ from qbeast.spark.bridge import bridge_active, jar_path
 from qbeast.spark.catalog import create_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sql_bridge_checks import events, problems  # noqa: E402
+from sql_bridge_checks import events, files_read, problems  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -70,6 +70,45 @@ def test_each_reference_keeps_its_own_version_and_sample(spark, table_path, tmp_
     assert spark.read.format("qbeast").option("sampleFraction", "0.1").load(path).count() == sample
     ids = {r.id for r in spark.table(t).sample(0.1).select("id").collect()}
     assert ids == {r.id for r in table.sample(0.1).select("id").collect()}
+
+
+def test_path_queries_read_and_write_the_table_in_the_folder(spark, tmp_path):
+    """``qbeast.`/folder` `` is the table in that folder, with no catalog entry: read as
+    ``spark.read.format("qbeast").load`` reads it (native scan pruned by the engine, the Qbeast
+    sample, per-reference options), written by INSERT through the engine; a database named
+    ``qbeast`` keeps resolving its own tables."""
+    path = str(tmp_path / "by_path")
+    qbeast.write(events(spark, 3000), path, "zone,day", cube_size=300)
+    qbeast.write(events(spark, 4000).where("id >= 3000"), path)
+    table = QbeastTable.for_path(spark, path)
+    ref = f"qbeast.`{path}`"
+    assert _count(spark, f"select count(*), sum(id) from {ref}") == [4000, sum(range(4000))]
+    assert _count(spark, f"select count(*) from qbeast.`file:{path}`") == [4000]
+    assert _count(spark, f"select count(*) from {ref} WITH ('qbeastVersionAsOf' = '0')") == [3000]
+    assert _count(spark, f"select count(*) from {ref} TABLESAMPLE (10 PERCENT)") == \
+        [table.sample(0.1).count()]
+    pruned = spark.sql(f"select id from {ref} where zone = 7")
+    expected = table.to_df(filter="zone = 7")
+    assert sorted(r.id for r in pruned.collect()) == sorted(r.id for r in expected.select("id").collect())
+    assert files_read(pruned) == [len(table.read_plan(filter="zone = 7").files)]
+    assert files_read(pruned)[0] < len(table.read_plan().files)
+    plan = "\n".join(r[0] for r in spark.sql(f"explain select id from {ref} where zone = 7").collect())
+    assert "FileScan parquet" in plan and "QbeastFileIndex" in plan
+
+    spark.sql(f"insert into {ref} select * from {ref} where id < 10")
+    events(spark, 500).createOrReplaceTempView("path_rows")
+    spark.sql(f"insert overwrite qbeast.`{path}` select * from path_rows")
+    after = QbeastTable.for_path(spark, path)
+    assert after.to_df().count() == 500 and after.indexed_columns() == ["zone", "day"]
+    assert [e.operation for e in after.history().entries][:2] == ["WRITE", "WRITE"]
+
+    with pytest.raises(Exception, match="is not a Delta table"):
+        spark.sql(f"select * from qbeast.`{tmp_path / 'missing'}`").collect()
+    spark.sql("create database if not exists qbeast")
+    spark.sql("drop table if exists qbeast.plain_rows")
+    spark.sql("create table qbeast.plain_rows using parquet as select 1 as x")
+    assert _count(spark, "select x from qbeast.plain_rows") == [1]
+    spark.sql("drop table qbeast.plain_rows")
 
 
 def test_appends_are_seen_at_once_and_a_new_column_after_refresh(spark, tmp_path):

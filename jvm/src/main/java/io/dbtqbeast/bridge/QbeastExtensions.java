@@ -9,7 +9,7 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions=io.dbtqbeast.bridge.QbeastExtensions}: every session built with it
- * runs {@link QbeastRule} in its optimizer.
+ * runs {@link QbeastRule} in its optimizer and resolves path queries with {@link QbeastPathRule}.
  */
 public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -20,6 +20,13 @@ public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtens
           public Rule<LogicalPlan> apply(SparkSession session) {
             Bridge.ruleInstalled(session);
             return new QbeastRule(session);
+          }
+        });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new QbeastPathRule(session);
           }
         });
     return BoxedUnit.UNIT;
