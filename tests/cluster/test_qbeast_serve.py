@@ -211,6 +211,62 @@ def test_sql_clients_create_and_insert_through_the_server(spark, served, tmp_pat
     assert "option cubeSize must be a positive integer (rows), got 'many'" in refused
 
 
+def _lifecycle_sql(name: str, folder: Path) -> list[str]:
+    """Create, append, merge into and sample one table: the statements every client runs."""
+    return [
+        f"create table {name} using qbeast options ('columnsToIndex'='id,k', 'cubeSize'='500') "
+        f"location '{folder}' as select id, id % 13 as k, 0 as v from range(3000)",
+        f"insert into {name} select id + 3000, 1, 0 from range(200)",
+        # 300 rows of the source match (ids 2900-3199), 100 are new (3200-3299)
+        f"call qbeast_system.merge(table => '{name}', "
+        "source => 'select id, id % 13 as k, 1 as v from range(2900, 3300)', on => 'id')",
+        f"select count(*), sum(v), sum(id) from {name}",
+        f"select count(*), sum(id) from {name} tablesample (10 percent)",
+    ]
+
+
+def test_each_sql_client_creates_appends_merges_and_samples(spark, served, tmp_path):
+    """Spark Connect, beeline (Hive JDBC) and PyHive each run the same life cycle of a table in
+    SQL; the engine here reads what each built: the same rows, the index asked for, one commit
+    per statement, and the client's sample equal to the engine's."""
+    from pyhive import hive
+
+    server, _ = served
+    want_total = [3300, 400, sum(range(3300))]
+    sampled: dict[str, list] = {}
+
+    connect_rows = _connect_client(server.connect_port,
+                                   _lifecycle_sql("by_connect", tmp_path / "by_connect"))
+    assert connect_rows[3] == [want_total]
+    sampled["by_connect"] = connect_rows[4][0]
+
+    with hive.connect(host="127.0.0.1", port=server.thrift_port, username="qbeast") as connection:
+        cursor = connection.cursor()
+        for statement in _lifecycle_sql("by_pyhive", tmp_path / "by_pyhive"):
+            cursor.execute(statement)
+            rows = cursor.fetchall() if cursor.description else []
+    sampled["by_pyhive"] = list(rows[0])
+
+    script = ";\n".join(_lifecycle_sql("by_beeline", tmp_path / "by_beeline")) + ";"
+    run = subprocess.run(
+        [str(BEELINE), "-u", f"jdbc:hive2://127.0.0.1:{server.thrift_port}/default",
+         "--silent=true", "--outputformat=csv2", "-e", script],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "SPARK_HOME": str(BEELINE.parent.parent)})
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert ",".join(map(str, want_total)) in run.stdout
+    sampled["by_beeline"] = [int(v) for v in run.stdout.strip().splitlines()[-1].split(",")]
+
+    for name, sample in sampled.items():
+        table = qbeast.QbeastTable.for_path(spark, str(tmp_path / name))
+        assert table.indexed_columns() == ["id", "k"]
+        assert [e.operation for e in table.history().entries] == ["MERGE", "WRITE", "WRITE"]
+        rows = table.to_df().selectExpr("count(*)", "sum(v)", "sum(id)").first()
+        assert list(rows) == want_total, name
+        expected = table.sample(0.1).selectExpr("count(*)", "sum(id)").first()
+        assert sample == list(expected), name
+
+
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
     server, _ = served
     same_catalog = subprocess.run(
