@@ -13,7 +13,12 @@ JAVA_SOURCES := $(shell find jvm/src -type f) jvm/build_jar.py
 ADAPTER_LINK = $(PY) -c "import os, dbt.adapters as a; d = os.path.join(a.__path__[0], 'qbeast'); \
 	os.path.lexists(d) or os.symlink(os.path.abspath('dbt/adapters/qbeast'), d)"
 
-.PHONY: demo test lint install jar wheel bench bench-full clean
+# Azure's storage emulator for the Azure tests (npm package, pinned); without npm they are skipped
+# with that reason.
+AZURITE_VERSION := 3.35.0
+AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
+
+.PHONY: demo test lint install jar wheel bench bench-full clean azurite
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +33,15 @@ $(JAR): $(STAMP) $(JAVA_SOURCES)
 	$(PY) jvm/build_jar.py --output $(JAR)
 
 jar: $(JAR)
+
+$(AZURITE):
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm install --silent --no-save --no-audit --no-fund --prefix $(VENV)/azurite \
+	    azurite@$(AZURITE_VERSION); \
+	else echo "NOTE: npm is missing: the Azure emulator tests will be skipped"; fi
+
+azurite: $(STAMP)
+	@[ -x $(AZURITE) ] || $(MAKE) --no-print-directory $(AZURITE)
 
 install: $(STAMP) $(JAR)
 
@@ -45,7 +59,7 @@ lint: $(STAMP)
 # unit tests run in two workers (pytest-xdist; each worker has its own Spark session and catalog),
 # which overlaps one's Python and JVM waits with the other's work. Exit code 5 (PYTEST_ARGS left
 # nothing to run in one half) is not a failure. PYTEST_ARGS naming test paths runs just those.
-test: lint install
+test: lint install azurite
 	@case "$(PYTEST_ARGS)" in \
 	  *tests/*) $(PY) -m pytest $(PYTEST_ARGS) ;; \
 	  *) one=0; two=0; \

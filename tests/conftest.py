@@ -86,6 +86,30 @@ def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 @pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azure's storage emulator (Azurite's blob service) on loopback for the whole session, with
+    one container; skipped, saying why, where npm could not install it (``make azurite``)."""
+    from azure_server import Azurite, azurite_blob_command
+    from s3_server import free_port
+
+    command = azurite_blob_command()
+    if command is None:
+        pytest.skip("the Azure tests need Azurite (npm package azurite): `make azurite` installs "
+                    "it into .venv/azurite when npm is present")
+    server = Azurite(command, tmp_path_factory.mktemp("azurite"), free_port())
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def azure_environment(azurite, monkeypatch: pytest.MonkeyPatch):
+    """The emulator's environment variables set for this test (as a user sets them); the server."""
+    for key, value in azurite.environment().items():
+        monkeypatch.setenv(key, value)
+    return azurite
+
+
+@pytest.fixture(scope="session")
 def qbeast_fixtures() -> Path:
     """Real tables written by qbeast-spark, read in place from ../shared (never copied here)."""
     if not SHARED_FIXTURES.is_dir():

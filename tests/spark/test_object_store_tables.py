@@ -280,3 +280,63 @@ def test_the_python_data_source_reads_a_table_on_the_bucket(spark, bucket_root: 
     assert lines["source"] == "python"
     assert lines["rows"].split() == ["3000", str(sum(1 for i in range(3_000) if i % 11 == 3))]
     assert int(lines["sampled"]) == qbeast.QbeastTable.for_path(spark, path).sample(0.1).count()
+
+
+def test_the_engine_on_azure_with_deltalake_reading_the_same_rows(spark, azure_environment,
+                                                                 tmp_path: Path) -> None:
+    """Azure's storage emulator (Azurite) instead of S3, through the same entry points: write,
+    append, sample, filter, delete, merge, optimize and vacuum on an ``abfss://`` table, each
+    result read back by deltalake from the container; and a table deltalake wrote there read by
+    the engine."""
+    import deltalake
+    from azure_server import root_location
+
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        root = root_location(uuid.uuid4().hex[:12])
+        path = f"{root}/events"
+        options = azure_environment.deltalake_options()
+        # deltalake names the same blobs az://<container>/<key>
+        az_path = "az://" + path.removeprefix("abfss://").replace(
+            "@devstoreaccount1.dfs.core.windows.net", "", 1)
+
+        def deltalake_ids() -> list[int]:
+            table = deltalake.DeltaTable(az_path, storage_options=options)
+            return sorted(table.to_pyarrow_table(columns=["id"]).column("id").to_pylist())
+
+        qbeast.write(_events(spark, 0, 6_000), path, columns_to_index="user_id,price",
+                     cube_size=1_000)
+        qbeast.write(_events(spark, 6_000, 1_000), path)
+        table = qbeast.QbeastTable.for_path(spark, path)
+        assert deltalake_ids() == list(range(7_000))
+        assert table.sample(0.1).count() == table.to_df(
+            filter=table.sample_predicate(0.1)).count()
+        assert table.to_df(filter="user_id < 100").count() == \
+            table.to_df().where("user_id < 100").count()
+
+        table.delete("id % 10 = 0")
+        upserts = spark.createDataFrame([(1, 5, 1.0), (9_999, 6, 2.0)],
+                                        "id long, user_id int, price double")
+        merged = table.merge(upserts, on=["id"])
+        assert (merged.rows_updated, merged.rows_inserted) == (1, 1)
+        expected = sorted([i for i in range(7_000) if i % 10] + [9_999])
+        assert sorted(r.id for r in table.to_df().select("id").collect()) == expected
+        assert deltalake_ids() == expected
+
+        table.optimize(merge_revisions=True)
+        live = {a.path for a in DeltaLog.for_path(path).snapshot().files.values()}
+        before = set(_objects(path))
+        report = table.vacuum(retention_hours=0, allow_short_retention=True)
+        after = set(_objects(path))
+        assert set(report.files) == before - after and live <= after
+        assert deltalake_ids() == expected
+
+        theirs = f"{root}/by_deltalake"
+        deltalake.write_deltalake(
+            "az://" + theirs.removeprefix("abfss://").replace(
+                "@devstoreaccount1.dfs.core.windows.net", "", 1),
+            _events(spark, 0, 500).toArrow(), storage_options=options)
+        assert sorted(r.id for r in qbeast.QbeastTable.for_path(spark, theirs).to_df()
+                      .select("id").collect()) == list(range(500))
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")

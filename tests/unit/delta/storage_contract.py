@@ -5,6 +5,7 @@ every backend is held to the same contract instead of each test file growing its
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -116,3 +117,23 @@ def check_log_layer(storage: Storage, location: str, now_ms: Callable[[], int]) 
     result = vacuum(log, retention_hours=0, allow_short_retention=True, now=now_ms())
     assert result.files == [orphan]
     assert storage.exists(f"{log.table_path}/a.parquet") and not storage.exists(orphan)
+
+
+def race_put_if_absent(new_storage: Callable[[], Storage], key: str, writers: int) -> dict[int, bool]:
+    """``writers`` threads, each with its own client (``new_storage()``, as separate writers
+    have), put ``key`` at the same moment; what each was told. The payload names the writer, so
+    the caller can check that the stored bytes are the winner's."""
+    barrier = threading.Barrier(writers)
+    results: dict[int, bool] = {}
+
+    def put(writer: int) -> None:
+        storage = new_storage()
+        barrier.wait()
+        results[writer] = storage.put_if_absent(key, f"writer {writer} ".encode() * 5000)
+
+    threads = [threading.Thread(target=put, args=(w,)) for w in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results

@@ -25,7 +25,8 @@ import pyarrow.parquet as pq
 import pytest
 from delta_helpers import SCHEMA, make_add
 from s3_server import BUCKET, CREDENTIALS, free_port
-from storage_contract import check_file_transfers, check_log_layer, check_storage_contract
+from storage_contract import (check_file_transfers, check_log_layer, check_storage_contract,
+                              race_put_if_absent)
 
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.errors import ConcurrentModificationError
@@ -207,28 +208,10 @@ def test_unknown_option_is_an_option_error(options: dict[str, Any], root: str) -
 # ---------------------------------------------------------------- put-if-absent
 
 
-def _race(root: str, options: dict[str, Any], key: str, writers: int) -> dict[int, bool]:
-    """``writers`` threads, each with its own client, put ``key`` at the same moment."""
-    barrier = threading.Barrier(writers)
-    results: dict[int, bool] = {}
-
-    def put(writer: int) -> None:
-        storage = storage_for(root, options)  # one client per writer, as separate writers have
-        barrier.wait()
-        results[writer] = storage.put_if_absent(key, f"writer {writer} ".encode() * 5000)
-
-    threads = [threading.Thread(target=put, args=(w,)) for w in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
 def test_put_if_absent_race_of_threads_has_one_winner(options: dict[str, Any], root: str) -> None:
     for trial in range(5):
         key = f"{ObjectStorage('s3').resolve(root)}/race/{trial:020d}.json"
-        results = _race(root, options, key, 8)
+        results = race_put_if_absent(lambda: storage_for(root, options), key, 8)
         winners = [w for w, won in results.items() if won]
         assert len(results) == 8 and len(winners) == 1, results
         content = storage_for(root, options).read_bytes(key)
