@@ -49,6 +49,10 @@ TOKEN_INTERCEPTOR_CLASS = "io.dbtqbeast.bridge.TokenInterceptor"
 TOKEN_AUTHENTICATION_CLASS = "io.dbtqbeast.bridge.TokenAuthentication"
 
 
+#: settings that hold lists: a user's ``--conf`` value is joined to the server's (separator)
+_JOINED_SETTINGS = {"spark.driver.extraJavaOptions": " ", "spark.driver.extraClassPath": ":"}
+
+
 class ServeError(QbeastError):
     """The server cannot start as asked (a port taken, the catalog held, a bad option)."""
 
@@ -125,7 +129,13 @@ class ServeOptions:
                 # system properties, not in the session's configuration
                 conf["spark.driver.extraJavaOptions"] += (
                     f" -Dhive.server2.custom.authentication.class={TOKEN_AUTHENTICATION_CLASS}")
-        conf.update({str(k): str(v) for k, v in self.conf.items()})
+        for key, value in self.conf.items():
+            key, value = str(key), str(value)
+            if key in _JOINED_SETTINGS and key in conf:
+                # the user's options come after the server's own (the catalog's Derby folder,
+                # the token's authentication class, the bridge jar), never instead of them
+                value = f"{conf[key]}{_JOINED_SETTINGS[key]}{value}"
+            conf[key] = value
         return conf
 
     def endpoints(self) -> list[str]:
