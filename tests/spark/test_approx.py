@@ -2,6 +2,8 @@
 ``tolerance=0``, what each step reads (counted from Spark's scan), and bad arguments."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import qbeast
@@ -9,7 +11,7 @@ from qbeast.approx.sequential import band
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.approx import approx_answer
-from qbeast.spark.read.approx import band_plan, read_band
+from qbeast.spark.read.approx import band_plan, fold_on_driver, read_band
 from qbeast.spark.read.predicates import user_predicate
 
 pytestmark = pytest.mark.spark
@@ -98,6 +100,30 @@ def test_each_step_reads_only_its_band(spark, table):
     # a small band's scan returns far fewer rows than the table (files of other bands skipped)
     assert seen[0][0] < 0.25 * ROWS
     assert len(seen[0][1].files) < len(seen[2][1].files)
+
+
+@pytest.mark.parametrize("group_by, user_filter", [([], None), (["g"], "a < 1000")])
+def test_a_small_band_folded_on_the_driver_gives_the_statistics_of_spark_fold(
+        spark, table, group_by, user_filter):
+    """A band expected to be small comes back from one scan-only job and is folded on the
+    driver; the same band folded in Spark (rows not expected to be few) gives the same
+    statistics and the same scan."""
+    snapshot = qbeast.QbeastTable.for_path(spark, table).snapshot()
+    predicate, row_filter = user_predicate(snapshot, user_filter)
+    lo, hi = band(0.05, 0.2)
+    reads = [read_band(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                       [None, "v"], lo, hi, expected_rows=expected) for expected in (0.15 * ROWS, None)]
+    driver, spark_fold = reads
+    assert fold_on_driver(0.15 * ROWS, band_plan(snapshot, predicate, lo, hi), group_by)
+    assert set(driver.groups) == set(spark_fold.groups) and len(driver.groups) == max(1, 3 * len(group_by))
+    for key, inputs in spark_fold.groups.items():
+        for column, stats in inputs.items():
+            mine = driver.groups[key][column]
+            assert mine.clusters == stats.clusters and mine.max_m == stats.max_m
+            assert dataclasses.astuple(mine) == pytest.approx(dataclasses.astuple(stats), rel=1e-12)
+    assert driver.band_rows == spark_fold.band_rows
+    assert driver.sum_sq_weight_rows == pytest.approx(spark_fold.sum_sq_weight_rows, rel=1e-12)
+    assert (driver.rows_scanned, driver.bytes_read) == (spark_fold.rows_scanned, spark_fold.bytes_read)
 
 
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):

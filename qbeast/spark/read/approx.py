@@ -26,6 +26,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from qbeast.approx.clusters import fold_band
 from qbeast.approx.estimator import ClusterStats
 from qbeast.approx.sequential import BandRead
 from qbeast.core.sql import quote_identifier, row_weight_sql
@@ -34,6 +35,11 @@ from qbeast.errors import InvalidOptionError
 from qbeast.spark.read.dataframe import plan_dataframe
 from qbeast.spark.read.planner import ReadPlan, plan_read
 from qbeast.spark.read.scan_metrics import scan_io
+
+#: The most rows a band may be expected to hold for its rows to be folded on the driver (a few
+#: narrow columns, about 20-40 MB as Arrow): smaller bands cost a scan-only job, larger ones the
+#: two shuffles of Spark's fold, which then costs less than moving the rows.
+DRIVER_FOLD_ROWS = 1_000_000
 
 _STATS = ("clusters", "s_y", "s_m", "s_yy", "s_mm", "s_ym", "s_abs_y", "max_abs_y", "max_m")
 
@@ -93,18 +99,20 @@ def _filter_column(row_filter: Any):
 
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
-              hi: int | None, nulls: bool | None = None) -> BandRead:
+              hi: int | None, nulls: bool | None = None,
+              expected_rows: float | None = None) -> BandRead:
     """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
 
     ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
     then ignored: :func:`null_stratum`), False leaves them out, None does not look.
+    ``expected_rows``: about how many rows the band holds (None: unknown); up to
+    :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`).
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
     aggregates read (None: the row count, always computed).
     """
     from pyspark.errors import PySparkException
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     hash_columns = tuple(snapshot.latest_revision.columns)
@@ -132,16 +140,42 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
         raise InvalidOptionError(
             f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
             f"{names}: {reason.strip()}") from exc
+    if fold_on_driver(expected_rows, plan, group_by):
+        table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
+        io = scan_io(rows)
+        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, hi is not None)
+        return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
+    return _fold_in_spark(rows, group_by, columns, hi is not None)
+
+
+def fold_on_driver(expected_rows: float | None, plan: ReadPlan, group_by: Sequence[str]) -> bool:
+    """Whether a band's rows are folded on the driver rather than in Spark.
+
+    On the driver when the band is known to be small (at most :data:`DRIVER_FOLD_ROWS` rows)
+    and every group column has an atomic type (Arrow groups neither arrays, maps nor structs).
+    """
+    if expected_rows is None or expected_rows > DRIVER_FOLD_ROWS:
+        return False
+    types = {f["name"]: f["type"] for f in json.loads(plan.schema_json)["fields"]}
+    return all(isinstance(types.get(g), str) for g in group_by)
+
+
+def _fold_in_spark(rows: Any, group_by: Sequence[str], columns: Sequence[str],
+                   per_weight: bool) -> BandRead:
+    """The fold of a large band: two aggregations in Spark, a few rows per group collected."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     group_keys = ["_met", *[f"_g{i}" for i in range(len(group_by))]]
     # the last band completes the table: the answer is exact and needs only the totals, so each
     # group is folded as one cluster, without the per-weight shuffle
-    cluster_keys = group_keys if hi is None else [*group_keys, "_w"]
+    cluster_keys = [*group_keys, "_w"] if per_weight else group_keys
     clusters = rows.groupBy(*cluster_keys).agg(
         F.count(F.lit(1)).alias("_n"),
         *[F.coalesce(F.sum(f"_v{i}"), F.lit(0.0)).alias(f"_y{i}") for i in range(len(columns))],
         *[F.count(f"_v{i}").alias(f"_m{i}") for i in range(len(columns))],
     )
-    if group_by and hi is not None:
+    if group_by and per_weight:
         clusters = clusters.withColumn("_nw", F.sum("_n").over(Window.partitionBy("_w")))
     else:  # a weight's rows split at most by the filter: rows of one weight share the indexed
         # values, so a filter on them never splits it, and otherwise the cross term is dropped
