@@ -15,7 +15,12 @@ from qbeast.approx.sequential import Answer, approximate, check_fraction, check_
 from qbeast.errors import InvalidOptionError
 from qbeast.core.weight import MIN_WEIGHT
 from qbeast.snapshot import NotAQbeastTableError
-from qbeast.spark.read.approx import answer_dataframe, read_band
+from qbeast.spark.read.approx import (
+    answer_dataframe,
+    fold_on_driver,
+    read_band,
+    read_small_bands,
+)
 from qbeast.spark.read.planner import load_snapshot, plan_read
 from qbeast.spark.read.predicates import user_predicate
 
@@ -110,9 +115,20 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
         return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs,
                          MIN_WEIGHT, None, nulls=True, expected_rows=null_rows)
 
+    def read_nulls_with(lo: int, hi: int | None):
+        """The all-null stratum and the first band: one job when both are small."""
+        expected = None if total_rows is None else (coverage(hi) - coverage(lo)) * total_rows
+        if all(fold_on_driver(n, schema, groups) for n in (null_rows, expected)):
+            stratum, first = read_small_bands(spark, snapshot, predicate, row_filter, filter,
+                                              groups, inputs,
+                                              [(MIN_WEIGHT, None, True), (lo, hi, False)])
+            return stratum, first
+        return read_nulls(), read(lo, hi)
+
     answer = approximate(parsed, read, tolerance=tolerance, confidence=confidence,
                          max_fraction=max_fraction, total_rows=total_rows, grouped=bool(groups),
-                         read_certain=read_nulls if nulls else None)
+                         read_certain=read_nulls if nulls else None,
+                         read_certain_with=read_nulls_with if nulls else None)
     return answer, groups, schema
 
 

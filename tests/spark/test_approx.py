@@ -8,10 +8,10 @@ import pytest
 
 import qbeast
 from qbeast.approx.sequential import band
-from qbeast.core.weight import MAX_WEIGHT
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.approx import approx_answer
-from qbeast.spark.read.approx import band_plan, fold_on_driver, read_band
+from qbeast.spark.read.approx import band_plan, fold_on_driver, read_band, read_small_bands
 from qbeast.spark.read.predicates import user_predicate
 
 pytestmark = pytest.mark.spark
@@ -114,7 +114,7 @@ def test_a_small_band_folded_on_the_driver_gives_the_statistics_of_spark_fold(
     reads = [read_band(spark, snapshot, predicate, row_filter, user_filter, group_by,
                        [None, "v"], lo, hi, expected_rows=expected) for expected in (0.15 * ROWS, None)]
     driver, spark_fold = reads
-    assert fold_on_driver(0.15 * ROWS, band_plan(snapshot, predicate, lo, hi), group_by)
+    assert fold_on_driver(0.15 * ROWS, snapshot.delta.schema, group_by)
     assert set(driver.groups) == set(spark_fold.groups) and len(driver.groups) == max(1, 3 * len(group_by))
     for key, inputs in spark_fold.groups.items():
         for column, stats in inputs.items():
@@ -124,6 +124,42 @@ def test_a_small_band_folded_on_the_driver_gives_the_statistics_of_spark_fold(
     assert driver.band_rows == spark_fold.band_rows
     assert driver.sum_sq_weight_rows == pytest.approx(spark_fold.sum_sq_weight_rows, rel=1e-12)
     assert (driver.rows_scanned, driver.bytes_read) == (spark_fold.rows_scanned, spark_fold.bytes_read)
+
+
+def test_the_all_null_stratum_and_the_first_band_read_in_one_job_give_the_separate_reads(
+        spark, tmp_path):
+    """Rows whose indexed columns are all null (one weight) are read in full as a stratum; with
+    the first band in one scan-only job, each gets the statistics its own read gives, and the
+    job's scan reads what the two reads do together."""
+    path = str(tmp_path / "nulls")
+    df = spark.range(20_000).selectExpr(
+        "case when id % 10 = 0 then null else cast(id % 3000 as int) end as a",
+        "case when id % 10 = 0 then null else cast(id % 7 as int) end as b",
+        "cast(id % 4 as string) as g", "cast(id % 100 as double) as v")
+    qbeast.write(df, path, "a,b", cube_size=2_000)
+    snapshot = qbeast.QbeastTable.for_path(spark, path).snapshot()
+    predicate, row_filter = user_predicate(snapshot, None)
+    lo, hi = band(0.0, 0.1)
+    args = (spark, snapshot, predicate, row_filter, None, ["g"], [None, "v"])
+    together = read_small_bands(*args, [(MIN_WEIGHT, None, True), (lo, hi, False)])
+    apart = [read_band(*args, MIN_WEIGHT, None, nulls=True, expected_rows=0),
+             read_band(*args, lo, hi, nulls=False, expected_rows=0)]
+    assert together[0].band_rows == 2_000 and together[1].band_rows > 0
+    for mine, theirs in zip(together, apart):
+        assert mine.groups == theirs.groups
+        assert (mine.band_rows, mine.sum_sq_weight_rows) == (theirs.band_rows, theirs.sum_sq_weight_rows)
+    assert together[0].rows_scanned == apart[0].rows_scanned + apart[1].rows_scanned
+    assert together[0].bytes_read == apart[0].bytes_read + apart[1].bytes_read
+    assert together[1].rows_scanned == together[1].bytes_read == 0
+    answer, _, _ = approx_answer(spark, path, ["count(*)", "sum(v)"], group_by="g", tolerance=0.2,
+                                 max_fraction=0.5)
+    exact = {(r["g"],): r for r in spark.sql(
+        f"SELECT g, count(*) n, sum(v) s FROM parquet.`{path}` GROUP BY g").collect()}
+    assert set(answer.estimates) == set(exact)
+    for key, results in answer.estimates.items():
+        for aggregate, result in results.items():
+            truth = exact[key]["n" if aggregate.column is None else "s"]
+            assert result.low <= truth <= result.high or not result.tolerance_met, (key, result)
 
 
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):

@@ -97,6 +97,40 @@ def _filter_column(row_filter: Any):
     return F.coalesce(condition, F.lit(False))
 
 
+def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+               group_by: Sequence[str], columns: Sequence[str], lo: int, hi: int | None,
+               nulls: bool | None) -> tuple[Any, ReadPlan]:
+    """The rows of one band as ``_met, _w, _g0.., _v0..`` (see :mod:`qbeast.approx.clusters`),
+    and the plan of the files they are read from (the arguments are :func:`read_band`'s)."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F
+
+    hash_columns = tuple(snapshot.latest_revision.columns)
+    if nulls:
+        predicate, (lo, hi) = null_stratum(hash_columns, predicate)
+        plan = band_plan(snapshot, predicate, lo, hi)
+        lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
+    else:
+        plan = band_plan(snapshot, predicate, lo, hi)
+    try:
+        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
+        met = _filter_column(row_filter)
+        keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
+                for i, g in enumerate(group_by)]
+        values = [F.when(F.col("_met"), F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
+                  for i, c in enumerate(columns)]
+        rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
+                         *[F.col(quote_identifier(g)) for g in group_by],
+                         *[F.col(quote_identifier(c)) for c in columns])
+        return rows.select("_met", "_w", *keys, *values), plan
+    except PySparkException as exc:
+        names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
+        reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+        raise InvalidOptionError(
+            f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
+            f"{names}: {reason.strip()}") from exc
+
+
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
               hi: int | None, nulls: bool | None = None,
@@ -112,51 +146,63 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
     aggregates read (None: the row count, always computed).
     """
-    from pyspark.errors import PySparkException
-    from pyspark.sql import functions as F
-
-    hash_columns = tuple(snapshot.latest_revision.columns)
-    if nulls:
-        predicate, (lo, hi) = null_stratum(hash_columns, predicate)
-        plan = band_plan(snapshot, predicate, lo, hi)
-        lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
-    else:
-        plan = band_plan(snapshot, predicate, lo, hi)
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
-    try:
-        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
-        met = _filter_column(row_filter)
-        keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
-                for i, g in enumerate(group_by)]
-        values = [F.when(F.col("_met"), F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
-                  for i, c in enumerate(columns)]
-        rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
-                         *[F.col(quote_identifier(g)) for g in group_by],
-                         *[F.col(quote_identifier(c)) for c in columns])
-        rows = rows.select("_met", "_w", *keys, *values)
-    except PySparkException as exc:
-        names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
-        reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
-        raise InvalidOptionError(
-            f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
-            f"{names}: {reason.strip()}") from exc
-    if fold_on_driver(expected_rows, plan, group_by):
+    rows, plan = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                            columns, lo, hi, nulls)
+    # per weight, but for the band completing the table (exact: the totals are enough)
+    per_weight = hi is not None or bool(nulls)
+    if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
         table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
         io = scan_io(rows)
-        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, hi is not None)
+        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
         return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
-    return _fold_in_spark(rows, group_by, columns, hi is not None)
+    return _fold_in_spark(rows, group_by, columns, per_weight)
 
 
-def fold_on_driver(expected_rows: float | None, plan: ReadPlan, group_by: Sequence[str]) -> bool:
+def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+                     group_by: Sequence[str], inputs: Sequence[str | None],
+                     bands: Sequence[tuple[int, int | None, bool | None]]) -> list[BandRead]:
+    """:func:`read_band` of several small bands ``(lo, hi, nulls)`` in one scan-only job.
+
+    The bands' scans run as one Spark job (a union, each row tagged with its band), whose rows
+    are folded on the driver band by band: one job's fixed cost instead of one per band. What
+    the scans read (Spark's metrics of the whole job) is reported on the first band's read.
+    """
+    from pyspark.sql import functions as F
+
+    columns = [c for c in dict.fromkeys(inputs) if c is not None]
+    union = None
+    for i, (lo, hi, nulls) in enumerate(bands):
+        rows, _ = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                             columns, lo, hi, nulls)
+        rows = rows.withColumn("_band", F.lit(i))
+        union = rows if union is None else union.unionByName(rows)
+    assert union is not None, "no band to read"
+    table = union.toArrow()
+    io = scan_io(union)
+    tags = table.column("_band").to_numpy()
+    reads = []
+    for i, (_, hi, nulls) in enumerate(bands):
+        mine = table.filter(tags == i)
+        found, band_rows, sum_sq = fold_band(mine, len(group_by), columns,
+                                             hi is not None or bool(nulls))
+        first = i == 0
+        reads.append(BandRead(found, band_rows, sum_sq, io.rows_scanned if first else 0,
+                              io.bytes if first else 0))
+    return reads
+
+
+def fold_on_driver(expected_rows: float | None, schema: dict[str, Any],
+                   group_by: Sequence[str]) -> bool:
     """Whether a band's rows are folded on the driver rather than in Spark.
 
     On the driver when the band is known to be small (at most :data:`DRIVER_FOLD_ROWS` rows)
-    and every group column has an atomic type (Arrow groups neither arrays, maps nor structs).
+    and every group column has an atomic type in the table's ``schema`` (Delta's JSON schema:
+    Arrow groups neither arrays, maps nor structs).
     """
     if expected_rows is None or expected_rows > DRIVER_FOLD_ROWS:
         return False
-    types = {f["name"]: f["type"] for f in json.loads(plan.schema_json)["fields"]}
+    types = {f["name"]: f["type"] for f in schema["fields"]}
     return all(isinstance(types.get(g), str) for g in group_by)
 
 
