@@ -36,8 +36,9 @@ from qbeast.errors import InvalidOptionError
 #: The fractions a growing sample stops at.
 LADDER: tuple[float, ...] = (*BAND_FRACTIONS, 1.0)
 #: A step that would reach this fraction or more reads the rest of the table instead: the band
-#: completing the table is folded per group (its answer is exact), while folding a band per
-#: weight shuffles every row of it, which costs more than reading the whole table from there on
+#: completing the table is folded per group (its answer is exact), while a band this large is
+#: past what the driver folds and folding it per weight in Spark shuffles every row of it, which
+#: costs more than reading the whole table from there on
 #: (benchmarks/results/approx.md: 4M rows folded per weight took 10x a 20M-row exact sum).
 EXACT_FROM = 0.1
 #: Rows the first step aims to read (when the table's row count is known).
@@ -164,8 +165,7 @@ def approximate(
     ``read_band`` must then leave them out. ``read_certain_with(lo, hi)``, when given, reads
     that stratum and the first band together (``(stratum, band)``, e.g. in one job); the first
     band is then chosen from ``total_rows`` before the stratum's rows are known. A step
-    reaching ``exact_from`` reads the rest of
-    the table instead (:data:`EXACT_FROM`). ``total_rows`` is the row count of the files
+    reaching ``exact_from`` reads the rest of the table instead (:data:`EXACT_FROM`). ``total_rows`` is the row count of the files
     that may hold a matching row (from the log's statistics; None when unknown): every step
     checks that the clusters read explain the rows not read (:func:`row_count_doubt`). The
     first step aims at ``first_rows`` rows. ``grouped``: whether the rows are grouped (a grouped

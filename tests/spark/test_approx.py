@@ -11,7 +11,13 @@ from qbeast.approx.sequential import band
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.approx import approx_answer
-from qbeast.spark.read.approx import band_plan, fold_on_driver, read_band, read_small_bands
+from qbeast.spark.read.approx import (
+    answer_dataframe,
+    band_plan,
+    fold_on_driver,
+    read_band,
+    read_small_bands,
+)
 from qbeast.spark.read.predicates import user_predicate
 
 pytestmark = pytest.mark.spark
@@ -208,3 +214,26 @@ def test_the_documented_sql_form_gives_the_estimate_of_one_fixed_fraction(spark,
         (result,) = answer.estimates[(row["g"],)].values()
         assert result.estimate == pytest.approx(row["estimate"], rel=1e-6)
         assert (result.high - result.low) / 2 == pytest.approx(row["half_width"], rel=1e-4)
+
+
+def test_the_answer_keeps_its_group_values_and_types(spark):
+    """The answer DataFrame (built from Arrow for atomic group columns, from Python rows for
+    instants and nested types) gives back the group values and the table's types."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL("d date, p decimal(10,2), t timestamp, s struct<x: int>, n int")
+    table_schema = schema.jsonValue()
+    answer = ("sum(n)", 1.5, 1.0, 2.0, 0.01, 10, 100, True, None)
+    cases = [(["d", "p"], (dt.date(2024, 2, 29), Decimal("12.34"))), (["d", "p"], (None, None)),
+             (["t"], (dt.datetime(2024, 1, 2, 3, 4, 5),)), (["s"], ((7,),))]
+    for group_by, key in cases:
+        df = answer_dataframe(spark, table_schema, group_by, [(*key, *answer)])
+        assert [f.dataType for f in df.schema.fields[:len(group_by)]] == [
+            schema[g].dataType for g in group_by]
+        (row,) = df.collect()
+        assert tuple(row)[len(group_by):] == answer
+        assert tuple(row)[:len(group_by)] == key or tuple(row[0]) == key[0]
+    assert answer_dataframe(spark, table_schema, ["d"], []).collect() == []

@@ -3,7 +3,10 @@
 A step reads only the rows of the band ``[lo, hi)`` of ``hash(indexed columns)``: the read
 planner picks the files (and file prefixes) whose blocks can hold such rows and whose indexed
 ranges can meet the filter, Spark's parquet reader reads them, and the band is the row filter.
-Spark then folds the rows twice, so only a few numbers per group come back to the driver:
+Only the weight, the group columns and the inputs leave the scan. A band expected to be small
+(:data:`DRIVER_FOLD_ROWS`) comes back as Arrow from that one scan-only job and is folded on the
+driver (:mod:`qbeast.approx.clusters`; :func:`read_small_bands` reads several such bands in one
+job); a larger one is folded by Spark twice, so only a few numbers per group come back:
 
 1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
    non-null count (one row per cluster: the rows of one group sharing one weight). The band
@@ -272,7 +275,15 @@ ANSWER_COLUMNS = ("aggregate", "estimate", "low", "high", "fraction", "rows_read
 def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequence[str],
                      rows: list[tuple[Any, ...]]):
     """The answer as a DataFrame: the group columns (with their table types), then
-    :data:`ANSWER_COLUMNS`."""
+    :data:`ANSWER_COLUMNS`.
+
+    Built from Arrow, the DataFrame is a local relation: collecting it runs no Spark job (a
+    DataFrame of Python rows is a parallelized collection, one more job's fixed cost per answer).
+    Group columns of nested types, and instants (Spark's rows give those as naive local times,
+    which Arrow would read as UTC), keep the Python-rows path.
+    """
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import (
         BooleanType,
         DoubleType,
@@ -287,4 +298,11 @@ def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequenc
              LongType(), BooleanType(), StringType())
     fields = [StructField(g, table[g].dataType, True) for g in group_by]
     fields += [StructField(name, kind, True) for name, kind in zip(ANSWER_COLUMNS, kinds)]
-    return spark.createDataFrame(rows, StructType(fields))
+    schema = StructType(fields)
+    types = {f["name"]: f["type"] for f in table_schema["fields"]}
+    if not all(isinstance(types[g], str) and types[g] != "timestamp" for g in group_by):
+        return spark.createDataFrame(rows, schema)
+    columns = list(zip(*rows)) if rows else [()] * len(fields)
+    arrow_schema = to_arrow_schema(schema)
+    arrays = [pa.array(list(values), type=f.type) for values, f in zip(columns, arrow_schema)]
+    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema)
