@@ -4,8 +4,9 @@ For a generated table (``uniform``: ``count(*)``, ``sum(value)``, ``avg(value)``
 table) and TPC-DS ``store_sales`` (``sum(ss_net_paid)`` by ``ss_store_sk``), in one run:
 
 * the exact aggregate over the same Qbeast table (``to_df()``) and over the plain parquet files
-  the table was written from (Spark's parquet reader), each timed once after a warm-up run;
-* ``approx`` at each tolerance, timed once after a warm-up: the largest relative error of its
+  the table was written from (Spark's parquet reader), the median of three timed runs after a
+  warm-up run;
+* ``approx`` at each tolerance, timed the same way: the largest relative error of its
   estimates against the exact answer, whether every interval covers it, the fraction read, and
   the rows and bytes Spark's scans returned (summed over the steps).
 
@@ -32,14 +33,19 @@ from measure import WORK, collect_with_io, fresh_dir, machine_facts, spark_sessi
 logger = logging.getLogger("qbeast.benchmarks.approx")
 
 TOLERANCES = (0.1, 0.01, 0.001)
+#: Timed runs per measurement (the median is reported: the machine is shared).
+TIMED_RUNS = 3
 
 
-def _timed_twice(action):
-    """Warm-up, then (seconds, result) of one timed run."""
+def _timed(action, runs: int = TIMED_RUNS):
+    """Warm-up, then (median seconds of ``runs`` timed runs, the last result)."""
     action()
-    started = time.perf_counter()
-    result = action()
-    return time.perf_counter() - started, result
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        result = action()
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2], result
 
 
 def _exact(df, group: str | None, aggregates: dict[str, str]):
@@ -63,26 +69,81 @@ def _job_floor(spark, runs: int = 5) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def _split(spark, table, aggregates: list[str], group: str | None, tolerance: float,
+           runs: int = TIMED_RUNS) -> dict[str, float]:
+    """Where the time of one answer goes (median seconds over ``runs`` answers after a warm-up):
+    each phase timed by wrapping the engine function that runs it, for this measurement only."""
+    import qbeast.operations.approx as operations
+    import qbeast.spark.read.approx as reads
+
+    spent: dict[str, float] = {}
+
+    def wrap(module, name: str, phase: str):
+        original = getattr(module, name)
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[phase] = spent.get(phase, 0.0) + time.perf_counter() - started
+        return original, timed
+
+    targets = [(operations, "read_band", "steps"), (operations, "read_small_bands", "steps"),
+               (reads, "_band_rows", "build"), (reads, "fold_band", "fold"),
+               (operations, "answer_dataframe", "answer")]
+    originals = []
+    for module, name, phase in targets:
+        original, timed = wrap(module, name, phase)
+        originals.append((module, name, original))
+        setattr(module, name, timed)
+    samples: list[dict[str, float]] = []
+    try:
+        for i in range(runs + 1):
+            spent.clear()
+            started = time.perf_counter()
+            df = table.approx(aggregates, group_by=group, tolerance=tolerance)
+            built = time.perf_counter()
+            df.collect()
+            done = time.perf_counter()
+            if i:  # the first answer is a warm-up
+                samples.append({**spent, "collect": done - built, "total": done - started})
+    finally:
+        for module, name, original in originals:
+            setattr(module, name, original)
+    phases = {key for sample in samples for key in sample}
+    median = {key: sorted(sample.get(key, 0.0) for sample in samples)[len(samples) // 2]
+              for key in phases}
+    return {
+        "total": median["total"],
+        "plan the read (snapshot, files, row count)": median["total"] - median.get("steps", 0.0)
+        - median.get("answer", 0.0) - median["collect"],
+        "build the band DataFrames": median.get("build", 0.0),
+        "Spark jobs of the steps (scans with Arrow out, or Spark's fold)": median.get("steps", 0.0)
+        - median.get("build", 0.0) - median.get("fold", 0.0),
+        "fold on the driver": median.get("fold", 0.0),
+        "answer DataFrame and its collect": median.get("answer", 0.0) + median["collect"],
+    }
+
+
 def measure(spark, name: str, qbeast_path: str, parquet_path: str, group: str | None,
             aggregates: list[str]) -> dict[str, Any]:
     from qbeast import QbeastTable
 
     table = QbeastTable.for_path(spark, qbeast_path)
     texts = {a: a for a in aggregates}
-    parquet_s, (exact, parquet_io) = _timed_twice(lambda: _exact(spark.read.parquet(parquet_path), group, texts))
-    qbeast_s, (exact_q, qbeast_io) = _timed_twice(lambda: _exact(table.to_df(), group, texts))
+    parquet_s, (exact, parquet_io) = _timed(lambda: _exact(spark.read.parquet(parquet_path), group, texts))
+    qbeast_s, (exact_q, qbeast_io) = _timed(lambda: _exact(table.to_df(), group, texts))
     rows: list[dict[str, Any]] = []
     tracker = spark.sparkContext.statusTracker()
     for tolerance in TOLERANCES:
         def run(tolerance=tolerance):
             return table.approx(aggregates, group_by=group, tolerance=tolerance).collect()
 
-        run()  # warm-up
         before = set(tracker.getJobIdsForGroup(None))
-        started = time.perf_counter()
-        answer = run()
-        seconds = time.perf_counter() - started
+        run()  # the warm-up also counts the Spark jobs of one answer
         jobs = len(set(tracker.getJobIdsForGroup(None)) - before)
+        seconds, answer = _timed(run)
         errors, covered, met = [], True, True
         for r in answer:
             truth = exact[(r[group] if group else None, r["aggregate"])]
@@ -103,6 +164,7 @@ def measure(spark, name: str, qbeast_path: str, parquet_path: str, group: str | 
                     row["max_rel_error"], met)
     assert exact_q.keys() == exact.keys()
     return {"name": name, "group": group, "aggregates": aggregates, "job_floor": _job_floor(spark),
+            "split": _split(spark, table, aggregates, group, 0.01),
             "parquet": {"seconds": parquet_s, "bytes": parquet_io.bytes, "rows": parquet_io.rows_scanned},
             "qbeast_exact": {"seconds": qbeast_s, "bytes": qbeast_io.bytes, "rows": qbeast_io.rows_scanned},
             "approx": rows}
@@ -123,13 +185,14 @@ def _write(spark, source: str, name: str, columns: tuple[str, ...], cube_size: i
 
 def report(results: list[dict[str, Any]], facts: dict[str, Any]) -> str:
     lines = ["# Approximate aggregates (`QbeastTable.approx`)", "",
-             "Generated by `benchmarks/bench_approx.py` (one timed run after one warm-up each; "
+             f"Generated by `benchmarks/bench_approx.py` (median of {TIMED_RUNS} timed runs after one "
+             "warm-up each; "
              "bytes and rows from Spark's scan metrics, summed over an answer's steps). "
              "Confidence 0.95. \"covered\": every interval holds the exact value; \"met\": "
              "every answer says `tolerance_met`.", "",
              "A step of the growing sample whose band is small is one scan-only Spark job whose "
              "rows are folded on the driver (the all-null stratum and the first band share one "
-             "job); \"jobs\" counts the Spark jobs of the timed answer. Each pays the fixed cost "
+             "job); \"jobs\" counts the Spark jobs of one answer. Each pays the fixed cost "
              "of a Spark job on this machine (\"job floor\": the median time to collect one row), "
              "whatever it reads, while an exact aggregate is one job over every row: the time an "
              "approximate answer saves grows with the table.", "",
@@ -165,6 +228,13 @@ def report(results: list[dict[str, Any]], facts: dict[str, Any]) -> str:
                       f"({'met' if faster >= 5 else 'NOT met'}); the answer ran {goal['jobs']} "
                       f"Spark job(s), at least {goal['jobs'] * res['job_floor']:.2f} s of its "
                       f"{goal['seconds']:.2f} s at the job floor."]
+        split = res.get("split")
+        if split:
+            lines += ["", f"Where the time of an answer at 1% goes (median of {TIMED_RUNS} answers "
+                      "after a warm-up, each phase timed around the engine function that runs it; "
+                      "\"plan the read\" is the rest: loading the snapshot, planning the files, the "
+                      "row count):", "", "| phase | seconds |", "|---|---|"]
+            lines += [f"| {phase} | {seconds:.3f} |" for phase, seconds in split.items()]
         reasons = sorted({r for row in res["approx"] for r in row["reasons"]})
         if reasons:
             lines += ["", "Reasons given where the tolerance was not met:", ""]

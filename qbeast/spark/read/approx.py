@@ -58,21 +58,18 @@ def band_plan(snapshot: Any, predicate: Any, lo: int, hi: int | None) -> ReadPla
     return dataclasses.replace(plan, weight_range=None)
 
 
-def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None):
-    from pyspark.sql import functions as F
-
-    weight = F.expr(row_weight_sql(hash_columns))
-    condition = F.lit(True)
-    if lo != MIN_WEIGHT:
-        condition = weight >= F.lit(lo)
+def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None) -> str:
+    """The band's row filter as SQL text (one call into Spark, where a Column costs one per
+    operator): ``lo <= weight < hi`` (``hi`` None: no upper bound), and with ``nulls`` set
+    only (True) or none (False) of the rows whose indexed columns are all null."""
+    weight = row_weight_sql(hash_columns)
+    parts = [] if lo == MIN_WEIGHT else [f"{weight} >= {lo}"]
     if hi is not None:
-        condition = condition & (weight < F.lit(hi))
+        parts.append(f"{weight} < {hi}")
     if nulls is not None:
-        all_null = F.lit(True)
-        for column in hash_columns:
-            all_null = all_null & F.col(quote_identifier(column)).isNull()
-        condition = condition & (all_null if nulls else ~all_null)
-    return condition
+        all_null = " AND ".join(f"{quote_identifier(c)} IS NULL" for c in hash_columns)
+        parts.append(f"({all_null})" if nulls else f"NOT ({all_null})")
+    return " AND ".join(parts) or "true"
 
 
 def null_stratum(hash_columns: Sequence[str], predicate: Any) -> tuple[Any, tuple[int, int]]:
@@ -102,9 +99,10 @@ def _filter_column(row_filter: Any):
 
 def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
                group_by: Sequence[str], columns: Sequence[str], lo: int, hi: int | None,
-               nulls: bool | None) -> tuple[Any, ReadPlan]:
+               nulls: bool | None, tag: int | None = None) -> tuple[Any, ReadPlan]:
     """The rows of one band as ``_met, _w, _g0.., _v0..`` (see :mod:`qbeast.approx.clusters`),
-    and the plan of the files they are read from (the arguments are :func:`read_band`'s)."""
+    and the plan of the files they are read from (the arguments are :func:`read_band`'s;
+    ``tag``: a ``_band`` column of this value, to tell bands apart in a union)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
@@ -117,15 +115,15 @@ def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_
         plan = band_plan(snapshot, predicate, lo, hi)
     try:
         df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
-        met = _filter_column(row_filter)
-        keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
+        met = _filter_column(row_filter)  # one projection: each DataFrame step is a round trip
+        keys = [F.when(met, F.col(quote_identifier(g))).alias(f"_g{i}")
                 for i, g in enumerate(group_by)]
-        values = [F.when(F.col("_met"), F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
+        values = [F.when(met, F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
                   for i, c in enumerate(columns)]
+        tags = [] if tag is None else [F.lit(tag).alias("_band")]
         rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
-                         *[F.col(quote_identifier(g)) for g in group_by],
-                         *[F.col(quote_identifier(c)) for c in columns])
-        return rows.select("_met", "_w", *keys, *values), plan
+                         *keys, *values, *tags)
+        return rows, plan
     except PySparkException as exc:
         names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
         reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
@@ -171,15 +169,12 @@ def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any,
     are folded on the driver band by band: one job's fixed cost instead of one per band. What
     the scans read (Spark's metrics of the whole job) is reported on the first band's read.
     """
-    from pyspark.sql import functions as F
-
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
     union = None
     for i, (lo, hi, nulls) in enumerate(bands):
         rows, _ = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
-                             columns, lo, hi, nulls)
-        rows = rows.withColumn("_band", F.lit(i))
-        union = rows if union is None else union.unionByName(rows)
+                             columns, lo, hi, nulls, tag=i)
+        union = rows if union is None else union.union(rows)
     assert union is not None, "no band to read"
     table = union.toArrow()
     io = scan_io(union)
