@@ -36,8 +36,9 @@ from qbeast.errors import InvalidOptionError
 #: The fractions a growing sample stops at.
 LADDER: tuple[float, ...] = (*BAND_FRACTIONS, 1.0)
 #: A step that would reach this fraction or more reads the rest of the table instead: the band
-#: completing the table is folded per group (its answer is exact), while folding a band per
-#: weight shuffles every row of it, which costs more than reading the whole table from there on
+#: completing the table is folded per group (its answer is exact), while a band this large is
+#: past what the driver folds and folding it per weight in Spark shuffles every row of it, which
+#: costs more than reading the whole table from there on
 #: (benchmarks/results/approx.md: 4M rows folded per weight took 10x a 20M-row exact sum).
 EXACT_FROM = 0.1
 #: Rows the first step aims to read (when the table's row count is known).
@@ -153,6 +154,7 @@ def approximate(
     first_rows: int = FIRST_STEP_ROWS,
     read_certain: Callable[[], BandRead] | None = None,
     exact_from: float = EXACT_FROM,
+    read_certain_with: Callable[[int, int | None], tuple[BandRead, BandRead]] | None = None,
 ) -> Answer:
     """Grow the sample until every estimate meets ``tolerance`` (or ``max_fraction`` is read).
 
@@ -160,8 +162,10 @@ def approximate(
     bound) and returns their :class:`BandRead`. ``read_certain``, when given, reads a stratum
     in full first (the rows whose indexed columns are all null: one weight, a cluster that can
     hold a large share of a table); its rows add to every estimate without variance, and
-    ``read_band`` must then leave them out. A step reaching ``exact_from`` reads the rest of
-    the table instead (:data:`EXACT_FROM`). ``total_rows`` is the row count of the files
+    ``read_band`` must then leave them out. ``read_certain_with(lo, hi)``, when given, reads
+    that stratum and the first band together (``(stratum, band)``, e.g. in one job); the first
+    band is then chosen from ``total_rows`` before the stratum's rows are known. A step
+    reaching ``exact_from`` reads the rest of the table instead (:data:`EXACT_FROM`). ``total_rows`` is the row count of the files
     that may hold a matching row (from the log's statistics; None when unknown): every step
     checks that the clusters read explain the rows not read (:func:`row_count_doubt`). The
     first step aims at ``first_rows`` rows. ``grouped``: whether the rows are grouped (a grouped
@@ -176,8 +180,16 @@ def approximate(
     rows = size = band_rows = 0
     certain: dict[GroupKey, dict[str | None, ClusterStats]] = {}
     certain_rows = 0
+    totals = any(a.function in ("count", "sum") for a in aggregates)
+    target: float | None = None
+    first: BandRead | None = None  # the first band, when read with the stratum
     if read_certain is not None:
-        read = read_certain()
+        if read_certain_with is not None:
+            target = first_fraction(total_rows, tolerance, max_fraction, first_rows,
+                                    z if totals else None, exact_from)
+            read, first = read_certain_with(*band(0.0, target))
+        else:
+            read = read_certain()
         _add(certain, read)
         certain_rows += read.band_rows
         rows += read.rows_scanned
@@ -185,13 +197,13 @@ def approximate(
     if total_rows is not None:
         total_rows -= certain_rows
     done = 0.0
-    totals = any(a.function in ("count", "sum") for a in aggregates)
-    target = first_fraction(total_rows, tolerance, max_fraction, first_rows, z if totals else None,
-                            exact_from)
+    if target is None:
+        target = first_fraction(total_rows, tolerance, max_fraction, first_rows,
+                                z if totals else None, exact_from)
     steps: list[tuple[float, float]] = []
     while True:
         lo, hi = band(done, target)
-        read = read_band(lo, hi)
+        read, first = (read_band(lo, hi), None) if first is None else (first, None)
         _add(stats, read)
         sum_sq += read.sum_sq_weight_rows
         band_rows += read.band_rows

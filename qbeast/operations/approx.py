@@ -10,12 +10,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from qbeast.approx.aggregates import Aggregate, input_columns, parse_aggregates
-from qbeast.approx.estimator import z_value
+from qbeast.approx.estimator import coverage, z_value
 from qbeast.approx.sequential import Answer, approximate, check_fraction, check_tolerance
 from qbeast.errors import InvalidOptionError
 from qbeast.core.weight import MIN_WEIGHT
 from qbeast.snapshot import NotAQbeastTableError
-from qbeast.spark.read.approx import answer_dataframe, read_band
+from qbeast.spark.read.approx import (
+    answer_dataframe,
+    fold_on_driver,
+    read_band,
+    read_small_bands,
+)
 from qbeast.spark.read.planner import load_snapshot, plan_read
 from qbeast.spark.read.predicates import user_predicate
 
@@ -45,25 +50,31 @@ def _check_columns(aggregates: Sequence[Aggregate], columns: Sequence[str]) -> N
                 value=aggregate.label, allowed=list(columns))
 
 
-def _all_null_rows_possible(snapshot: Any) -> bool:
-    """Whether rows whose indexed columns are all null may exist (the log's null counts).
+def _all_null_rows(snapshot: Any) -> int | None:
+    """At most how many rows have every indexed column null (the log's null counts; None:
+    unknown, a file lacks them).
 
     Such rows all weigh Spark's hash seed, one cluster that can be a large share of a table
     (2.24% of TPC-DS store_sales), so the growing sample reads them in full first. A
-    column without nulls in every file rules them out; missing statistics do not.
+    column without nulls in every file rules them out (0); missing statistics do not.
     """
     columns = list(snapshot.latest_revision.columns)
-    seen = dict.fromkeys(columns, False)
+    nulls = dict.fromkeys(columns, 0)
+    unknown = False
     for add in snapshot.delta.files.values():
         stats = add.parsed_stats or {}
-        nulls = stats.get("nullCount")
-        if not isinstance(nulls, dict):
-            return True
+        counts = stats.get("nullCount")
+        if not isinstance(counts, dict):
+            unknown = True
+            continue
         for column in columns:
-            count = nulls.get(column)
-            if not isinstance(count, int) or count > 0:
-                seen[column] = True
-    return all(seen.values())
+            count = counts.get(column)
+            if not isinstance(count, int):
+                unknown = True
+            else:
+                nulls[column] += count
+    bound = min(nulls.values()) if nulls else 0
+    return None if unknown else bound
 
 
 def _sort_key(key: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -92,19 +103,32 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
     total_rows = plan_read(snapshot, predicate=predicate).file_rows
     inputs = input_columns(parsed)
 
-    nulls = True if _all_null_rows_possible(snapshot) else None
+    null_rows = _all_null_rows(snapshot)
+    nulls = null_rows != 0
 
     def read(lo: int, hi: int | None):
+        expected = None if total_rows is None else (coverage(hi) - coverage(lo)) * total_rows
         return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs, lo, hi,
-                         nulls=None if nulls is None else False)
+                         nulls=False if nulls else None, expected_rows=expected)
 
     def read_nulls():
         return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs,
-                         MIN_WEIGHT, None, nulls=True)
+                         MIN_WEIGHT, None, nulls=True, expected_rows=null_rows)
+
+    def read_nulls_with(lo: int, hi: int | None):
+        """The all-null stratum and the first band: one job when both are small."""
+        expected = None if total_rows is None else (coverage(hi) - coverage(lo)) * total_rows
+        if all(fold_on_driver(n, schema, groups) for n in (null_rows, expected)):
+            stratum, first = read_small_bands(spark, snapshot, predicate, row_filter, filter,
+                                              groups, inputs,
+                                              [(MIN_WEIGHT, None, True), (lo, hi, False)])
+            return stratum, first
+        return read_nulls(), read(lo, hi)
 
     answer = approximate(parsed, read, tolerance=tolerance, confidence=confidence,
                          max_fraction=max_fraction, total_rows=total_rows, grouped=bool(groups),
-                         read_certain=read_nulls if nulls else None)
+                         read_certain=read_nulls if nulls else None,
+                         read_certain_with=read_nulls_with if nulls else None)
     return answer, groups, schema
 
 

@@ -2,14 +2,22 @@
 ``tolerance=0``, what each step reads (counted from Spark's scan), and bad arguments."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import qbeast
 from qbeast.approx.sequential import band
-from qbeast.core.weight import MAX_WEIGHT
+from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.approx import approx_answer
-from qbeast.spark.read.approx import band_plan, read_band
+from qbeast.spark.read.approx import (
+    answer_dataframe,
+    band_plan,
+    fold_on_driver,
+    read_band,
+    read_small_bands,
+)
 from qbeast.spark.read.predicates import user_predicate
 
 pytestmark = pytest.mark.spark
@@ -100,6 +108,66 @@ def test_each_step_reads_only_its_band(spark, table):
     assert len(seen[0][1].files) < len(seen[2][1].files)
 
 
+@pytest.mark.parametrize("group_by, user_filter", [([], None), (["g"], "a < 1000")])
+def test_a_small_band_folded_on_the_driver_gives_the_statistics_of_spark_fold(
+        spark, table, group_by, user_filter):
+    """A band expected to be small comes back from one scan-only job and is folded on the
+    driver; the same band folded in Spark (rows not expected to be few) gives the same
+    statistics and the same scan."""
+    snapshot = qbeast.QbeastTable.for_path(spark, table).snapshot()
+    predicate, row_filter = user_predicate(snapshot, user_filter)
+    lo, hi = band(0.05, 0.2)
+    reads = [read_band(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                       [None, "v"], lo, hi, expected_rows=expected) for expected in (0.15 * ROWS, None)]
+    driver, spark_fold = reads
+    assert fold_on_driver(0.15 * ROWS, snapshot.delta.schema, group_by)
+    assert set(driver.groups) == set(spark_fold.groups) and len(driver.groups) == max(1, 3 * len(group_by))
+    for key, inputs in spark_fold.groups.items():
+        for column, stats in inputs.items():
+            mine = driver.groups[key][column]
+            assert mine.clusters == stats.clusters and mine.max_m == stats.max_m
+            assert dataclasses.astuple(mine) == pytest.approx(dataclasses.astuple(stats), rel=1e-12)
+    assert driver.band_rows == spark_fold.band_rows
+    assert driver.sum_sq_weight_rows == pytest.approx(spark_fold.sum_sq_weight_rows, rel=1e-12)
+    assert (driver.rows_scanned, driver.bytes_read) == (spark_fold.rows_scanned, spark_fold.bytes_read)
+
+
+def test_the_all_null_stratum_and_the_first_band_read_in_one_job_give_the_separate_reads(
+        spark, tmp_path):
+    """Rows whose indexed columns are all null (one weight) are read in full as a stratum; with
+    the first band in one scan-only job, each gets the statistics its own read gives, and the
+    job's scan reads what the two reads do together."""
+    path = str(tmp_path / "nulls")
+    df = spark.range(20_000).selectExpr(
+        "case when id % 10 = 0 then null else cast(id % 3000 as int) end as a",
+        "case when id % 10 = 0 then null else cast(id % 7 as int) end as b",
+        "cast(id % 4 as string) as g", "cast(id % 100 as double) as v")
+    qbeast.write(df, path, "a,b", cube_size=2_000)
+    snapshot = qbeast.QbeastTable.for_path(spark, path).snapshot()
+    predicate, row_filter = user_predicate(snapshot, None)
+    lo, hi = band(0.0, 0.1)
+    args = (spark, snapshot, predicate, row_filter, None, ["g"], [None, "v"])
+    together = read_small_bands(*args, [(MIN_WEIGHT, None, True), (lo, hi, False)])
+    apart = [read_band(*args, MIN_WEIGHT, None, nulls=True, expected_rows=0),
+             read_band(*args, lo, hi, nulls=False, expected_rows=0)]
+    assert together[0].band_rows == 2_000 and together[1].band_rows > 0
+    for mine, theirs in zip(together, apart):
+        assert mine.groups == theirs.groups
+        assert (mine.band_rows, mine.sum_sq_weight_rows) == (theirs.band_rows, theirs.sum_sq_weight_rows)
+    assert together[0].rows_scanned == apart[0].rows_scanned + apart[1].rows_scanned
+    assert together[0].bytes_read == apart[0].bytes_read + apart[1].bytes_read
+    assert together[1].rows_scanned == together[1].bytes_read == 0
+    answer, _, _ = approx_answer(spark, path, ["count(*)", "sum(v)"], group_by="g", tolerance=0.2,
+                                 max_fraction=0.5)
+    exact = {(r["g"],): r for r in spark.sql(
+        f"SELECT g, count(*) n, sum(v) s FROM parquet.`{path}` GROUP BY g").collect()}
+    assert set(answer.estimates) == set(exact)
+    for key, results in answer.estimates.items():
+        for aggregate, result in results.items():
+            truth = exact[key]["n" if aggregate.column is None else "s"]
+            assert result.low <= truth <= result.high or not result.tolerance_met, (key, result)
+
+
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):
     t = qbeast.QbeastTable.for_path(spark, table)
     full = t.approx("count(*)", tolerance=0.1).first()
@@ -146,3 +214,26 @@ def test_the_documented_sql_form_gives_the_estimate_of_one_fixed_fraction(spark,
         (result,) = answer.estimates[(row["g"],)].values()
         assert result.estimate == pytest.approx(row["estimate"], rel=1e-6)
         assert (result.high - result.low) / 2 == pytest.approx(row["half_width"], rel=1e-4)
+
+
+def test_the_answer_keeps_its_group_values_and_types(spark):
+    """The answer DataFrame (built from Arrow for atomic group columns, from Python rows for
+    instants and nested types) gives back the group values and the table's types."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from pyspark.sql.types import StructType
+
+    schema = StructType.fromDDL("d date, p decimal(10,2), t timestamp, s struct<x: int>, n int")
+    table_schema = schema.jsonValue()
+    answer = ("sum(n)", 1.5, 1.0, 2.0, 0.01, 10, 100, True, None)
+    cases = [(["d", "p"], (dt.date(2024, 2, 29), Decimal("12.34"))), (["d", "p"], (None, None)),
+             (["t"], (dt.datetime(2024, 1, 2, 3, 4, 5),)), (["s"], ((7,),))]
+    for group_by, key in cases:
+        df = answer_dataframe(spark, table_schema, group_by, [(*key, *answer)])
+        assert [f.dataType for f in df.schema.fields[:len(group_by)]] == [
+            schema[g].dataType for g in group_by]
+        (row,) = df.collect()
+        assert tuple(row)[len(group_by):] == answer
+        assert tuple(row)[:len(group_by)] == key or tuple(row[0]) == key[0]
+    assert answer_dataframe(spark, table_schema, ["d"], []).collect() == []

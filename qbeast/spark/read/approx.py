@@ -3,7 +3,10 @@
 A step reads only the rows of the band ``[lo, hi)`` of ``hash(indexed columns)``: the read
 planner picks the files (and file prefixes) whose blocks can hold such rows and whose indexed
 ranges can meet the filter, Spark's parquet reader reads them, and the band is the row filter.
-Spark then folds the rows twice, so only a few numbers per group come back to the driver:
+Only the weight, the group columns and the inputs leave the scan. A band expected to be small
+(:data:`DRIVER_FOLD_ROWS`) comes back as Arrow from that one scan-only job and is folded on the
+driver (:mod:`qbeast.approx.clusters`; :func:`read_small_bands` reads several such bands in one
+job); a larger one is folded by Spark twice, so only a few numbers per group come back:
 
 1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
    non-null count (one row per cluster: the rows of one group sharing one weight). The band
@@ -26,6 +29,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from qbeast.approx.clusters import fold_band
 from qbeast.approx.estimator import ClusterStats
 from qbeast.approx.sequential import BandRead
 from qbeast.core.sql import quote_identifier, row_weight_sql
@@ -34,6 +38,11 @@ from qbeast.errors import InvalidOptionError
 from qbeast.spark.read.dataframe import plan_dataframe
 from qbeast.spark.read.planner import ReadPlan, plan_read
 from qbeast.spark.read.scan_metrics import scan_io
+
+#: The most rows a band may be expected to hold for its rows to be folded on the driver (a few
+#: narrow columns, about 20-40 MB as Arrow): smaller bands cost a scan-only job, larger ones the
+#: two shuffles of Spark's fold, which then costs less than moving the rows.
+DRIVER_FOLD_ROWS = 1_000_000
 
 _STATS = ("clusters", "s_y", "s_m", "s_yy", "s_mm", "s_ym", "s_abs_y", "max_abs_y", "max_m")
 
@@ -49,21 +58,18 @@ def band_plan(snapshot: Any, predicate: Any, lo: int, hi: int | None) -> ReadPla
     return dataclasses.replace(plan, weight_range=None)
 
 
-def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None):
-    from pyspark.sql import functions as F
-
-    weight = F.expr(row_weight_sql(hash_columns))
-    condition = F.lit(True)
-    if lo != MIN_WEIGHT:
-        condition = weight >= F.lit(lo)
+def _band_condition(hash_columns: Sequence[str], lo: int, hi: int | None, nulls: bool | None) -> str:
+    """The band's row filter as SQL text (one call into Spark, where a Column costs one per
+    operator): ``lo <= weight < hi`` (``hi`` None: no upper bound), and with ``nulls`` set
+    only (True) or none (False) of the rows whose indexed columns are all null."""
+    weight = row_weight_sql(hash_columns)
+    parts = [] if lo == MIN_WEIGHT else [f"{weight} >= {lo}"]
     if hi is not None:
-        condition = condition & (weight < F.lit(hi))
+        parts.append(f"{weight} < {hi}")
     if nulls is not None:
-        all_null = F.lit(True)
-        for column in hash_columns:
-            all_null = all_null & F.col(quote_identifier(column)).isNull()
-        condition = condition & (all_null if nulls else ~all_null)
-    return condition
+        all_null = " AND ".join(f"{quote_identifier(c)} IS NULL" for c in hash_columns)
+        parts.append(f"({all_null})" if nulls else f"NOT ({all_null})")
+    return " AND ".join(parts) or "true"
 
 
 def null_stratum(hash_columns: Sequence[str], predicate: Any) -> tuple[Any, tuple[int, int]]:
@@ -91,20 +97,13 @@ def _filter_column(row_filter: Any):
     return F.coalesce(condition, F.lit(False))
 
 
-def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
-              group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
-              hi: int | None, nulls: bool | None = None) -> BandRead:
-    """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
-
-    ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
-    then ignored: :func:`null_stratum`), False leaves them out, None does not look.
-
-    ``row_filter`` and ``user_filter`` come from
-    :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
-    aggregates read (None: the row count, always computed).
-    """
+def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+               group_by: Sequence[str], columns: Sequence[str], lo: int, hi: int | None,
+               nulls: bool | None, tag: int | None = None) -> tuple[Any, ReadPlan]:
+    """The rows of one band as ``_met, _w, _g0.., _v0..`` (see :mod:`qbeast.approx.clusters`),
+    and the plan of the files they are read from (the arguments are :func:`read_band`'s;
+    ``tag``: a ``_band`` column of this value, to tell bands apart in a union)."""
     from pyspark.errors import PySparkException
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     hash_columns = tuple(snapshot.latest_revision.columns)
@@ -114,34 +113,113 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
         lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
     else:
         plan = band_plan(snapshot, predicate, lo, hi)
-    columns = [c for c in dict.fromkeys(inputs) if c is not None]
     try:
         df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
-        met = _filter_column(row_filter)
-        keys = [F.when(F.col("_met"), F.col(quote_identifier(g))).alias(f"_g{i}")
+        met = _filter_column(row_filter)  # one projection: each DataFrame step is a round trip
+        keys = [F.when(met, F.col(quote_identifier(g))).alias(f"_g{i}")
                 for i, g in enumerate(group_by)]
-        values = [F.when(F.col("_met"), F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
+        values = [F.when(met, F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
                   for i, c in enumerate(columns)]
+        tags = [] if tag is None else [F.lit(tag).alias("_band")]
         rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
-                         *[F.col(quote_identifier(g)) for g in group_by],
-                         *[F.col(quote_identifier(c)) for c in columns])
-        rows = rows.select("_met", "_w", *keys, *values)
+                         *keys, *values, *tags)
+        return rows, plan
     except PySparkException as exc:
         names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
         reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
         raise InvalidOptionError(
             f"filter {user_filter!r} is not a valid SQL predicate over the table's columns "
             f"{names}: {reason.strip()}") from exc
+
+
+def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+              group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
+              hi: int | None, nulls: bool | None = None,
+              expected_rows: float | None = None) -> BandRead:
+    """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
+
+    ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
+    then ignored: :func:`null_stratum`), False leaves them out, None does not look.
+    ``expected_rows``: about how many rows the band holds (None: unknown); up to
+    :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`).
+
+    ``row_filter`` and ``user_filter`` come from
+    :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
+    aggregates read (None: the row count, always computed).
+    """
+    columns = [c for c in dict.fromkeys(inputs) if c is not None]
+    rows, plan = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                            columns, lo, hi, nulls)
+    # per weight, but for the band completing the table (exact: the totals are enough)
+    per_weight = hi is not None or bool(nulls)
+    if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
+        table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
+        io = scan_io(rows)
+        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
+        return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
+    return _fold_in_spark(rows, group_by, columns, per_weight)
+
+
+def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+                     group_by: Sequence[str], inputs: Sequence[str | None],
+                     bands: Sequence[tuple[int, int | None, bool | None]]) -> list[BandRead]:
+    """:func:`read_band` of several small bands ``(lo, hi, nulls)`` in one scan-only job.
+
+    The bands' scans run as one Spark job (a union, each row tagged with its band), whose rows
+    are folded on the driver band by band: one job's fixed cost instead of one per band. What
+    the scans read (Spark's metrics of the whole job) is reported on the first band's read.
+    """
+    columns = [c for c in dict.fromkeys(inputs) if c is not None]
+    union = None
+    for i, (lo, hi, nulls) in enumerate(bands):
+        rows, _ = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                             columns, lo, hi, nulls, tag=i)
+        union = rows if union is None else union.union(rows)
+    assert union is not None, "no band to read"
+    table = union.toArrow()
+    io = scan_io(union)
+    tags = table.column("_band").to_numpy()
+    reads = []
+    for i, (_, hi, nulls) in enumerate(bands):
+        mine = table.filter(tags == i)
+        found, band_rows, sum_sq = fold_band(mine, len(group_by), columns,
+                                             hi is not None or bool(nulls))
+        first = i == 0
+        reads.append(BandRead(found, band_rows, sum_sq, io.rows_scanned if first else 0,
+                              io.bytes if first else 0))
+    return reads
+
+
+def fold_on_driver(expected_rows: float | None, schema: dict[str, Any],
+                   group_by: Sequence[str]) -> bool:
+    """Whether a band's rows are folded on the driver rather than in Spark.
+
+    On the driver when the band is known to be small (at most :data:`DRIVER_FOLD_ROWS` rows)
+    and every group column has an atomic type in the table's ``schema`` (Delta's JSON schema:
+    Arrow groups neither arrays, maps nor structs).
+    """
+    if expected_rows is None or expected_rows > DRIVER_FOLD_ROWS:
+        return False
+    types = {f["name"]: f["type"] for f in schema["fields"]}
+    return all(isinstance(types.get(g), str) for g in group_by)
+
+
+def _fold_in_spark(rows: Any, group_by: Sequence[str], columns: Sequence[str],
+                   per_weight: bool) -> BandRead:
+    """The fold of a large band: two aggregations in Spark, a few rows per group collected."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
     group_keys = ["_met", *[f"_g{i}" for i in range(len(group_by))]]
     # the last band completes the table: the answer is exact and needs only the totals, so each
     # group is folded as one cluster, without the per-weight shuffle
-    cluster_keys = group_keys if hi is None else [*group_keys, "_w"]
+    cluster_keys = [*group_keys, "_w"] if per_weight else group_keys
     clusters = rows.groupBy(*cluster_keys).agg(
         F.count(F.lit(1)).alias("_n"),
         *[F.coalesce(F.sum(f"_v{i}"), F.lit(0.0)).alias(f"_y{i}") for i in range(len(columns))],
         *[F.count(f"_v{i}").alias(f"_m{i}") for i in range(len(columns))],
     )
-    if group_by and hi is not None:
+    if group_by and per_weight:
         clusters = clusters.withColumn("_nw", F.sum("_n").over(Window.partitionBy("_w")))
     else:  # a weight's rows split at most by the filter: rows of one weight share the indexed
         # values, so a filter on them never splits it, and otherwise the cross term is dropped
@@ -192,7 +270,15 @@ ANSWER_COLUMNS = ("aggregate", "estimate", "low", "high", "fraction", "rows_read
 def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequence[str],
                      rows: list[tuple[Any, ...]]):
     """The answer as a DataFrame: the group columns (with their table types), then
-    :data:`ANSWER_COLUMNS`."""
+    :data:`ANSWER_COLUMNS`.
+
+    Built from Arrow, the DataFrame is a local relation: collecting it runs no Spark job (a
+    DataFrame of Python rows is a parallelized collection, one more job's fixed cost per answer).
+    Group columns of nested types, and instants (Spark's rows give those as naive local times,
+    which Arrow would read as UTC), keep the Python-rows path.
+    """
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import (
         BooleanType,
         DoubleType,
@@ -207,4 +293,11 @@ def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequenc
              LongType(), BooleanType(), StringType())
     fields = [StructField(g, table[g].dataType, True) for g in group_by]
     fields += [StructField(name, kind, True) for name, kind in zip(ANSWER_COLUMNS, kinds)]
-    return spark.createDataFrame(rows, StructType(fields))
+    schema = StructType(fields)
+    types = {f["name"]: f["type"] for f in table_schema["fields"]}
+    if not all(isinstance(types[g], str) and types[g] != "timestamp" for g in group_by):
+        return spark.createDataFrame(rows, schema)
+    columns = list(zip(*rows)) if rows else [()] * len(fields)
+    arrow_schema = to_arrow_schema(schema)
+    arrays = [pa.array(list(values), type=f.type) for values, f in zip(columns, arrow_schema)]
+    return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema)
