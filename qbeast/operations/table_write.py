@@ -116,7 +116,7 @@ def _engine_write(df: Any, path: str, request: WriteRequest, mode: str, merge_sc
                   properties: Any) -> Any:
     from qbeast.spark.write.writer import write
 
-    options = {} if request.non_finite is None else {"non_finite": request.non_finite}
+    options: dict[str, Any] = {} if request.non_finite is None else {"non_finite": request.non_finite}
     return write(df, path, list(request.columns_to_index) or None, cube_size=request.cube_size,
                  mode=mode, column_stats=request.column_stats, merge_schema=merge_schema,
                  skipping_indexes=request.skipping_indexes, commit_properties=properties, **options)
