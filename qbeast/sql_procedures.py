@@ -77,7 +77,20 @@ def _optimize(spark: Any, path: str, args: dict[str, Any]) -> Any:
     revision = args["revision_id"]
     return _table(spark, path).optimize(
         revision_id=None if revision is None else int(revision), fraction=float(args["fraction"]),
-        max_rewrite_ratio=args["max_rewrite_ratio"], merge_revisions=bool(args["merge_revisions"]))
+        max_rewrite_ratio=args["max_rewrite_ratio"], merge_revisions=bool(args["merge_revisions"]),
+        files=None if args["files"] is None else _json_list("files", args["files"]))
+
+
+def _json_list(name: str, text: Any) -> list[str]:
+    """A procedure argument that is a JSON list of strings (file names may hold commas)."""
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidOptionError(f"procedure argument {name} must be a JSON list of strings, "
+                                 f"e.g. '[\"a\", \"b\"]'; got {text!r}")
+    return value
 
 
 def _vacuum(spark: Any, path: str, args: dict[str, Any]) -> Any:
@@ -107,7 +120,8 @@ def _convert(spark: Any, path: str, args: dict[str, Any]) -> Any:
 
     size = args["cube_size"]
     return convert_to_qbeast(spark, path, args["columns_to_index"],
-                             cube_size=None if size is None else int(size))
+                             cube_size=None if size is None else int(size),
+                             source_format=args["source_format"])
 
 
 def _upgrade(spark: Any, path: str, args: dict[str, Any]) -> Any:
@@ -245,7 +259,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("optimize", "lay out the files of a revision so that every cube has one block",
               (TABLE, Parameter("revision_id", "long", "NULL"), Parameter("fraction", "double", "1.0"),
                Parameter("max_rewrite_ratio", "double", "NULL"),
-               Parameter("merge_revisions", "boolean", "false")), _optimize),
+               Parameter("merge_revisions", "boolean", "false"), Parameter("files", "string", "NULL")),
+              _optimize),
     Procedure("vacuum", "delete data files no version inside the retention window uses",
               (TABLE, Parameter("retention_hours", "double", "168.0"), Parameter("dry_run", "boolean", "false"),
                Parameter("allow_short_retention", "boolean", "false")), _vacuum),
@@ -254,8 +269,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("index_metrics", "cube, block, file and element statistics of a revision",
               (TABLE, Parameter("revision_id", "long", "NULL")), _index_metrics),
     Procedure("convert_to_qbeast", "turn a parquet folder or Delta table into a Qbeast table",
-              (TABLE, Parameter("columns_to_index", "string"), Parameter("cube_size", "long", "NULL")),
-              _convert),
+              (TABLE, Parameter("columns_to_index", "string"), Parameter("cube_size", "long", "NULL"),
+               Parameter("source_format", "string", "NULL")), _convert),
     Procedure("upgrade_format", "upgrade the Qbeast metadata of an older table in place",
               (TABLE, Parameter("dry_run", "boolean", "false")), _upgrade),
     Procedure("delete", "delete the rows where a condition holds (all rows without one)",

@@ -161,5 +161,7 @@ def test_the_procedures_a_sql_client_builds_tables_with_answer_as_the_engine(spa
     columns = [name for name, _ in answer["columns"]]
     assert answer["rows"][0][columns.index("estimate")] == 1005
     spark.sql("DROP TABLE IF EXISTS procedures_built")
+    with pytest.raises(Exception, match="procedure argument files must be a JSON list of strings"):
+        spark.sql(f"CALL qbeast_system.optimize({sql_string(path)}, files => 'part-0.parquet')").collect()
     with pytest.raises(Exception, match="unknown write option 'mdoe'"):
         spark.sql(f"CALL qbeast_system.write({sql_string(path)}, 'select 1 as id', '{{\"mdoe\": 1}}')").collect()

@@ -238,13 +238,9 @@ class SqlEngine:
         return comments
 
     def operation(self, name: str, location: str, **arguments: Any) -> Tuple[Dict[str, Any], str]:
-        if name == "optimize" and arguments.pop("files", None) is not None:
-            raise not_over_sql("run-operation qbeast_optimize with files", "optimize the whole "
-                               "revision (no files argument), or use method: connect or session")
+        if name == "optimize" and arguments.get("files") is not None:
+            arguments["files"] = json.dumps(list(arguments["files"]))
         if name == "convert_to_qbeast":
-            if arguments.pop("source_format", None) is not None:
-                raise not_over_sql("run-operation qbeast_convert with source_format",
-                                   "leave it out (the server detects the format)")
             arguments["columns_to_index"] = ",".join(arguments["columns_to_index"])
         return self.call(name, location, **arguments)
 
