@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from dbt_common.exceptions import DbtRuntimeError
 
@@ -44,6 +44,44 @@ class ModelRows:
                 *[F.col(quote_identifier(n)).alias(a) for n, a in columns]))
         select = ", ".join(f"{quote_identifier(n)} as {quote_identifier(a)}" for n, a in columns)
         return ModelRows(names, query=f"select {select} from (\n{self.query}\n) as model_rows")
+
+
+#: An approximate answer: its columns ((name, Spark type) pairs) and rows.
+Answer = Tuple[List[Tuple[str, str]], List[Tuple[Any, ...]]]
+
+
+class Engine(Protocol):
+    """What the adapter asks of the engine (both implementations below)."""
+
+    behind_sql: bool
+
+    def sql(self, statement: str) -> List[Dict[str, Any]]: ...
+
+    def model_rows(self, code: str, frame: Any = None) -> ModelRows: ...
+
+    def table_rows(self, name: str) -> ModelRows: ...
+
+    def describe_folder(self, path: str) -> Any: ...
+
+    def table_schema(self, location: str) -> Any: ...
+
+    def statistics(self, location: str) -> Dict[str, Any]: ...
+
+    def write(self, rows: ModelRows, folder: str, request: Any,
+              cancelled: Optional[Callable[[], bool]] = None) -> Any: ...
+
+    def register(self, name: str, location: str, refresh: bool, column_comments: Any,
+                 properties: Any, comment: Optional[str]) -> None: ...
+
+    def schema_folder(self, schema: Optional[str]) -> str: ...
+
+    def column_comments(self, name: str) -> Dict[str, str]: ...
+
+    def operation(self, name: str, location: str, **arguments: Any) -> Tuple[Dict[str, Any], str]: ...
+
+    def sample_predicate(self, location: str, fraction: float) -> str: ...
+
+    def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer: ...
 
 
 def not_over_sql(what: str, instead: str) -> QbeastProfileError:
@@ -132,7 +170,7 @@ class SessionEngine:
 
         return qbeast.QbeastTable.for_path(self.spark, location).sample_predicate(fraction)
 
-    def approx(self, location: str, aggregates: List[str], **options: Any) -> Tuple[List[Tuple[str, str]], List[Tuple[Any, ...]]]:
+    def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer:
         import qbeast
 
         df = qbeast.QbeastTable.for_path(self.spark, location).approx(aggregates, **options)
@@ -247,7 +285,7 @@ class SqlEngine:
     def sample_predicate(self, location: str, fraction: float) -> str:
         return str(self.sql(self.call_sql("sample_predicate", location, {"fraction": fraction}))[0]["predicate"])
 
-    def approx(self, location: str, aggregates: List[str], **options: Any) -> Tuple[List[Tuple[str, str]], List[Tuple[Any, ...]]]:
+    def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer:
         group_by = options.get("group_by")
         if isinstance(group_by, str):
             group_by = [group_by]
@@ -268,7 +306,7 @@ class _Facts:
         return dict(self.__dict__)
 
 
-def engine_of(adapter: Any) -> Any:
+def engine_of(adapter: Any) -> Engine:
     """The engine behind ``adapter``'s connection of this thread."""
     connection = adapter.connections.get_thread_connection()
     if str(connection.credentials.method) != THRIFT:
@@ -283,4 +321,4 @@ def engine_of(adapter: Any) -> Any:
     return SqlEngine(fetch)
 
 
-__all__ = ["ModelRows", "SessionEngine", "SqlEngine", "engine_of", "not_over_sql", "sql_value"]
+__all__ = ["Answer", "Engine", "ModelRows", "SessionEngine", "SqlEngine", "engine_of", "not_over_sql", "sql_value"]

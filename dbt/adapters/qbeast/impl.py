@@ -137,12 +137,12 @@ class QbeastAdapter(SparkAdapter):
     def _spark(self) -> Any:
         """The Spark session behind this thread's connection (opened if needed)."""
         engine = self._engine()
-        if engine.behind_sql:
+        if not isinstance(engine, engines.SessionEngine):
             raise engines.not_over_sql("a Python model", "write it as a SQL model, or build it with "
                                        "method: connect (the same server) or session")
         return engine.spark
 
-    def _engine(self) -> Any:
+    def _engine(self) -> engines.Engine:
         """Where this thread's engine calls run (:mod:`engines`): the dbt process's Spark session,
         or the server behind the SQL connection (``method: thrift``)."""
         return engines.engine_of(self)
