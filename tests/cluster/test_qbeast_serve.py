@@ -259,7 +259,7 @@ def test_example_project_builds_through_thrift_like_embedded(served, build_examp
 
 #: A project that uses what the example project does not: the append and delete+insert
 #: strategies, a merge with merge_exclude_columns, a qbeast snapshot, data tests, qbeast_sample,
-#: run-operations, and a Python model (refused over thrift).
+#: qbeast_approx, run-operations, and a Python model (refused over thrift).
 _THRIFT_PROJECT = {
     "dbt_project.yml": "name: thrift_check\nversion: '1.0'\nconfig-version: 2\nprofile: thrift_check\n"
                        "vars: {round: 1}\n",
@@ -281,6 +281,9 @@ _THRIFT_PROJECT = {
                          "from {{ ref('people') }}",
     "models/sampled.sql": "{{ config(materialized='table') }}\n"
                           "select count(*) as n from {{ qbeast_sample(ref('people_q'), 1.0) }}",
+    "models/approxed.sql": "{{ config(materialized='table') }}\n"
+                           "select aggregate, estimate from "
+                           "{{ qbeast_approx(ref('people_q'), ['count(*)', 'avg(score)'], tolerance=0) }}",
     "models/py_model.py": "def model(dbt, session):\n    dbt.config(materialized='table')\n"
                           "    return session.range(1)\n",
     "models/schema.yml": "version: 2\nmodels:\n  - name: people_q\n    columns:\n      - name: id\n"
@@ -306,8 +309,8 @@ def invoke_dbt(args: list[str], project: Path) -> tuple:
 def test_dbt_commands_through_thrift(served, tmp_path):
     """`method: thrift` for each kind of dbt node: seeds (an empty cell a null), qbeast models,
     the append / delete+insert / merge strategies on a second run, a qbeast snapshot closing a
-    changed row, data tests, qbeast_sample, run-operations; a Python model fails naming the
-    method and what to use instead."""
+    changed row, data tests, qbeast_sample and qbeast_approx, run-operations; a Python model
+    fails naming the method and what to use instead."""
     import yaml
     from pyhive import hive
 
@@ -324,7 +327,7 @@ def test_dbt_commands_through_thrift(served, tmp_path):
     assert first.success, "\n".join(messages[-40:])
     assert {r.node.name: r.status for r in first.result.results} == {
         "people": "success", "people_q": "success", "appended": "success", "keyed": "success",
-        "merged": "success", "sampled": "success", "people_snap": "success",
+        "merged": "success", "sampled": "success", "approxed": "success", "people_snap": "success",
         "unique_people_q_id": "pass", "not_null_people_q_id": "pass"}
     # the second run of the incremental models and the snapshot
     second, messages = invoke_dbt(["build", "--select", "appended", "keyed", "merged", "people_snap",
@@ -355,6 +358,8 @@ def test_dbt_commands_through_thrift(served, tmp_path):
         assert rows("select id, round, first_round from thrift_ops.merged order by id") == [
             (1, 2, 1), (2, 2, 1), (3, 2, 1)]
         assert rows("select n from thrift_ops.sampled") == [(3,)]
+        assert sorted(rows("select aggregate, estimate from thrift_ops.approxed")) == [
+            ("avg(score)", 20.0), ("count(*)", 3.0)]  # exact at tolerance 0; avg skips the null
         assert rows("select id, name, dbt_valid_to is null from thrift_ops.people_snap "
                     "order by id, dbt_valid_from") == [
             (1, "ann", False), (1, "anne", True), (2, "bob", True), (3, "cy", True)]
