@@ -18,6 +18,12 @@ _LAZY = {
     "CommitProperties": ("qbeast.commit", "CommitProperties"),
     "QbeastTable": ("qbeast.table", "QbeastTable"),
     "convert_to_qbeast": ("qbeast.operations.convert", "convert_to_qbeast"),
+    # one write of a query's rows in any write mode (tools: dbt), and what a location holds
+    "WriteRequest": ("qbeast.operations.table_write", "WriteRequest"),
+    "WriteSummary": ("qbeast.operations.table_write", "WriteSummary"),
+    "write_rows": ("qbeast.operations.table_write", "write_rows"),
+    "describe_folder": ("qbeast.operations.folders", "describe_folder"),
+    "table_schema": ("qbeast.operations.statistics", "table_schema"),
     "upgrade_format": ("qbeast.operations.upgrade", "upgrade_format"),
     # optimize(max_rewrite_ratio=...) of the default maintenance (dbt's optimize_after_run)
     "MAINTENANCE_REWRITE_RATIO": ("qbeast.core.defaults", "MAINTENANCE_REWRITE_RATIO"),
@@ -28,6 +34,7 @@ _LAZY = {
     "enable_sql_procedures": ("qbeast.sql_procedures", "enable_sql_procedures"),
     "create_table": ("qbeast.spark.catalog", "create_table"),
     "stale_catalog_metadata": ("qbeast.spark.catalog", "stale_catalog_metadata"),
+    "ensure_catalog_table": ("qbeast.spark.catalog", "ensure_catalog_table"),
     "EmbeddedCatalog": ("qbeast.spark.embedded_catalog", "EmbeddedCatalog"),
     # the rules integrations (the dbt adapter) build on
     "ColumnSpec": ("qbeast.core.transformers", "ColumnSpec"),

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from qbeast.errors import InvalidOptionError
+from qbeast.operations.common import OperationResult
 
 
 @dataclass(frozen=True)
@@ -45,12 +46,25 @@ class Procedure:
     name: str
     description: str
     parameters: tuple[Parameter, ...]
-    run: Callable[[Any, str, dict[str, Any]], dict[str, Any]]
+    run: Callable[[Any, str, dict[str, Any]], Any]
+    #: False: ``table`` is the catalog name the procedure creates, not resolved to a location
+    resolves_table: bool = True
+
+
+#: How a procedure answers: ``lines`` (column ``line``, one row per line of the summary, the
+#: default) or ``json`` (one row: column ``result``, the result's ``to_dict()`` as JSON, and
+#: column ``summary``, its text): for tools that read the answer (dbt's ``method: thrift``).
+OUTPUTS = ("lines", "json")
 
 
 def _lines(result: Any) -> dict[str, Any]:
     return {"columns": [{"name": "line", "type": "string"}],
             "rows": [[line] for line in result.summary_lines()]}
+
+
+def _json(result: Any) -> dict[str, Any]:
+    return {"columns": [{"name": "result", "type": "string"}, {"name": "summary", "type": "string"}],
+            "rows": [[json.dumps(result.to_dict(), sort_keys=True, default=str), str(result)]]}
 
 
 def _table(spark: Any, path: str) -> Any:
@@ -59,18 +73,31 @@ def _table(spark: Any, path: str) -> Any:
     return QbeastTable.for_path(spark, path)
 
 
-def _optimize(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _optimize(spark: Any, path: str, args: dict[str, Any]) -> Any:
     revision = args["revision_id"]
-    return _lines(_table(spark, path).optimize(
+    return _table(spark, path).optimize(
         revision_id=None if revision is None else int(revision), fraction=float(args["fraction"]),
-        max_rewrite_ratio=args["max_rewrite_ratio"], merge_revisions=bool(args["merge_revisions"])))
+        max_rewrite_ratio=args["max_rewrite_ratio"], merge_revisions=bool(args["merge_revisions"]),
+        files=None if args["files"] is None else _json_list("files", args["files"]))
 
 
-def _vacuum(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _json_list(name: str, text: Any) -> list[str]:
+    """A procedure argument that is a JSON list of strings (file names may hold commas)."""
+    try:
+        value = json.loads(str(text))
+    except ValueError:
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InvalidOptionError(f"procedure argument {name} must be a JSON list of strings, "
+                                 f"e.g. '[\"a\", \"b\"]'; got {text!r}")
+    return value
+
+
+def _vacuum(spark: Any, path: str, args: dict[str, Any]) -> Any:
     from qbeast.operations.maintenance import vacuum_table
 
-    return _lines(vacuum_table(path, retention_hours=args["retention_hours"], dry_run=bool(args["dry_run"]),
-                               allow_short_retention=bool(args["allow_short_retention"])))
+    return vacuum_table(path, retention_hours=args["retention_hours"], dry_run=bool(args["dry_run"]),
+                        allow_short_retention=bool(args["allow_short_retention"]))
 
 
 def _history(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -83,27 +110,30 @@ def _history(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"columns": [{"name": n, "type": t} for n, t in columns], "rows": rows}
 
 
-def _index_metrics(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _index_metrics(spark: Any, path: str, args: dict[str, Any]) -> Any:
     revision = args["revision_id"]
-    return _lines(_table(spark, path).index_metrics(None if revision is None else int(revision)))
+    return _table(spark, path).index_metrics(None if revision is None else int(revision))
 
 
-def _convert(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _convert(spark: Any, path: str, args: dict[str, Any]) -> Any:
     from qbeast.operations.convert import convert_to_qbeast
 
     size = args["cube_size"]
-    return _lines(convert_to_qbeast(spark, path, args["columns_to_index"],
-                                    cube_size=None if size is None else int(size)))
+    return convert_to_qbeast(spark, path, args["columns_to_index"],
+                             cube_size=None if size is None else int(size),
+                             source_format=args["source_format"])
 
 
-def _upgrade(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _upgrade(spark: Any, path: str, args: dict[str, Any]) -> Any:
     from qbeast.operations.upgrade import upgrade_format
 
-    return _lines(upgrade_format(path, dry_run=bool(args["dry_run"])))
+    return upgrade_format(path, dry_run=bool(args["dry_run"]))
 
 
 _KEYS = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$")
-_QUERY = re.compile(r"^\s*\(?\s*(select|with|from|values|table)\b", re.IGNORECASE)
+#: A query, after any leading ``--`` and ``/* */`` comments (a dbt model's SQL starts with them).
+_QUERY = re.compile(r"^(\s*(--[^\n]*(\n|$)|/\*.*?\*/))*\s*\(?\s*(select|with|from|values|table)\b",
+                    re.IGNORECASE | re.DOTALL)
 
 
 def _source(spark: Any, source: Any) -> Any:
@@ -126,32 +156,101 @@ def _columns(text: Any) -> list[str] | None:
     return None if text is None else [c.strip() for c in str(text).split(",") if c.strip()]
 
 
-def _delete(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
-    return _lines(_table(spark, path).delete(args["condition"]))
+def _delete(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    return _table(spark, path).delete(args["condition"])
 
 
-def _update(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
+def _update(spark: Any, path: str, args: dict[str, Any]) -> Any:
     assignments = args["set"]
     if not assignments:
         raise InvalidOptionError("procedure argument set must map columns to SQL expressions: "
                                  "set => map('price', 'price * 2')")
-    return _lines(_table(spark, path).update(args["condition"], set=dict(assignments)))
+    return _table(spark, path).update(args["condition"], set=dict(assignments))
 
 
-def _merge(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
-    return _lines(_table(spark, path).merge(
+def _merge(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    return _table(spark, path).merge(
         _source(spark, args["source"]), _on(args["on"]), when_matched=args["when_matched"],
         when_not_matched=args["when_not_matched"], update_columns=_columns(args["update_columns"]),
-        target_predicate=args["target_predicate"]))
+        target_predicate=args["target_predicate"])
 
 
-def _delete_insert(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
-    return _lines(_table(spark, path).delete_insert(
-        _source(spark, args["source"]), _on(args["on"]), target_predicate=args["target_predicate"]))
+def _delete_insert(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    return _table(spark, path).delete_insert(
+        _source(spark, args["source"]), _on(args["on"]), target_predicate=args["target_predicate"])
 
 
-def _replace_where(spark: Any, path: str, args: dict[str, Any]) -> dict[str, Any]:
-    return _lines(_table(spark, path).replace_where(_source(spark, args["source"]), args["condition"]))
+def _replace_where(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    return _table(spark, path).replace_where(_source(spark, args["source"]), args["condition"])
+
+
+def _write(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    from qbeast.operations.table_write import WriteRequest, write_rows
+
+    request = WriteRequest.from_json(str(args["options"]))
+    return write_rows(spark, _source(spark, args["source"]), path, request)
+
+
+def _describe_location(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    from qbeast.operations.folders import describe_folder
+
+    return describe_folder(path)
+
+
+def _statistics(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    return _table(spark, path).statistics()
+
+
+def _schema(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    from qbeast.operations.statistics import table_schema
+
+    return table_schema(path)
+
+
+def _explain_read(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    fraction = args["fraction"]
+    return _table(spark, path).explain_read(filter=args["filter"],
+                                            fraction=None if fraction is None else float(fraction))
+
+
+def _sample_predicate(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    predicate = _table(spark, path).sample_predicate(float(args["fraction"]))
+    return {"columns": [{"name": "predicate", "type": "string"}], "rows": [[predicate]]}
+
+
+@dataclass(frozen=True)
+class Rows(OperationResult):
+    """A small DataFrame's answer as values: ``columns`` (name, Spark type) and ``rows``."""
+
+    columns: tuple[tuple[str, str], ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    @classmethod
+    def of(cls, df: Any) -> Rows:
+        return cls(tuple((f.name, f.dataType.simpleString()) for f in df.schema.fields),
+                   tuple(tuple(row) for row in df.collect()))
+
+    def summary_lines(self) -> list[str]:
+        return [", ".join(name for name, _ in self.columns),
+                *(", ".join(str(v) for v in row) for row in self.rows)]
+
+
+def _approx(spark: Any, path: str, args: dict[str, Any]) -> Any:
+    df = _table(spark, path).approx(
+        json.loads(args["aggregates"]), group_by=None if args["group_by"] is None else json.loads(args["group_by"]),
+        filter=args["filter"], tolerance=float(args["tolerance"]), confidence=float(args["confidence"]),
+        max_fraction=float(args["max_fraction"]))
+    return Rows.of(df)
+
+
+def _register_table(spark: Any, name: str, args: dict[str, Any]) -> Any:
+    from qbeast.spark.catalog import ensure_catalog_table
+
+    done = ensure_catalog_table(spark, name, str(args["location"]), refresh=bool(args["refresh"]),
+                                column_comments=args["column_comments"], properties=args["properties"],
+                                comment=args["comment"])
+    line = f"{name}: {'registered' if done else 'unchanged'} at {args['location']}"
+    return {"columns": [{"name": "line", "type": "string"}], "rows": [[line]]}
 
 
 TABLE = Parameter("table", "string")
@@ -160,7 +259,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("optimize", "lay out the files of a revision so that every cube has one block",
               (TABLE, Parameter("revision_id", "long", "NULL"), Parameter("fraction", "double", "1.0"),
                Parameter("max_rewrite_ratio", "double", "NULL"),
-               Parameter("merge_revisions", "boolean", "false")), _optimize),
+               Parameter("merge_revisions", "boolean", "false"), Parameter("files", "string", "NULL")),
+              _optimize),
     Procedure("vacuum", "delete data files no version inside the retention window uses",
               (TABLE, Parameter("retention_hours", "double", "168.0"), Parameter("dry_run", "boolean", "false"),
                Parameter("allow_short_retention", "boolean", "false")), _vacuum),
@@ -169,8 +269,8 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("index_metrics", "cube, block, file and element statistics of a revision",
               (TABLE, Parameter("revision_id", "long", "NULL")), _index_metrics),
     Procedure("convert_to_qbeast", "turn a parquet folder or Delta table into a Qbeast table",
-              (TABLE, Parameter("columns_to_index", "string"), Parameter("cube_size", "long", "NULL")),
-              _convert),
+              (TABLE, Parameter("columns_to_index", "string"), Parameter("cube_size", "long", "NULL"),
+               Parameter("source_format", "string", "NULL")), _convert),
     Procedure("upgrade_format", "upgrade the Qbeast metadata of an older table in place",
               (TABLE, Parameter("dry_run", "boolean", "false")), _upgrade),
     Procedure("delete", "delete the rows where a condition holds (all rows without one)",
@@ -186,7 +286,33 @@ PROCEDURES: tuple[Procedure, ...] = (
               _delete_insert),
     Procedure("replace_where", "replace the rows where a condition holds by the source's rows",
               (TABLE, SOURCE, Parameter("condition", "string")), _replace_where),
+    Procedure("write", "write the rows of a query in a write mode; options: a JSON object "
+              "(mode, columns_to_index, cube_size, on, condition, ...)",
+              (TABLE, SOURCE, Parameter("options", "string")), _write),
+    Procedure("describe_location", "what a table location holds: nothing, a table, other files",
+              (TABLE,), _describe_location),
+    Procedure("statistics", "rows, bytes, files, revisions and index settings of the latest version",
+              (TABLE,), _statistics),
+    Procedure("schema", "the latest version's schema (Delta JSON) and indexed columns",
+              (TABLE,), _schema),
+    Procedure("explain_read", "the files a read with a filter and a sample fraction opens, and why",
+              (TABLE, Parameter("filter", "string", "NULL"), Parameter("fraction", "double", "NULL")),
+              _explain_read),
+    Procedure("sample_predicate", "the SQL row filter of the sample of a fraction",
+              (TABLE, Parameter("fraction", "double")), _sample_predicate),
+    Procedure("approx", "aggregates within a tolerance, read band by band (aggregates and group_by: "
+              "JSON lists)",
+              (TABLE, Parameter("aggregates", "string"), Parameter("group_by", "string", "NULL"),
+               Parameter("filter", "string", "NULL"), Parameter("tolerance", "double", "0.01"),
+               Parameter("confidence", "double", "0.95"), Parameter("max_fraction", "double", "1.0")),
+              _approx),
+    Procedure("register_table", "create (or with refresh => true re-create) catalog table `table` "
+              "over the Qbeast table at location",
+              (TABLE, Parameter("location", "string"), Parameter("refresh", "boolean", "false"),
+               Parameter("column_comments", "map", "NULL"), Parameter("properties", "map", "NULL"),
+               Parameter("comment", "string", "NULL")), _register_table, resolves_table=False),
 )
+OUTPUT = Parameter("output", "string", "'lines'")
 
 
 def table_location(spark: Any, table: str) -> str:
@@ -213,14 +339,27 @@ def run(name: str, arguments: Mapping[str, Any], spark: Any) -> dict[str, Any]:
     if procedure is None:
         raise InvalidOptionError(f"no procedure {name!r}; procedures: {[p.name for p in PROCEDURES]}")
     args = dict(arguments)
-    return procedure.run(spark, table_location(spark, args.pop("table")), args)
+    output = args.pop(OUTPUT.name, "lines") or "lines"
+    if output not in OUTPUTS:
+        raise InvalidOptionError(f"procedure argument output={output!r}; allowed values: {', '.join(OUTPUTS)}")
+    table = args.pop("table")
+    if not procedure.resolves_table:
+        from qbeast.core.sql import check_table_name
+
+        check_table_name(str(table))
+    target = table_location(spark, table) if procedure.resolves_table else str(table)
+    result = procedure.run(spark, target, args)
+    if isinstance(result, dict):  # already a table of rows (history, sample_predicate, ...)
+        return result
+    return _json(result) if output == "json" else _lines(result)
 
 
 def catalog() -> dict[str, Any]:
     """The declaration the JVM catalog builds its procedures from."""
     return {"procedures": [
         {"name": p.name, "description": p.description,
-         "parameters": [{"name": q.name, "type": q.type, "default": q.default} for q in p.parameters]}
+         "parameters": [{"name": q.name, "type": q.type, "default": q.default}
+                        for q in (*p.parameters, OUTPUT)]}
         for p in PROCEDURES]}
 
 

@@ -63,3 +63,31 @@ def table_statistics(path: str) -> TableStatistics:
 
 def _newest_optimize(path: str) -> HistoryEntry | None:
     return next((e for e in table_history(path) if e.operation == OPTIMIZE_OPERATION), None)
+
+
+@dataclass(frozen=True)
+class TableSchema(OperationResult):
+    """The latest version's schema (Delta's JSON form) and, for a Qbeast table, its index."""
+
+    path: str
+    version: int
+    is_qbeast: bool
+    schema: dict
+    indexed_columns: tuple[str, ...]
+    cube_size: int | None
+
+    def summary_lines(self) -> list[str]:
+        names = ", ".join(f["name"] for f in self.schema.get("fields", []))
+        return [f"schema of {self.path} at version {self.version}: {names}",
+                f"indexed columns: {', '.join(self.indexed_columns) or '(none)'}"]
+
+
+def table_schema(path: str) -> TableSchema:
+    """The schema and index of the latest version of the table at ``path`` (from its log)."""
+    check_path(path)
+    snapshot = QbeastSnapshot.load(path)
+    latest = snapshot.latest_revision if snapshot.is_qbeast else None
+    return TableSchema(
+        path=snapshot.table_path, version=snapshot.version, is_qbeast=snapshot.is_qbeast,
+        schema=snapshot.delta.schema, indexed_columns=tuple(latest.columns) if latest else (),
+        cube_size=latest.desired_cube_size if latest is not None else None)

@@ -118,6 +118,27 @@ def create_table(
     logger.info("created catalog table %s over %s (version %d)", name, path, snapshot.version)
 
 
+def ensure_catalog_table(
+    spark: Any,
+    name: str,
+    path: str,
+    *,
+    refresh: bool,
+    column_comments: Mapping[str, str] | None = None,
+    properties: Mapping[str, str] | None = None,
+    comment: str | None = None,
+) -> bool:
+    """Make catalog table ``name`` the Qbeast table at ``path``: re-created by
+    :func:`create_table` when ``refresh`` (its schema, comments or properties changed), when it
+    is missing, or when its stored schema holds stale engine metadata; else left alone. True
+    when it was (re-)created."""
+    if not refresh and spark.catalog.tableExists(name) and not stale_catalog_metadata(spark, name):
+        return False
+    create_table(spark, name, path, replace=True, column_comments=column_comments,
+                 properties=properties, comment=comment)
+    return True
+
+
 def create_table_sql(name: str, path: str, schema: Any) -> str:
     """The ``CREATE TABLE ... USING qbeast LOCATION ...`` statement for the table at ``path``.
 

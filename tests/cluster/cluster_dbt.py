@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="build the example project on one target")
     parser.add_argument("--project-dir", type=Path, required=True)
     parser.add_argument("--target", required=True)
+    parser.add_argument("--measure-remote", help="Spark Connect URL to read the built tables "
+                        "through (a method without a Spark session in dbt's process: thrift)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -118,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     params = dict(target.get("server_side_parameters", {}))
     if target.get("method") == "connect":  # the profile's Spark Connect URL
         params["spark.remote"] = target["host"]
+    if args.measure_remote:
+        params = {"spark.remote": args.measure_remote}
 
     def session() -> Any:
         from qbeast.spark.session import get_or_create_session

@@ -117,15 +117,18 @@ def run_scenario(cluster_dir: Path, worker_python: str):
 def build_example_project(cluster_dir: Path, worker_python: str):
     """Build a copy of the example project in a driver process on one profile target.
 
-    ``build(name, server_side_parameters)`` returns the models it built (see cluster_dbt.py).
+    ``build(name, server_side_parameters)`` returns the models it built (see cluster_dbt.py);
+    ``measure_remote`` (a Spark Connect URL) is where a build without a Spark session in its
+    process (``method: thrift``) reads what it built.
     """
 
     def build(name: str, server_side_parameters: dict[str, str] | None = None,
-              **fields: Any) -> dict[str, Any]:
+              measure_remote: str | None = None, **fields: Any) -> dict[str, Any]:
         project = copy_project(cluster_dir / f"dbt-{name}",
                                {name: qbeast_target(server_side_parameters, **fields)})
-        out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name],
-                            driver_environment(worker_python), project)
+        measured = ["--measure-remote", measure_remote] if measure_remote else []
+        out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name,
+                             *measured], driver_environment(worker_python), project)
         return json.loads(out.strip().splitlines()[-1])["models"]
 
     return build

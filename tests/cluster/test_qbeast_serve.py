@@ -339,8 +339,10 @@ def test_a_server_off_loopback_admits_only_clients_with_its_token(tmp_path):
         url = f"sc://127.0.0.1:{server.connect_port}"
         project = copy_project(tmp_path / "project", {
             "served": qbeast_target(method="connect", host=url, token=token),
-            "wrong": qbeast_target(method="connect", host=url, token="not-the-token")})
-        for target, ok in (("served", True), ("wrong", False)):
+            "wrong": qbeast_target(method="connect", host=url, token="not-the-token"),
+            "thrift": qbeast_target(method="thrift", host="127.0.0.1", port=server.thrift_port,
+                                    user="me", token=token)})
+        for target, ok in (("served", True), ("wrong", False), ("thrift", True)):
             debug = subprocess.run(
                 [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "debug",
                  "--project-dir", str(project), "--profiles-dir", str(project), "--target",
@@ -369,6 +371,128 @@ def test_two_dbt_builds_at_once_through_one_server(served, build_example_project
         built = [b.result() for b in builds]
     assert built[0] == embedded_dbt_build
     assert built[1] == embedded_dbt_build
+
+
+def test_example_project_builds_through_thrift_like_embedded(served, build_example_project,
+                                                             embedded_dbt_build):
+    """`dbt build` with `method: thrift` (host, port, user, as dbt-spark's): no Spark session in
+    dbt's process, every engine call a SQL statement the server's driver runs. Same models, rows
+    and samples as embedded (read back through the server's Spark Connect port)."""
+    server, _ = served
+    built = build_example_project(
+        "thrift", method="thrift", host="127.0.0.1", port=server.thrift_port, user="dbt",
+        schema="served_thrift", measure_remote=f"sc://127.0.0.1:{server.connect_port}")
+    assert built == embedded_dbt_build
+
+
+#: A project that uses what the example project does not: the append and delete+insert
+#: strategies, a merge with merge_exclude_columns, a qbeast snapshot, data tests, qbeast_sample,
+#: qbeast_approx, run-operations, and a Python model (refused over thrift).
+_THRIFT_PROJECT = {
+    "dbt_project.yml": "name: thrift_check\nversion: '1.0'\nconfig-version: 2\nprofile: thrift_check\n"
+                       "vars: {round: 1}\n",
+    "seeds/people.csv": "id,name,score\n1,ann,10\n2,bob,\n3,cy,30\n",
+    "models/people_q.sql": "{{ config(materialized='qbeast', columns_to_index=['id']) }}\n"
+                           "-- a leading comment, as the models' SQL often has\n"
+                           "select * from {{ ref('people') }}",
+    "models/appended.sql": "{{ config(materialized='incremental', file_format='qbeast', "
+                           "incremental_strategy='append', columns_to_index=['id']) }}\n"
+                           "select id + {{ var('round') }} * 100 as id, name from {{ ref('people') }}",
+    "models/keyed.sql": "{{ config(materialized='incremental', file_format='qbeast', "
+                        "incremental_strategy='delete+insert', unique_key='id', columns_to_index=['id']) }}\n"
+                        "select id, name, {{ var('round') }} as round from {{ ref('people') }}\n"
+                        "{% if is_incremental() %} where id >= 2 {% endif %}",
+    "models/merged.sql": "{{ config(materialized='incremental', file_format='qbeast', "
+                         "incremental_strategy='merge', unique_key='id', columns_to_index=['id'], "
+                         "merge_exclude_columns=['first_round']) }}\n"
+                         "select id, {{ var('round') }} as round, {{ var('round') }} as first_round "
+                         "from {{ ref('people') }}",
+    "models/sampled.sql": "{{ config(materialized='table') }}\n"
+                          "select count(*) as n from {{ qbeast_sample(ref('people_q'), 1.0) }}",
+    "models/approxed.sql": "{{ config(materialized='table') }}\n"
+                           "select aggregate, estimate from "
+                           "{{ qbeast_approx(ref('people_q'), ['count(*)', 'avg(score)'], tolerance=0) }}",
+    "models/py_model.py": "def model(dbt, session):\n    dbt.config(materialized='table')\n"
+                          "    return session.range(1)\n",
+    "models/schema.yml": "version: 2\nmodels:\n  - name: people_q\n    columns:\n      - name: id\n"
+                         "        data_tests: [unique, not_null]\n",
+    "snapshots/people_snap.sql": "{% snapshot people_snap %}\n"
+                                 "{{ config(target_schema=target.schema, unique_key='id', strategy='check', "
+                                 "check_cols=['name'], file_format='qbeast') }}\n"
+                                 "select id, case when {{ var('round') }} > 1 and id = 1 then 'anne' "
+                                 "else name end as name from {{ ref('people') }}\n{% endsnapshot %}\n",
+}
+
+
+def invoke_dbt(args: list[str], project: Path) -> tuple:
+    """One dbt command in this process on ``project`` (its own profiles.yml): result, messages."""
+    from dbt.cli.main import dbtRunner
+
+    messages: list[str] = []
+    result = dbtRunner(callbacks=[lambda event: messages.append(event.info.msg)]).invoke(
+        [*args, "--project-dir", str(project), "--profiles-dir", str(project)])
+    return result, messages
+
+
+def test_dbt_commands_through_thrift(served, tmp_path):
+    """`method: thrift` for each kind of dbt node: seeds (an empty cell a null), qbeast models,
+    the append / delete+insert / merge strategies on a second run, a qbeast snapshot closing a
+    changed row, data tests, qbeast_sample and qbeast_approx, run-operations; a Python model
+    fails naming the method and what to use instead."""
+    import yaml
+    from pyhive import hive
+
+    server, _ = served
+    project = tmp_path / "thrift_check"
+    for name, text in _THRIFT_PROJECT.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    target = {"type": "qbeast", "method": "thrift", "host": "127.0.0.1", "port": server.thrift_port,
+              "user": "dbt", "schema": "thrift_ops", "threads": 2}
+    (project / "profiles.yml").write_text(yaml.safe_dump(
+        {"thrift_check": {"target": "served", "outputs": {"served": target}}}))
+    first, messages = invoke_dbt(["build", "--exclude", "py_model"], project)
+    assert first.success, "\n".join(messages[-40:])
+    assert {r.node.name: r.status for r in first.result.results} == {
+        "people": "success", "people_q": "success", "appended": "success", "keyed": "success",
+        "merged": "success", "sampled": "success", "approxed": "success", "people_snap": "success",
+        "unique_people_q_id": "pass", "not_null_people_q_id": "pass"}
+    # the second run of the incremental models and the snapshot
+    second, messages = invoke_dbt(["build", "--select", "appended", "keyed", "merged", "people_snap",
+                                   "--vars", "round: 2"], project)
+    assert second.success, "\n".join(messages[-40:])
+    assert {r.node.name: r.message.split(" ")[1] for r in second.result.results} == {
+        "appended": "APPEND", "keyed": "DELETE+INSERT", "merged": "MERGE", "people_snap": "SNAPSHOT"}
+    operation, messages = invoke_dbt(["run-operation", "qbeast_index_metrics", "--args",
+                                      "{relation_or_path: people_q}"], project)
+    assert operation.success, "\n".join(messages[-20:])
+    assert any("qbeast_index_metrics:" in m for m in messages)
+    python, messages = invoke_dbt(["run", "--select", "py_model"], project)
+    assert not python.success
+    assert any("a Python model is not possible with `method: thrift`" in m and "method: connect" in m
+               for m in messages), messages[-10:]
+
+    def rows(sql: str) -> list:
+        cursor.execute(sql)
+        return [tuple(r) for r in cursor.fetchall()]
+
+    with hive.connect(host="127.0.0.1", port=server.thrift_port, username="check") as connection:
+        cursor = connection.cursor()
+        assert rows("select id, name, score from thrift_ops.people_q order by id") == [
+            (1, "ann", 10), (2, "bob", None), (3, "cy", 30)]
+        assert [r[0] for r in rows("select id from thrift_ops.appended order by id")] == [
+            101, 102, 103, 201, 202, 203]
+        assert rows("select id, round from thrift_ops.keyed order by id") == [(1, 1), (2, 2), (3, 2)]
+        assert rows("select id, round, first_round from thrift_ops.merged order by id") == [
+            (1, 2, 1), (2, 2, 1), (3, 2, 1)]
+        assert rows("select n from thrift_ops.sampled") == [(3,)]
+        assert sorted(rows("select aggregate, estimate from thrift_ops.approxed")) == [
+            ("avg(score)", 20.0), ("count(*)", 3.0)]  # exact at tolerance 0; avg skips the null
+        assert rows("select id, name, dbt_valid_to is null from thrift_ops.people_snap "
+                    "order by id, dbt_valid_from") == [
+            (1, "ann", False), (1, "anne", True), (2, "bob", True), (3, "cy", True)]
+        provider = dict(r[:2] for r in rows("describe table extended thrift_ops.keyed"))["Provider"]
+        assert provider == "qbeast"
 
 
 def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):

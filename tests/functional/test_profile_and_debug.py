@@ -34,12 +34,12 @@ def test_profile_with_only_type_and_schema_connects(spark, tmp_path):
 
 def test_unknown_method_is_a_clear_profile_error(tmp_path):
     project = copy_example_project(tmp_path / "demo")
-    _profile(project, schema="broken", method="thrift")
+    _profile(project, schema="broken", method="odbc")
     result, _ = invoke_dbt(["parse"], project)
     assert not result.success
     message = str(result.exception)
     assert 'Credentials in profile "qbeast_demo", target "local" invalid' in message
-    assert "method: thrift" in message and "allowed values: session, connect" in message
+    assert "method: odbc" in message and "allowed values: session, connect, thrift" in message
     assert isinstance(result.exception.__cause__, QbeastProfileError)
 
 

@@ -138,13 +138,28 @@ def test_profile_with_only_schema_is_a_session_profile():
     assert credentials.catalog_dir == ".qbeast"
 
 
-@pytest.mark.parametrize("method", ["thrift", "odbc", "bogus"])
+@pytest.mark.parametrize("method", ["http", "odbc", "bogus"])
 def test_other_connection_methods_are_rejected_naming_the_allowed_value(method):
     with pytest.raises(QbeastProfileError) as raised:
         QbeastCredentials.from_dict({"schema": "analytics", "method": method})
     message = str(raised.value)
     assert f"method: {method}" in message and "allowed values: session" in message
     assert isinstance(raised.value, QbeastError)
+
+
+def test_thrift_method_takes_host_port_and_user_as_dbt_spark():
+    """`method: thrift` reaches `qbeast serve`'s Thrift port; password and auth (the server's
+    shared secret, Hive's CUSTOM authentication) pass through to PyHive as dbt-spark's do."""
+    credentials = QbeastCredentials.from_dict({"schema": "analytics", "method": "thrift",
+                                               "host": "127.0.0.1", "port": 10001, "user": "dbt",
+                                               "password": "s3cret", "auth": "CUSTOM"})
+    assert (credentials.method, credentials.host, credentials.port) == ("thrift", "127.0.0.1", 10001)
+    assert (credentials.user, credentials.password, credentials.auth) == ("dbt", "s3cret", "CUSTOM")
+    assert "password" not in credentials._connection_keys()  # never shown by dbt debug
+    with pytest.raises(QbeastProfileError, match="`method: thrift` needs `host:`.*127.0.0.1"):
+        QbeastCredentials.from_dict({"schema": "s", "method": "thrift", "host": "sc://h:1", "port": 1})
+    with pytest.raises(QbeastProfileError, match="`method: thrift` needs `port:`.*1-65535"):
+        QbeastCredentials.from_dict({"schema": "s", "method": "thrift", "host": "h", "port": 0})
 
 
 def test_empty_catalog_dir_is_rejected():

@@ -111,3 +111,57 @@ def test_row_level_procedures_change_exactly_the_rows_they_name(spark, tmp_path)
 
     with pytest.raises(Exception, match="procedure argument source must be a query"):
         spark.sql(call.format(f"merge(table => '{path}', source => ' ', on => 'id')")).collect()
+
+
+def _json(spark, sql: str) -> dict:
+    return json.loads(spark.sql(sql).first().result)
+
+
+def test_the_procedures_a_sql_client_builds_tables_with_answer_as_the_engine(spark, tmp_path):
+    """What dbt's `method: thrift` sends: `write` (a WriteRequest as JSON) writes and merges as
+    `qbeast.write_rows` does, marked with the request's user metadata; `describe_location`,
+    `schema`, `register_table`, `sample_predicate` and `approx` answer as the engine's own
+    functions; `output => 'json'` gives the result's `to_dict()`."""
+    from qbeast import WriteRequest, sql_string
+
+    qbeast.enable_sql_procedures(spark)
+    path = str(tmp_path / "built")
+    assert _json(spark, f"CALL qbeast_system.describe_location({sql_string(path)}, output => 'json')")[
+        "kind"] == "missing"
+    create = WriteRequest(mode="overwrite", columns_to_index=("id", "k"), cube_size=200,
+                          user_metadata='{"dbt_relation": "s.built"}')
+    written = _json(spark, "CALL qbeast_system.write(table => {}, source => {}, options => {}, "
+                    "output => 'json')".format(sql_string(path), sql_string(
+                        "select id, id % 7 as k from range(1000)"), sql_string(create.to_json())))
+    assert (written["mode"], written["version"], written["rows"]) == ("overwrite", 0, 1000)
+    merge = WriteRequest(mode="merge", on=("id",), user_metadata='{"dbt_relation": "s.built"}')
+    merged = _json(spark, "CALL qbeast_system.write({}, {}, {}, output => 'json')".format(
+        sql_string(path), sql_string("select id, 100 as k from range(995, 1005)"),
+        sql_string(merge.to_json())))
+    assert (merged["rows_updated"], merged["rows_inserted"], merged["version"]) == (5, 5, 1)
+    table = QbeastTable.for_path(spark, path)
+    assert table.to_df().count() == 1005 and table.to_df().where("k = 100").count() == 10
+    described = _json(spark, f"CALL qbeast_system.describe_location({sql_string(path)}, output => 'json')")
+    assert described["kind"] == "qbeast" and described["version"] == 1
+    assert described["user_metadata"][0] == '{"dbt_relation": "s.built"}'
+    schema = _json(spark, f"CALL qbeast_system.schema({sql_string(path)}, output => 'json')")
+    assert [f["name"] for f in schema["schema"]["fields"]] == ["id", "k"]
+    assert schema["indexed_columns"] == ["id", "k"] and schema["is_qbeast"]
+
+    spark.sql("DROP TABLE IF EXISTS procedures_built")
+    spark.sql(f"CALL qbeast_system.register_table('procedures_built', {sql_string(path)}, "
+              "comment => 'built over SQL')")
+    assert _count(spark, "select count(*) from procedures_built") == 1005
+    unchanged = spark.sql(f"CALL qbeast_system.register_table('procedures_built', {sql_string(path)})")
+    assert "unchanged" in unchanged.first().line
+    predicate = spark.sql(f"CALL qbeast_system.sample_predicate({sql_string(path)}, 0.3)").first().predicate
+    assert predicate == table.sample_predicate(0.3)
+    answer = _json(spark, f"CALL qbeast_system.approx({sql_string(path)}, '[\"count(*)\"]', "
+                   "tolerance => 0.0, output => 'json')")
+    columns = [name for name, _ in answer["columns"]]
+    assert answer["rows"][0][columns.index("estimate")] == 1005
+    spark.sql("DROP TABLE IF EXISTS procedures_built")
+    with pytest.raises(Exception, match="procedure argument files must be a JSON list of strings"):
+        spark.sql(f"CALL qbeast_system.optimize({sql_string(path)}, files => 'part-0.parquet')").collect()
+    with pytest.raises(Exception, match="unknown write option 'mdoe'"):
+        spark.sql(f"CALL qbeast_system.write({sql_string(path)}, 'select 1 as id', '{{\"mdoe\": 1}}')").collect()

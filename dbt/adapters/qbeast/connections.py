@@ -24,6 +24,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from qbeast import EmbeddedCatalog, is_connect_session
 
 from dbt.adapters.qbeast import engine_log, interrupts
+from dbt.adapters.qbeast.credentials import THRIFT_METHOD
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
@@ -183,8 +184,11 @@ class QbeastConnectionManager(SparkConnectionManager):
         return interrupts.requested()
 
     def cancel(self, connection: Connection) -> None:
-        """dbt's cancel (after an interrupt): stop the Spark jobs, fail what comes next."""
+        """dbt's cancel (after an interrupt): stop the Spark jobs, fail what comes next; over
+        ``method: thrift``, also cancel the connection's running statement in the server."""
         interrupts.request()
+        if connection.credentials.method == THRIFT_METHOD and connection.handle is not None:
+            connection.handle.cancel()
 
     def cleanup_all(self) -> None:
         super().cleanup_all()
@@ -195,6 +199,10 @@ class QbeastConnectionManager(SparkConnectionManager):
         if connection.state == ConnectionState.OPEN:
             return connection
         credentials = connection.credentials
+        if credentials.method == THRIFT_METHOD:
+            # a SQL connection to `qbeast serve` (PyHive, as dbt-spark opens it); the engine
+            # runs in the server's driver (engines.SqlEngine)
+            return super().open(connection)
         catalog = catalog_path(credentials.catalog_dir, Path.cwd())
         conf = connection_spark_conf(
             credentials.server_side_parameters, catalog,

@@ -5,8 +5,12 @@ default: a local driver in the dbt process, or a cluster / Spark Connect session
 through ``server_side_parameters``) makes a profile with just ``type: qbeast`` and ``schema:``
 complete. ``connect`` with ``host: sc://HOST:PORT`` is the same engine on a Spark Connect session,
 typically of ``qbeast serve`` (docs/serve.md): the server's catalog, its driver planning the
-reads; ``token`` is the server's shared secret when it has one. dbt-spark's SQL-only methods (thrift, http, odbc) would run the models' SQL on a server
-without the engine in the dbt process, so they are rejected with an error that says what to use.
+reads; ``token`` is the server's shared secret when it has one. ``thrift`` (``host``, ``port``,
+``user``, and ``password`` / ``auth`` where the server asks for them, as dbt-spark's thrift
+method) is a SQL connection to ``qbeast serve``, whose driver runs the engine: the adapter's
+engine calls become SQL statements (:mod:`engines`). dbt-spark's other methods (http, odbc)
+reach servers without the qbeast engine, so they are rejected with an error that says what to
+use.
 """
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from dbt.adapters.qbeast.errors import QbeastProfileError
 
 SESSION_METHOD = "session"
 CONNECT_METHOD = "connect"
-ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD, CONNECT_METHOD)
+THRIFT_METHOD = "thrift"
+ALLOWED_METHODS: Tuple[str, ...] = (SESSION_METHOD, CONNECT_METHOD, THRIFT_METHOD)
 REMOTE_KEY = "spark.remote"
 #: the header carrying the shared secret of a `qbeast serve` bound off loopback
 TOKEN_HEADER = "x-qbeast-token"
@@ -47,14 +52,16 @@ class QbeastCredentials(SparkCredentials):
         if method not in ALLOWED_METHODS:
             raise QbeastProfileError(
                 f"unsupported `method: {self.method}` in the qbeast profile; allowed values: "
-                f"{', '.join(ALLOWED_METHODS)} (the qbeast engine runs inside the dbt process; "
-                "`method: connect` with `host: sc://HOST:PORT` reaches a Spark Connect server such "
-                "as `qbeast serve`, and `server_side_parameters` can point a session at a "
-                "cluster with spark.master)"
+                f"{', '.join(ALLOWED_METHODS)} (the qbeast engine runs inside the dbt process, "
+                "or in `qbeast serve`: `method: connect` with `host: sc://HOST:PORT` reaches its "
+                "Spark Connect port, `method: thrift` with host, port and user its Thrift port; "
+                "`server_side_parameters` can point a session at a cluster with spark.master)"
             )
         self.method = method
         if method == CONNECT_METHOD:
             self._connect_url()
+        if method == THRIFT_METHOD:
+            self._thrift_fields()
         if not str(self.catalog_dir or "").strip():
             raise QbeastProfileError(
                 "`catalog_dir` in the qbeast profile is empty; allowed values: a folder path "
@@ -86,6 +93,27 @@ class QbeastCredentials(SparkCredentials):
         parameters[REMOTE_KEY] = remote
         self.server_side_parameters = parameters
 
+    def _thrift_fields(self) -> None:
+        """``method: thrift``: the server's host name or address (no URL) and Thrift port."""
+        host = str(self.host or "").strip()
+        if not host or "://" in host:
+            raise QbeastProfileError(
+                f"`method: thrift` needs `host:` set to the host of `qbeast serve`; got {self.host!r}; "
+                "allowed values: a host name or address, e.g. 127.0.0.1 (with `port: 10000`)")
+        if self.port is None or isinstance(self.port, bool) or not 0 < int(self.port) < 65536:
+            raise QbeastProfileError(
+                f"`method: thrift` needs `port:` set to the server's Thrift port; got {self.port!r}; "
+                "allowed values: 1-65535 (`qbeast serve` listens on 10000 unless --thrift-port)")
+        if self.token:
+            # a `qbeast serve` with a token checks it as the password of Hive's CUSTOM
+            # authentication: the same `token:` field as for `method: connect`
+            if self.password and self.password != self.token:
+                raise QbeastProfileError(
+                    "`method: thrift` with both `token:` and a different `password:`; allowed "
+                    "values: one of them (the token of `qbeast serve` is sent as the password)")
+            self.password = self.token
+            self.auth = self.auth or "CUSTOM"
+
     @property
     def type(self) -> str:
         return "qbeast"
@@ -97,6 +125,8 @@ class QbeastCredentials(SparkCredentials):
     def _connection_keys(self) -> Tuple[str, ...]:
         if self.method == CONNECT_METHOD:
             return ("method", "host", "schema")
+        if self.method == THRIFT_METHOD:
+            return ("method", "host", "port", "user", "auth", "schema")
         return ("method", "schema", "catalog_dir", "server_side_parameters")
 
     @classmethod

@@ -19,16 +19,17 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.qbeast import interrupts, microbatch, python_models, swaps
+from dbt.adapters.qbeast import engines, interrupts, microbatch, python_models, swaps
 from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
-from dbt.adapters.qbeast.locations import check_ownership, inspect_location, same_location, write_marker
+from dbt.adapters.qbeast.locations import check_ownership, folder_content, same_location, write_marker
 from dbt.adapters.qbeast.config_keys import check_python_keys, is_qbeast_snapshot, qbeast_spelling
 from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node, snapshot_config_from_node
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
+from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
 
@@ -94,23 +95,24 @@ class QbeastAdapter(SparkAdapter):
         if not location:
             return {}
         try:
-            facts = qbeast.QbeastTable.for_path(self._spark(), location).statistics()
-        except qbeast.QbeastError as exc:  # a broken table must not fail the whole catalog
+            facts = self._engine().statistics(location)
+        except (qbeast.QbeastError, DbtRuntimeError) as exc:  # a broken table must not fail the catalog
             logger.debug(f"no statistics for {relation}: {exc}")
             return {}
+        optimized = facts["last_optimize"]
         values = {
-            "rows": ("Rows", facts.rows, "rows in the latest version (Delta log statistics)"),
-            "bytes": ("Bytes", facts.bytes, "bytes of the latest version's data files"),
-            "files": ("Files", facts.files, "data files of the latest version"),
-            "revisions": ("Revisions", facts.revisions, "live Qbeast revisions (with files)"),
-            "indexed_columns": ("Indexed columns", ", ".join(facts.indexed_columns),
+            "rows": ("Rows", facts["rows"], "rows in the latest version (Delta log statistics)"),
+            "bytes": ("Bytes", facts["bytes"], "bytes of the latest version's data files"),
+            "files": ("Files", facts["files"], "data files of the latest version"),
+            "revisions": ("Revisions", facts["revisions"], "live Qbeast revisions (with files)"),
+            "indexed_columns": ("Indexed columns", ", ".join(facts["indexed_columns"]),
                                 "columns_to_index of the latest revision"),
-            "cube_size": ("Cube size", facts.cube_size, "cube_size of the latest revision"),
+            "cube_size": ("Cube size", facts["cube_size"], "cube_size of the latest revision"),
             # "2026-01-31 10:00:00.000 UTC": ISO text would become a datetime in dbt's catalog
             # table, which is not a valid statistic value
             "last_optimize": ("Last optimize",
-                              facts.last_optimize.replace("T", " ").replace("Z", " UTC")
-                              if facts.last_optimize else "never",
+                              optimized.replace("T", " ").replace("Z", " UTC")
+                              if optimized else "never",
                               "time (UTC) of the newest OPTIMIZE commit"),
         }
         stats: Dict[str, Any] = {}
@@ -123,10 +125,9 @@ class QbeastAdapter(SparkAdapter):
 
     def _column_comments(self, relation: Any) -> Dict[str, str]:
         try:
-            columns = self._spark().catalog.listColumns(f"{relation.schema}.{relation.identifier}")
+            return self._engine().column_comments(f"{relation.schema}.{relation.identifier}")
         except Exception:  # noqa: BLE001 - comments are a nicety; the catalog still lists the table
             return {}
-        return {c.name.lower(): c.description for c in columns if c.description}
 
     @property
     def _qbeast_connections(self) -> QbeastConnectionManager:
@@ -135,8 +136,16 @@ class QbeastAdapter(SparkAdapter):
 
     def _spark(self) -> Any:
         """The Spark session behind this thread's connection (opened if needed)."""
-        handle = self.connections.get_thread_connection().handle
-        return handle.handle.session
+        engine = self._engine()
+        if not isinstance(engine, engines.SessionEngine):
+            raise engines.not_over_sql("a Python model", "write it as a SQL model, or build it with "
+                                       "method: connect (the same server) or session")
+        return engine.spark
+
+    def _engine(self) -> engines.Engine:
+        """Where this thread's engine calls run (:mod:`engines`): the dbt process's Spark session,
+        or the server behind the SQL connection (``method: thrift``)."""
+        return engines.engine_of(self)
 
     def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
         """Python models run in the dbt process, on the adapter's Spark session.
@@ -194,9 +203,9 @@ class QbeastAdapter(SparkAdapter):
 
         if staging is None:
             return self.qbeast_write(model, relation, None, str(build_sql), snapshot_config, False)
-        spark = self._spark()
+        engine = self._engine()
         location = relation.location or self.qbeast_location(relation, snapshot_config)
-        staged = spark.table(staging.render())
+        staged = engine.table_rows(staging.render())
         internal = ("dbt_change_type", "dbt_unique_key")
         kept = [c for c in staged.columns if not c.lower().startswith(internal)]
         table_columns = {c.lower() for c in self._table_schema(location).fieldNames()}
@@ -209,11 +218,11 @@ class QbeastAdapter(SparkAdapter):
         merge_config = dataclasses.replace(
             snapshot_config, incremental_strategy="merge", unique_key=(columns["dbt_scd_id"],),
             incremental_predicates=(current,), merge_update_columns=(valid_to,))
-        message, rows = self._change_rows(spark, staged.select(*kept), location, "merge",
-                                          merge_schema, merge_config, relation)
-        if self._maintain(spark, location, relation, snapshot_config):
+        message, rows = self._change_rows(engine, staged.projected([(c, c) for c in kept]), location,
+                                          "merge", merge_schema, merge_config, relation)
+        if self._maintain(engine, location, relation, snapshot_config):
             message += ", optimized"
-        self._refresh_catalog_entry(spark, relation, relation, location, snapshot_config)
+        self._refresh_catalog_entry(engine, relation, relation, location, snapshot_config)
         message = message.replace("QBEAST MERGE", "QBEAST SNAPSHOT", 1)
         logger.info(f"{message} into {relation}")
         return AdapterResponse(_message=message, code="QBEAST SNAPSHOT", rows_affected=rows)
@@ -227,20 +236,18 @@ class QbeastAdapter(SparkAdapter):
         at every query). What held the target's name before (``--full-refresh``) is dropped
         first unless it is a Qbeast table, whose catalog entry is replaced (its files stay).
         """
-        import qbeast
-
-        spark = self._spark()
+        engine = self._engine()
         location = source.location
         if not location:
             raise DbtRuntimeError(f"clone of {source}: the catalog records no location for it")
         if existing is not None and not existing.is_qbeast:
-            self._swaps(spark).drop(existing)
-        spark.sql(f"create schema if not exists {target.schema}")
+            self._swaps(engine).drop(existing)
+        engine.sql(f"create schema if not exists {target.schema}")
         config = QbeastModelConfig(model=str(target.identifier), columns_to_index=(),
                                    cube_size=None, location_root=None)
-        self._register_qbeast_table(spark, target, location, config)
+        self._register_qbeast_table(engine, target, location, config)
         self._names(record=(target, location))
-        version = qbeast.QbeastTable.for_path(None, location).snapshot().delta.version
+        version = engine.table_schema(location).version
         message = f"QBEAST CLONE of {source} at {location} (version {version})"
         logger.info(message)
         return AdapterResponse(_message=message, code="QBEAST CLONE")
@@ -263,9 +270,7 @@ class QbeastAdapter(SparkAdapter):
         return root.rstrip("/") + "/" + str(relation.identifier)
 
     def _schema_folder(self, schema: Optional[str]) -> str:
-        import qbeast
-
-        return qbeast.local_path(self._spark().catalog.getDatabase(schema).locationUri)
+        return self._engine().schema_folder(schema)
 
     @available
     def qbeast_is_incremental(self, model: Dict[str, Any], relation: Optional[QbeastRelation]) -> bool:
@@ -296,9 +301,7 @@ class QbeastAdapter(SparkAdapter):
         leaves the previous version as the current one. A view or plain table holding the name is
         replaced only once the Qbeast table is written (see ``swaps``).
         """
-        import qbeast
-
-        spark = self._spark()
+        engine = self._engine()
         started = time.monotonic()
         name = model_config.model
         interrupts.check(f"model {name}")
@@ -306,63 +309,63 @@ class QbeastAdapter(SparkAdapter):
         replaces = old_relation is not None and not old_relation.is_qbeast
         catalog_location = old_relation.location if old_relation is not None else None
         if not same_location(catalog_location, location):  # else the catalog vouches for it
-            content = inspect_location(spark, location)
+            content = folder_content(engine.describe_folder(location))
             check_ownership(name, relation.render(), location, content, catalog_location,
                             model_config.take_over_location)
         # A plain table whose files sit where the Qbeast table goes: write beside it, move later.
         in_place_of_files = replaces and same_location(catalog_location, location)
-        folder = (self._swaps(spark).temporary_folder(relation, location) if in_place_of_files
+        folder = (self._swaps(engine).temporary_folder(relation, location) if in_place_of_files
                   else location)
         mode = model_config.write_mode(incremental)
 
         with model_errors(name, "the model's query"):
-            df = self._model_dataframe(spark, model, code, name)
-        model_config.check_columns_exist(df.columns, keyed_run=mode in ("merge", "delete_insert"))
+            rows = self._model_rows(engine, model, code, name)
+        model_config.check_columns_exist(rows.columns, keyed_run=mode in ("merge", "delete_insert"))
         window = microbatch.batch_window(model) if model_config.event_time is not None else None
         merge_schema = False
         if mode != "overwrite":
-            df, merge_schema = apply_schema_change(
-                df, qbeast.QbeastTable.for_path(spark, location).to_df().columns, model_config
-            )
+            rows, merge_schema = apply_schema_change(
+                rows, self._table_schema(location).fieldNames(), model_config)
         if mode == "replace_where" and window is None:
             raise QbeastModelConfigError(
                 f"model {name}: incremental_strategy='microbatch' replaces one batch's window per "
                 "run, but dbt ran this model without a batch (dbt runs batches for "
                 "materialized='incremental' models)")
         if mode in ("merge", "delete_insert", "replace_where"):
-            message, rows = self._change_rows(spark, df, folder, mode, merge_schema, model_config,
-                                              relation, window)
+            message, changed = self._change_rows(engine, rows, folder, mode, merge_schema,
+                                                 model_config, relation, window)
         else:
             if mode == "append":
-                self._check_indexed_columns(qbeast.QbeastTable.for_path(spark, folder), model_config)
+                self._check_indexed_columns(self._engine_schema(folder), model_config)
             with model_errors(name, "qbeast write"):
-                result = self._append_or_overwrite(df, folder, mode, merge_schema, model_config,
-                                                   relation)
-            rows = result.rows
+                result = engine.write(rows, folder, self._write_request(mode, merge_schema, model_config,
+                                                                        relation),
+                                      cancelled=self._qbeast_connections.cancel_requested)
+            changed = result.rows
             message = (
-                f"QBEAST {mode.upper()} {result.rows} rows, {result.file_count} files, "
+                f"QBEAST {mode.upper()} {result.rows} rows, {result.files_added} files, "
                 f"revision {result.revision_id}, version {result.version}"
             )
-        if self._maintain(spark, folder, relation, model_config):
+        if self._maintain(engine, folder, relation, model_config):
             message += ", optimized"
         if replaces:
             assert old_relation is not None
-            self._swaps(spark).replace_with_qbeast(
+            self._swaps(engine).replace_with_qbeast(
                 old_relation, relation, folder, location,
-                lambda: self._register_qbeast_table(spark, relation, location, model_config))
+                lambda: self._register_qbeast_table(engine, relation, location, model_config))
             self._names(record=(relation, location))
         else:
-            self._refresh_catalog_entry(spark, old_relation, relation, location, model_config)
+            self._refresh_catalog_entry(engine, old_relation, relation, location, model_config)
         if model.get("batch"):
             # dbt caches the relation a batch returns (no catalog description: "not qbeast");
             # the next batch must see this Qbeast table to run incrementally
             self.cache_dropped(relation)
-            self.cache_added(self._swaps(spark).described(relation))
+            self.cache_added(self._swaps(engine).described(relation))
         logger.info(f"{message} into {relation} in {time.monotonic() - started:.1f}s")
         code = f"QBEAST {_STRATEGY_WORDS.get(mode, mode).upper()}"
-        return AdapterResponse(_message=message, code=code, rows_affected=rows)
+        return AdapterResponse(_message=message, code=code, rows_affected=changed)
 
-    def _maintain(self, spark: Any, folder: str, relation: QbeastRelation,
+    def _maintain(self, engine: Any, folder: str, relation: QbeastRelation,
                   model_config: QbeastModelConfig) -> bool:
         """The default maintenance after a successful write (``optimize_after_run``): the tiered
         optimize, in commits of its own. True when it rewrote something (nothing to say when
@@ -372,38 +375,35 @@ class QbeastAdapter(SparkAdapter):
         if not model_config.optimize_after_run:
             return False
         with model_errors(model_config.model, "optimize_after_run"):
-            optimized = qbeast.QbeastTable.for_path(spark, folder).optimize(
-                max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
-        logger.debug(f"qbeast optimize {relation} after the write:\n{optimized}")
-        return bool(optimized.commits)
+            optimized, summary = engine.operation(
+                "optimize", folder, max_rewrite_ratio=qbeast.MAINTENANCE_REWRITE_RATIO)
+        logger.debug(f"qbeast optimize {relation} after the write:\n{summary}")
+        return bool(optimized.get("commits"))
 
-    def _append_or_overwrite(self, df: Any, folder: str, mode: str, merge_schema: bool,
-                             model_config: QbeastModelConfig, relation: QbeastRelation) -> Any:
-        """``qbeast.write`` of the model's rows (a rebuild, a first run or an append)."""
+    def _write_request(self, mode: str, merge_schema: bool, model_config: QbeastModelConfig,
+                       relation: QbeastRelation, window: Optional[Tuple[Any, Any]] = None) -> Any:
+        """The engine write a model run asks for (:class:`qbeast.WriteRequest`), marked as this
+        model's (the folder's owner, :func:`write_marker`)."""
         import qbeast
 
-        return qbeast.write(
-            df,
-            folder,
-            list(model_config.columns_to_index),
-            cube_size=model_config.cube_size,
-            mode=mode,
-            column_stats=model_config.column_stats,
-            merge_schema=merge_schema,
-            non_finite=model_config.non_finite,
+        keyed = mode in ("merge", "delete_insert")
+        condition = None
+        if mode == "replace_where":
+            assert window is not None and model_config.event_time is not None
+            condition = microbatch.window_condition(model_config.event_time, window)
+        return qbeast.WriteRequest(
+            mode=mode, columns_to_index=tuple(model_config.columns_to_index),
+            cube_size=model_config.cube_size, column_stats=model_config.column_stats,
+            merge_schema=merge_schema, non_finite=model_config.non_finite,
             skipping_indexes=model_config.skipping_indexes,
-            commit_properties=self._commit_properties(relation),
-        )
+            on=tuple(model_config.unique_key) if keyed else (),
+            update_columns=(tuple(model_config.merge_update_columns)
+                            if mode == "merge" and model_config.merge_update_columns is not None else None),
+            exclude_columns=(tuple(model_config.merge_exclude_columns or ()) or None) if mode == "merge" else None,
+            target_predicate=model_config.target_predicate if keyed else None,
+            condition=condition, user_metadata=write_marker(relation.render()))
 
-    def _commit_properties(self, relation: QbeastRelation) -> Any:
-        """How the adapter's engine commits are made: marked as this model's (the folder's owner,
-        :func:`write_marker`), and abandoned before the commit once dbt is interrupted."""
-        import qbeast
-
-        return qbeast.CommitProperties(user_metadata=write_marker(relation.render()),
-                                       cancelled=self._qbeast_connections.cancel_requested)
-
-    def _change_rows(self, spark: Any, df: Any, folder: str, mode: str, merge_schema: bool,
+    def _change_rows(self, engine: Any, rows: Any, folder: str, mode: str, merge_schema: bool,
                      model_config: QbeastModelConfig, relation: QbeastRelation,
                      window: Optional[Tuple[Any, Any]] = None) -> Tuple[str, int]:
         """The ``merge``, ``delete+insert`` and ``microbatch`` strategies: one engine commit that
@@ -415,44 +415,25 @@ class QbeastAdapter(SparkAdapter):
         rows, a commit of its own, as dbt adds columns before its merge statement; the row
         changes then commit once or not at all. Returns the result line and the rows changed.
         """
-        import qbeast
-
         name = model_config.model
         strategy = _STRATEGY_WORDS.get(mode, mode)
-        table = qbeast.QbeastTable.for_path(spark, folder)
-        self._check_indexed_columns(table, model_config)
+        self._check_indexed_columns(self._engine_schema(folder), model_config)
         with model_errors(name, f"qbeast {strategy}"):
-            if merge_schema:
-                self._append_or_overwrite(df.limit(0), folder, "append", True, model_config, relation)
-            common = dict(target_predicate=model_config.target_predicate,
-                          commit_properties=self._commit_properties(relation))
-            if mode == "merge":
-                result = table.merge(
-                    df, on=list(model_config.unique_key),
-                    update_columns=list(model_config.merge_update_columns)
-                    if model_config.merge_update_columns is not None else None,
-                    exclude_columns=list(model_config.merge_exclude_columns or []) or None,
-                    **common)
-            elif mode == "replace_where":
-                assert window is not None and model_config.event_time is not None
-                result = table.replace_where(
-                    df, microbatch.window_condition(model_config.event_time, window),
-                    commit_properties=common["commit_properties"])
-            else:
-                result = table.delete_insert(df, on=list(model_config.unique_key), **common)
-        changed = result.rows_updated + result.rows_inserted + result.rows_deleted
+            result = engine.write(rows, folder, self._write_request(mode, merge_schema, model_config,
+                                                                    relation, window),
+                                  cancelled=self._qbeast_connections.cancel_requested)
         if result.version is None:
             return f"QBEAST {strategy.upper()} no row changed, nothing committed", 0
         return (f"QBEAST {strategy.upper()} {result.rows_updated} updated, {result.rows_inserted} "
                 f"inserted, {result.rows_deleted} deleted, {result.files_removed} files rewritten, "
-                f"{result.files_added} added, version {result.version}", changed)
+                f"{result.files_added} added, version {result.version}", result.rows)
 
     @staticmethod
-    def _check_indexed_columns(table: Any, model_config: QbeastModelConfig) -> None:
+    def _check_indexed_columns(schema: Any, model_config: QbeastModelConfig) -> None:
         """An incremental run keeps the table's indexed columns: other ones need a rebuild.
 
         Checked here rather than left to the engine so that the remedy is dbt's (a full refresh)."""
-        indexed = [c.lower() for c in table.snapshot().latest_revision.columns]
+        indexed = [c.lower() for c in schema.indexed_columns]
         if indexed != [c.lower() for c in model_config.column_names]:
             raise QbeastModelConfigError(
                 f"model {model_config.model}: columns_to_index={list(model_config.columns_to_index)} "
@@ -460,43 +441,43 @@ class QbeastAdapter(SparkAdapter):
                 "indexed columns needs a rebuild: dbt run --full-refresh"
             )
 
-    def _refresh_catalog_entry(self, spark: Any, existing: Optional[QbeastRelation],
+    def _refresh_catalog_entry(self, engine: Any, existing: Optional[QbeastRelation],
                                relation: QbeastRelation, location: str,
                                model_config: QbeastModelConfig) -> None:
         """Re-create ``relation``'s catalog entry unless ``existing`` still describes the table at
         ``location`` (schema, comments, properties), and record the name for ``qbeast describe``.
 
         An entry whose stored schema still holds ``qbeast.*`` column metadata (registered by an
-        older version) is re-created too: reads ignore it, but nothing should copy it on."""
-        import qbeast
-
+        older version) is re-created too (``qbeast.ensure_catalog_table``): reads ignore it, but
+        nothing should copy it on."""
         current = catalog_entry_current(existing, location, model_config, self._table_schema(location))
-        if not current or qbeast.stale_catalog_metadata(spark, relation.render()):
-            self._register_qbeast_table(spark, relation, location, model_config)
+        self._register_qbeast_table(engine, relation, location, model_config, refresh=not current)
         self._names(record=(relation, location))
 
-    @staticmethod
-    def _table_schema(location: str) -> Any:
-        """The committed schema of the Qbeast table at ``location`` (from its log, no Spark job)."""
-        import qbeast
+    def _engine_schema(self, location: str) -> Any:
+        """The committed schema and index of the table at ``location`` (from its log)."""
+        return self._engine().table_schema(location)
+
+    def _table_schema(self, location: str) -> Any:
+        """The committed schema of the Qbeast table at ``location``, as a Spark ``StructType``."""
         from pyspark.sql.types import StructType
 
-        return StructType.fromJson(qbeast.QbeastTable.for_path(None, location).snapshot().delta.schema)
+        return StructType.fromJson(self._engine_schema(location).schema)
 
-    def _model_dataframe(self, spark: Any, model: Dict[str, Any], code: str, name: str) -> Any:
-        """The model's result as a Spark DataFrame: its SQL, or what its Python ``model()`` returns."""
+    def _model_rows(self, engine: Any, model: Dict[str, Any], code: str, name: str) -> Any:
+        """The model's rows: its SQL, or what its Python ``model()`` returns."""
         from pyspark.errors import AnalysisException
 
         if model.get("language") == "python":
-            return python_models.model_dataframe(spark, code, name)
+            return engine.model_rows(code, python_models.model_dataframe(self._spark(), code, name))
         try:
-            return spark.sql(code)
+            return engine.model_rows(code)
         except AnalysisException as exc:
             raise DbtRuntimeError(f"model {name}: {exc}") from exc
 
-    def _swaps(self, spark: Any) -> swaps.CatalogSwap:
-        """The catalog swap steps on ``spark``, reporting renames and drops to dbt's cache."""
-        return swaps.CatalogSwap(spark, self)
+    def _swaps(self, engine: Any) -> swaps.CatalogSwap:
+        """The catalog swap steps on ``engine``, reporting renames and drops to dbt's cache."""
+        return swaps.CatalogSwap(engine, self)
 
     @available
     def qbeast_swap_in(self, old_relation: QbeastRelation, intermediate: QbeastRelation,
@@ -508,14 +489,18 @@ class QbeastAdapter(SparkAdapter):
         new table holds the name. Otherwise they stay where they are (a later switch back to
         ``qbeast`` finds them as this model's own table).
         """
-        spark = self._spark()
         lands_at = os.path.join(self._schema_folder(target.schema), str(target.identifier).lower())
-        self._swaps(spark).swap_in(old_relation, intermediate, target, lands_at)
+        self._swaps(self._engine()).swap_in(old_relation, intermediate, target, lands_at)
         self._names(forget=target)
 
     def _names(self, record: Optional[Tuple[QbeastRelation, str]] = None,
                forget: Optional[QbeastRelation] = None) -> None:
-        """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``)."""
+        """Keep the catalog's Qbeast table names readable without Spark (``qbeast describe``).
+
+        Only for a catalog of the dbt process (``session``, ``connect``): behind ``method:
+        thrift`` the catalog is the server's, whose SQL lists its tables."""
+        if str(self._qbeast_connections.credentials.method) == engines.THRIFT:
+            return
         swaps.update_names_file(self._qbeast_connections.credentials.catalog_dir, record, forget)
 
     @available.parse_none
@@ -531,7 +516,6 @@ class QbeastAdapter(SparkAdapter):
         A filter rather than a table option, because Spark may share one relation between the
         references to a table in a query; the engine (and the JVM read bridge) prune files by it.
         """
-        import qbeast
 
         op = "qbeast_sample"
         share = ops.check_number(op, "fraction", fraction, 0.0, 1.0, low_open=True)
@@ -542,9 +526,10 @@ class QbeastAdapter(SparkAdapter):
                 f"qbeast_sample: invalid relation {relation!r}; allowed values: a relation of a "
                 "qbeast model or source, e.g. ref('events')"
             )
-        location = ops.catalog_location(self._spark(), op, str(schema), str(identifier))
+        engine = self._engine()
+        location = ops.catalog_location(engine, op, str(schema), str(identifier))
         with operation_errors(op):
-            return qbeast.QbeastTable.for_path(self._spark(), location).sample_predicate(share)
+            return str(engine.sample_predicate(location, share))
 
     @available
     def qbeast_approx(self, location: str, aggregates: Any, group_by: Any = None,
@@ -553,7 +538,6 @@ class QbeastAdapter(SparkAdapter):
         """``QbeastTable.approx`` on the table at ``location``: the answer as a SQL relation
         (``as_sql``, for ``{{ qbeast_approx(...) }}`` in a model) or as logged rows (the
         run-operation)."""
-        import qbeast
 
         from dbt.adapters.qbeast.approx_sql import values_sql
 
@@ -567,12 +551,12 @@ class QbeastAdapter(SparkAdapter):
         conf = ops.check_number(op, "confidence", confidence, 0.0, 1.0, low_open=True)
         share = ops.check_number(op, "max_fraction", max_fraction, 0.0, 1.0, low_open=True)
         with operation_errors(op):
-            df = qbeast.QbeastTable.for_path(self._spark(), location).approx(
-                list(aggregates), group_by=group_by, filter=filter, tolerance=tol,
+            columns, values = self._engine().approx(
+                location, list(aggregates), group_by=group_by, filter=filter, tolerance=tol,
                 confidence=conf, max_fraction=share)
             if as_sql:
-                return values_sql(df)
-            rows = [r.asDict() for r in df.collect()]
+                return values_sql(columns, values)
+            rows = [dict(zip([name for name, _ in columns], row)) for row in values]
         logger.info(f"{op}:\n" + "\n".join(str(r) for r in rows))
         return rows
 
@@ -583,23 +567,19 @@ class QbeastAdapter(SparkAdapter):
         """Folder of a table named by ``schema.identifier`` (catalog lookup) or by a path."""
         if identifier is None:
             return ops.check_path(operation, "relation_or_path", schema)
-        return ops.catalog_location(self._spark(), operation, str(schema), str(identifier))
+        return ops.catalog_location(self._engine(), operation, str(schema), str(identifier))
 
     @available
     def qbeast_optimize(self, location: str, revision_id: Any = None, fraction: Any = 1.0,
                         files: Any = None) -> Dict[str, Any]:
         """``QbeastTable.optimize`` on the table at ``location``."""
-        import qbeast
 
         op = "qbeast_optimize"
         revision = ops.check_int(op, "revision_id", revision_id, 0)
         share = ops.check_number(op, "fraction", fraction, 0.0, 1.0, low_open=True)
         chosen = ops.check_files(op, files)
-        with operation_errors(op):
-            result = qbeast.QbeastTable.for_path(self._spark(), location).optimize(
-                revision_id=revision, fraction=share, files=chosen
-            )
-        return ops.report(op, result)
+        return self._operation(op, "optimize", location, revision_id=revision, fraction=share,
+                               files=chosen)
 
     @available
     def qbeast_convert(self, path: Any, columns_to_index: Any, cube_size: Any = None,
@@ -617,57 +597,42 @@ class QbeastAdapter(SparkAdapter):
         size = ops.check_int(op, "cube_size", cube_size, 1)
         if source_format is not None and source_format not in ("delta", "parquet"):
             raise ops.argument_error(op, "source_format", source_format, "delta, parquet, none (detect)")
-        with operation_errors(op):
-            result = qbeast.convert_to_qbeast(
-                self._spark(), location, [s.text for s in specs], cube_size=size,
-                source_format=source_format,
-            )
-        return ops.report(op, result)
+        return self._operation(op, "convert_to_qbeast", location, columns_to_index=[s.text for s in specs],
+                               cube_size=size, source_format=source_format)
 
     @available
     def qbeast_upgrade_format(self, location: str, dry_run: Any = False) -> Dict[str, Any]:
         """``qbeast.upgrade_format``: rewrite older tag generations to the current one."""
-        import qbeast
 
         op = "qbeast_upgrade_format"
         dry = ops.check_bool(op, "dry_run", dry_run)
-        with operation_errors(op):
-            result = qbeast.upgrade_format(location, dry_run=dry)
-        return ops.report(op, result)
+        return self._operation(op, "upgrade_format", location, dry_run=dry)
 
     @available
     def qbeast_vacuum(self, location: str, retention_hours: Any = 168, dry_run: Any = False,
                       allow_short_retention: Any = False) -> Dict[str, Any]:
         """``QbeastTable.vacuum``: delete files no version inside the retention window uses."""
-        import qbeast
 
         op = "qbeast_vacuum"
         hours = ops.check_number(op, "retention_hours", retention_hours, 0.0, None, low_open=False)
         dry = ops.check_bool(op, "dry_run", dry_run)
         short = ops.check_bool(op, "allow_short_retention", allow_short_retention)
-        with operation_errors(op):
-            result = qbeast.QbeastTable.for_path(self._spark(), location).vacuum(
-                retention_hours=hours, dry_run=dry, allow_short_retention=short
-            )
-        return ops.report(op, result)
+        return self._operation(op, "vacuum", location, retention_hours=hours, dry_run=dry,
+                               allow_short_retention=short)
 
     @available
     def qbeast_index_metrics(self, location: str, revision_id: Any = None) -> Dict[str, Any]:
         """``QbeastTable.index_metrics``: cubes, blocks, files and element counts of a revision."""
-        import qbeast
 
         op = "qbeast_index_metrics"
         revision = ops.check_int(op, "revision_id", revision_id, 0)
-        with operation_errors(op):
-            result = qbeast.QbeastTable.for_path(self._spark(), location).index_metrics(revision_id=revision)
-        return ops.report(op, result)
+        return self._operation(op, "index_metrics", location, revision_id=revision)
 
     @available
     def qbeast_explain_read(self, location: str, filter: Any = None,  # noqa: A002
                             fraction: Any = None) -> Dict[str, Any]:
         """``QbeastTable.explain_read``: what a read with ``filter`` sampled to ``fraction`` opens,
         one line per reason (index boxes, weight bands, min/max statistics) with the totals."""
-        import qbeast
 
         op = "qbeast_explain_read"
         share = None if fraction is None else ops.check_number(op, "fraction", fraction, 0.0, 1.0,
@@ -675,10 +640,15 @@ class QbeastAdapter(SparkAdapter):
         if filter is not None and (not isinstance(filter, str) or not filter.strip()):
             raise ops.argument_error(op, "filter", filter, "none or a SQL predicate on the table's "
                                      "columns, e.g. \"x < 10\"")
+        return self._operation(op, "explain_read", location, filter=filter, fraction=share)
+
+    def _operation(self, op: str, name: str, location: str, **arguments: Any) -> Dict[str, Any]:
+        """Run table operation ``name`` on the engine, log its summary (dbt shows it) and hand
+        Jinja its result as a plain dict."""
         with operation_errors(op):
-            result = qbeast.QbeastTable.for_path(self._spark(), location).explain_read(
-                filter=filter, fraction=share)
-        return ops.report(op, result)
+            result, summary = self._engine().operation(name, location, **arguments)
+        logger.info(f"{op}:\n{summary}")
+        return result
 
     @available
     def qbeast_register_table(self, path: Any, schema: Any, identifier: Any) -> Dict[str, Any]:
@@ -693,48 +663,42 @@ class QbeastAdapter(SparkAdapter):
         for argument, value in (("schema", schema), ("table", identifier)):
             if not isinstance(value, str) or not ops.SQL_NAME.match(value):
                 raise ops.argument_error(op, argument, value, "letters, digits and underscores")
-        spark = self._spark()
+        engine = self._engine()
         with operation_errors(op):
-            snapshot = qbeast.QbeastTable.for_path(spark, location).snapshot()
+            snapshot = engine.table_schema(location)
         if not snapshot.is_qbeast:
             raise ops.argument_error(op, "path", path, "the folder of a Qbeast table (this one is a "
                                      "plain Delta table: make it one with qbeast_convert first)")
         relation = self.Relation.create(schema=schema, identifier=identifier, type=RelationType.Table)
-        facts = self._swaps(spark).catalog_facts(relation) if spark.catalog.databaseExists(schema) else {}
+        schemas = engine.sql(f"show schemas like {sql_string(schema)}")
+        facts = self._swaps(engine).catalog_facts(relation) if schemas else {}
         if facts and not (facts.get("Provider") == "qbeast"
                           and same_location(qbeast.local_path(facts.get("Location", "")), location)):
             raise ops.argument_error(
                 op, "relation", f"{schema}.{identifier}",
                 f"a name that is free or already this table (it is a {facts.get('Provider') or 'view'} "
                 f"table at {facts.get('Location', 'no location')})")
-        spark.sql(f"create schema if not exists {schema}")
+        engine.sql(f"create schema if not exists {schema}")
         config = QbeastModelConfig(model=f"{schema}.{identifier}", columns_to_index=(),
                                    cube_size=None, location_root=None)
-        self._register_qbeast_table(spark, relation, location, config)
+        self._register_qbeast_table(engine, relation, location, config)
         self._names(record=(relation, location))
         logger.info(f"{op}: {relation} is the Qbeast table at {location} "
-                    f"(version {snapshot.delta.version})")
-        return {"relation": relation.render(), "location": location, "version": snapshot.delta.version}
+                    f"(version {snapshot.version})")
+        return {"relation": relation.render(), "location": location, "version": snapshot.version}
 
     @staticmethod
     def _register_qbeast_table(
-        spark: Any, relation: QbeastRelation, location: str, model_config: QbeastModelConfig
+        engine: Any, relation: QbeastRelation, location: str, model_config: QbeastModelConfig,
+        refresh: bool = True,
     ) -> None:
-        """Point catalog table ``relation`` (``USING qbeast``, external) at ``location``.
+        """Point catalog table ``relation`` (``USING qbeast``, external) at ``location`` (unless
+        ``refresh`` is False and the entry is still current: ``qbeast.ensure_catalog_table``).
 
         Re-created on every write so that its schema follows the table's; dropping an external
         table never deletes its files. ``persist_docs`` comments and ``tblproperties`` go to the
         engine's ``qbeast.create_table``, which keeps column comments in the schema (so no ALTER
         COLUMN statement ever rewrites the column metadata that carries the location).
         """
-        import qbeast
-
-        qbeast.create_table(
-            spark,
-            relation.render(),
-            location,
-            replace=True,
-            column_comments=model_config.column_comments,
-            properties=model_config.tblproperties,
-            comment=model_config.table_comment,
-        )
+        engine.register(relation.render(), location, refresh, model_config.column_comments,
+                        model_config.tblproperties, model_config.table_comment)

@@ -11,17 +11,12 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from dbt.adapters.qbeast.errors import QbeastLocationError
 
 #: Key of the JSON object a dbt write stores as ``commitInfo.userMetadata``.
 MARKER_KEY = "dbt_relation"
-#: Folders a failed first write may leave beside an empty ``_delta_log`` (the writer's staging).
-_WRITER_LEFTOVERS = ("_delta_log", "_qbeast_staging_")
-#: How far back the history is searched for the latest dbt write (maintenance commits such as
-#: OPTIMIZE carry no marker).
-HISTORY_DEPTH = 100
 
 
 def write_marker(relation_name: str) -> str:
@@ -65,79 +60,16 @@ class FolderContent:
         return self.kind in ("missing", "empty", "unfinished")
 
 
-def _files_below(path: str, limit: int = 1000) -> List[str]:
-    found: List[str] = []
-    for root, _, names in os.walk(path):
-        for name in names:
-            found.append(os.path.relpath(os.path.join(root, name), path))
-            if len(found) >= limit:
-                return found
-    return found
-
-
-def _file_above(path: str) -> Optional[str]:
-    """The nearest existing ancestor of ``path`` when it is a file (no folder can be made there)."""
-    parent = os.path.dirname(os.path.abspath(path))
-    while parent and not os.path.exists(parent):
-        if os.path.dirname(parent) == parent:
-            return None
-        parent = os.path.dirname(parent)
-    return parent if parent and os.path.isfile(parent) else None
-
-
-def _table_content(spark: Any, path: str) -> Optional[FolderContent]:
-    """The Delta/Qbeast table at ``path``, or None when there is no committed table."""
-    import qbeast
-
-    table = qbeast.QbeastTable.for_path(spark, path)
-    try:
-        snapshot = table.snapshot()
-    except qbeast.QbeastError:
-        return None
-    delta = snapshot.delta
-    if not snapshot.is_qbeast:
-        return FolderContent(
-            "delta", f"a Delta table without Qbeast metadata (version {delta.version}, "
-            f"{delta.num_files} data files)")
-    owner = None
-    for entry in table.history(limit=HISTORY_DEPTH):
-        owner = _marker_owner(entry.user_metadata)
-        if owner is not None:
-            break
+def folder_content(description: Any) -> FolderContent:
+    """The adapter's view of the engine's description of a folder (``qbeast.describe_folder``,
+    made where the files are): for a Qbeast table, the relation its latest dbt write recorded."""
+    kind, words = str(description.kind), str(description.description)
+    if kind != "qbeast":
+        return FolderContent(kind, words)
+    owner = next((o for o in map(_marker_owner, description.user_metadata) if o is not None), None)
     who = f"written by dbt for {owner}" if owner else "not written by a dbt model"
-    return FolderContent(
-        "qbeast", f"a Qbeast table {who} (version {delta.version}, {delta.num_files} data files)",
-        owner)
-
-
-def inspect_location(spark: Any, path: str) -> FolderContent:
-    """Classify what ``path`` holds (local folders; other URIs only through their Delta log)."""
-    if "://" in path and not path.startswith("file:"):
-        content = _table_content(spark, path)
-        return content or FolderContent("missing", "no table")
-    if os.path.isfile(path):
-        return FolderContent("file", "a file, not a folder")
-    if not os.path.isdir(path):
-        blocking = _file_above(path)
-        if blocking is not None:
-            return FolderContent("file", f"inside {blocking}, which is a file, not a folder")
-        return FolderContent("missing", "nothing")
-    entries = [e for e in os.listdir(path) if not e.startswith(".")]
-    if not entries:
-        return FolderContent("empty", "an empty folder")
-    if "_delta_log" in entries:
-        content = _table_content(spark, path)
-        if content is not None:
-            return content
-        if all(e.startswith(_WRITER_LEFTOVERS) for e in entries):
-            return FolderContent("unfinished", "the leftovers of a write that never committed")
-    files = _files_below(path)
-    parquet = [f for f in files if f.endswith(".parquet")]
-    example = f", e.g. {(parquet or files)[0]}" if files else ""
-    count = f"{len(files)}{'+' if len(files) >= 1000 else ''} files{example}"
-    if parquet and "_delta_log" not in entries:
-        return FolderContent("files", f"a plain parquet folder ({count}) with no Delta log")
-    return FolderContent("files", f"a folder that is not a table ({count})")
+    facts = f"version {description.version}, {description.files} data files"
+    return FolderContent("qbeast", f"a Qbeast table {who} ({facts})", owner)
 
 
 def check_ownership(

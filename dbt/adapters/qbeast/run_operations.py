@@ -66,16 +66,17 @@ def check_path(operation: str, argument: str, value: Any) -> str:
     return value.strip()
 
 
-def catalog_location(spark: Any, operation: str, schema: str, identifier: str) -> str:
+def catalog_location(engine: Any, operation: str, schema: str, identifier: str) -> str:
     """Folder of the Qbeast catalog table ``schema.identifier`` (from SHOW TABLE EXTENDED)."""
     if not _SCHEMA_NAME.match(schema or ""):
         raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}",
                     "a schema name of letters, digits and underscores")
-    rows = spark.sql(f"show table extended in {schema} like {sql_string(identifier)}").collect()
+    rows = engine.sql(f"show table extended in {schema} like {sql_string(identifier)}")
     facts: Dict[str, str] = {}
     for row in rows:
-        if row.tableName.lower() == identifier.lower():
-            facts = dict(line.split(": ", 1) for line in row.information.splitlines() if ": " in line)
+        if str(row["tableName"]).lower() == identifier.lower():
+            facts = dict(line.split(": ", 1) for line in str(row["information"]).splitlines()
+                         if ": " in line)
     if not facts:
         raise argument_error(operation, "relation_or_path", f"{schema}.{identifier}", "an existing table (none by that name)")
     if facts.get("Provider", "").lower() != "qbeast" or "Location" not in facts:

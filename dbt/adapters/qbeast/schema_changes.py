@@ -19,16 +19,17 @@ from dbt.adapters.qbeast.model_config import ON_SCHEMA_CHANGE, QbeastModelConfig
 
 
 def apply_schema_change(
-    df: Any, table_columns: Sequence[str], model_config: QbeastModelConfig
+    rows: Any, table_columns: Sequence[str], model_config: QbeastModelConfig
 ) -> Tuple[Any, bool]:
-    """The DataFrame to append and whether the engine may add columns (``merge_schema``)."""
+    """The rows to append (``rows``, an :class:`engines.ModelRows`, or only the table's columns
+    of it) and whether the engine may add columns (``merge_schema``)."""
     table_by_lower = {name.lower(): name for name in table_columns}
-    model_lower = {name.lower() for name in df.columns}
-    new: List[str] = [name for name in df.columns if name.lower() not in table_by_lower]
+    model_lower = {name.lower() for name in rows.columns}
+    new: List[str] = [name for name in rows.columns if name.lower() not in table_by_lower]
     gone: List[str] = [name for name in table_columns if name.lower() not in model_lower]
     policy = model_config.on_schema_change
     if policy == "append_new_columns":
-        return df, bool(new)
+        return rows, bool(new)
     if policy == "fail":
         if new or gone:
             raise QbeastSchemaChangeError(
@@ -37,16 +38,8 @@ def apply_schema_change(
                 f"{', '.join(gone) or 'none'}); allowed values for on_schema_change: "
                 f"{', '.join(ON_SCHEMA_CHANGE)}, or run with --full-refresh"
             )
-        return df, False
+        return rows, False
     if not new:
-        return df, False
-    from pyspark.sql import functions as F
-
-    from qbeast import quote_identifier
-
-    kept = [
-        F.col(quote_identifier(name)).alias(table_by_lower[name.lower()])
-        for name in df.columns
-        if name.lower() in table_by_lower
-    ]
-    return df.select(*kept), False
+        return rows, False
+    kept = [(name, table_by_lower[name.lower()]) for name in rows.columns if name.lower() in table_by_lower]
+    return rows.projected(kept), False

@@ -7,7 +7,7 @@ order, if a later one fails, so the old relation is back under its name. Folders
 relations where the new one must live where the old one's files are (a managed table's folder, or
 a Qbeast table at the folder a managed table of the same name would use).
 
-:class:`CatalogSwap` runs these steps on a session; the adapter's materialization flow only
+:class:`CatalogSwap` runs these steps on the adapter's engine (:mod:`engines`); the adapter's materialization flow only
 decides when a swap is needed (``QbeastAdapter.qbeast_write`` and ``qbeast_swap_in``).
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Protocol, Tupl
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.qbeast.errors import QbeastLocationError
-from dbt.adapters.qbeast.locations import inspect_location, same_location
+from dbt.adapters.qbeast.engines import not_over_sql
+from dbt.adapters.qbeast.locations import folder_content, same_location
 from dbt.adapters.qbeast.relation import QbeastRelation
 from dbt.adapters.qbeast.sql_literals import sql_string
 
@@ -114,25 +115,36 @@ class RelationCache(Protocol):
 class CatalogSwap:
     """The catalog and folder steps of putting one relation in the place of another.
 
-    Bound to one Spark session and to dbt's relation cache, which must follow every rename and
+    Bound to one engine (its SQL runs the catalog steps) and to dbt's relation cache, which must follow every rename and
     drop made here. The adapter's materialization flow decides *when* to swap; this class knows
     *how* (backup names, leftovers of interrupted swaps, folders moved aside, undo on failure).
     """
 
-    def __init__(self, spark: Any, cache: RelationCache) -> None:
-        self.spark = spark
+    def __init__(self, engine: Any, cache: RelationCache) -> None:
+        self.engine = engine
         self.cache = cache
+
+    def _move(self, undo: Undo, source: str, target: str, away: bool = False) -> None:
+        """Move a table's folder (the files live where the engine runs: refused behind SQL)."""
+        if self.engine.behind_sql:
+            raise not_over_sql(
+                f"switching the materialization of a model whose files must move ({source})",
+                "drop the old relation first (SQL `drop table`), or run this switch once with "
+                "method: connect or session")
+        if away:
+            undo.move_away(source)
+        else:
+            undo.move(source, target)
 
     # -- catalog steps -----------------------------------------------------------------------
 
     def described(self, relation: QbeastRelation) -> QbeastRelation:
         """``relation`` with the catalog's description of it now (no ``information`` when absent)."""
-        rows = self.spark.sql(
-            f"show table extended in {relation.schema} like {sql_string(relation.identifier)}"
-        ).collect()
+        rows = self.engine.sql(
+            f"show table extended in {relation.schema} like {sql_string(relation.identifier)}")
         return QbeastRelation.create(
             database=relation.database, schema=relation.schema, identifier=relation.identifier,
-            type=relation.type, information=rows[0].information if rows else None,
+            type=relation.type, information=rows[0]["information"] if rows else None,
         )
 
     def catalog_facts(self, relation: QbeastRelation) -> Dict[str, str]:
@@ -140,18 +152,18 @@ class CatalogSwap:
         return self.described(relation).facts
 
     def rename(self, source: QbeastRelation, target: QbeastRelation) -> None:
-        self.spark.sql(f"alter {kind_word(source)} {source.render()} rename to {target.render()}")
+        self.engine.sql(f"alter {kind_word(source)} {source.render()} rename to {target.render()}")
         self.cache.cache_renamed(source, target)
 
     def drop(self, relation: QbeastRelation) -> None:
-        self.spark.sql(f"drop {kind_word(relation)} if exists {relation.render()}")
+        self.engine.sql(f"drop {kind_word(relation)} if exists {relation.render()}")
         self.cache.cache_dropped(relation)
 
     def drop_leftover_backup(self, backup: QbeastRelation) -> None:
         """A ``__dbt_backup`` relation a crashed swap left behind: this model's, dropped."""
         facts = self.catalog_facts(backup)
         if facts:
-            self.spark.sql(
+            self.engine.sql(
                 f"drop {'view' if facts.get('Type') == 'VIEW' else 'table'} if exists {backup.render()}")
 
     # -- folders -----------------------------------------------------------------------------
@@ -165,8 +177,11 @@ class CatalogSwap:
     def clear_leftover_folder(self, folder: str, relation: QbeastRelation) -> None:
         """Remove what an interrupted earlier switch left at ``folder`` (this model's own table,
         or a write that never committed); refuse anything else."""
-        content = inspect_location(self.spark, folder)
+        content = folder_content(self.engine.describe_folder(folder))
         if content.kind in ("empty", "unfinished") or content.owner == relation.render().lower():
+            if self.engine.behind_sql:
+                raise not_over_sql(f"removing the leftover folder {folder}", "remove it on the "
+                                   "server's machine, or run once with method: connect or session")
             remove_folder(folder)
         elif not content.is_free:
             raise QbeastLocationError(
@@ -201,10 +216,10 @@ class CatalogSwap:
         try:
             with self.swapping(old) as undo:
                 if folder != location:
-                    if os.path.exists(location):  # an external table's folder stays where it is
+                    if self.engine.describe_folder(location).kind != "missing":  # its folder stays
                         self.clear_leftover_folder(location.rstrip("/") + BACKUP_SUFFIX, relation)
-                        undo.move_away(location)
-                    undo.move(folder, location)
+                        self._move(undo, location, "", away=True)
+                    self._move(undo, folder, location)
                 register()
         except BaseException:
             if folder != location:  # the Qbeast table written beside the old one is abandoned
@@ -224,9 +239,9 @@ class CatalogSwap:
         try:
             with self.swapping(old_relation) as undo:
                 if (managed and old_location and same_location(old_location, lands_at)
-                        and os.path.exists(old_location)):
+                        and self.engine.describe_folder(old_location).kind != "missing"):
                     self.clear_leftover_folder(old_location.rstrip("/") + BACKUP_SUFFIX, target)
-                    undo.move_away(old_location)
+                    self._move(undo, old_location, "", away=True)
                 self.rename(intermediate, target)
         except BaseException:
             self.drop(intermediate)  # the new relation did not make it: nothing left behind
