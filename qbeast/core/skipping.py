@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from qbeast.core.derived import ALLOWED, SOURCE_TYPE, Call, parse_call
 from qbeast.core.value_hash import HASH_NAME, INDEXABLE_TYPES, indexable
 from qbeast.errors import FormatError, InvalidOptionError
 
@@ -44,12 +45,25 @@ _MAX_PROBES = 16
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One declared index: ``kind`` on ``column`` with its parameter."""
+    """One declared index: ``kind`` on ``column`` with its parameter. ``column`` is a column
+    name or the canonical text of an expression of one (``lower(email)``,
+    :mod:`qbeast.core.derived`), which is also how index files key the entries."""
 
     column: str
     kind: str
     fpp: float = DEFAULT_FPP
     max_values: int = DEFAULT_MAX_VALUES
+
+    @property
+    def call(self) -> Call | None:
+        """The expression the index is on; None for an index on a column itself."""
+        return parse_call(self.column)
+
+    @property
+    def source(self) -> str:
+        """The column the index reads."""
+        call = self.call
+        return self.column if call is None else call.column
 
     @property
     def label(self) -> str:
@@ -124,16 +138,25 @@ def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = No
         if not isinstance(column, str) or not column:
             raise _bad("skipping_indexes", column, "column names",
                        f"skipping_indexes keys must be column names, got {column!r}")
-        name = column
+        call = parse_call(column)
+        name = column if call is None else str(call)
         if types is not None:
-            found = types.get(column.lower())
+            source = column if call is None else call.column
+            found = types.get(source.lower())
             if found is None:
                 names = sorted(n for n, _ in types.values())
                 raise _bad("skipping_indexes", column, names,
-                           f"skipping_indexes: column {column!r} is not in the table; its columns "
+                           f"skipping_indexes: column {source!r} is not in the table; its columns "
                            f"are {names}")
             name, type_name = found
-            if not indexable(type_name):
+            if call is not None:
+                if type_name != SOURCE_TYPE:
+                    raise _bad("skipping_indexes", column, list(ALLOWED),
+                               f"skipping_indexes: {column!r} needs a string column, but {name!r} "
+                               f"has type {type_name}; expressions allowed: {', '.join(ALLOWED)} of "
+                               f"a string column c")
+                name = str(call.with_column(name))
+            elif not indexable(type_name):
                 raise _bad("skipping_indexes", column, list(INDEXABLE_TYPES),
                            f"skipping_indexes: column {name!r} has type {type_name}, which cannot "
                            f"carry a skipping index; indexable types: {', '.join(INDEXABLE_TYPES)}")
@@ -221,6 +244,13 @@ def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: b
         array[bloom_positions(unique, step, np.uint64(bits))] = True
     return Entry("bloom", type_name, has_null, len(unique),
                  np.packbits(array, bitorder="little").tobytes(), bits, probes)
+
+
+def unknown_entry(spec: IndexSpec, type_name: str, has_null: bool) -> Entry:
+    """The entry of a file whose values the index cannot hold exactly (an expression this
+    engine does not compute exactly for it, :func:`qbeast.core.derived.evaluate`): it may
+    match any value, like a value list over ``max_values``; ``has_null`` stays exact."""
+    return Entry(spec.kind, type_name, has_null, 0, None)
 
 
 # -- index files ------------------------------------------------------------------------------
