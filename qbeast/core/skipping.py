@@ -113,12 +113,24 @@ def _one_spec(column: str, raw: Any) -> IndexSpec:
     return IndexSpec(column, kind, max_values=limit)
 
 
+#: Field metadata key under which Spark records a string column's collation.
+_COLLATIONS = "__COLLATIONS"
+
+
+def _type_name(field: Mapping[str, Any]) -> str:
+    name = field["type"] if isinstance(field["type"], str) else str(field["type"].get("type"))
+    if _COLLATIONS in (field.get("metadata") or {}):
+        # a collated string compares by its collation (UTF8_LCASE: 'A' = 'a'), not by bytes
+        return f"{name} with a collation"
+    return name
+
+
 def column_types(schema: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """Lower-cased top-level column name -> ``(name, full type)`` of a JSON schema: like
     :func:`qbeast.core.columns.column_types`, but a decimal keeps its precision and scale
-    (``decimal(10,2)``), which its hashes depend on."""
-    return {f["name"].lower(): (f["name"], f["type"] if isinstance(f["type"], str) else str(f["type"].get("type")))
-            for f in schema.get("fields", [])}
+    (``decimal(10,2)``), which its hashes depend on, and a string with a collation is named so
+    (it cannot be indexed: values equal by the collation hash differently)."""
+    return {f["name"].lower(): (f["name"], _type_name(f)) for f in schema.get("fields", [])}
 
 
 def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = None) -> tuple[IndexSpec, ...]:

@@ -75,3 +75,17 @@ def test_a_call_is_a_subject_no_column_pruning_mistakes_for_a_column():
     stats = {"numRecords": 5, "minValues": {"lower(email)": "a"}, "maxValues": {"lower(email)": "b"},
              "nullCount": {"lower(email)": 0}}
     assert file_may_match(predicate, stats, {"lower(email)": ("lower(email)", "string")})
+
+
+def test_collated_string_columns_carry_no_index():
+    """Under a collation such as UTF8_LCASE 'A' = 'a' in Spark: hashes of the bytes would prune
+    files that hold an equal value."""
+    from qbeast.core.skipping import column_types
+
+    schema = {"type": "struct", "fields": [
+        {"name": "e", "type": "string", "nullable": True,
+         "metadata": {"__COLLATIONS": {"e": "spark.UTF8_LCASE"}}}]}
+    types = column_types(schema)
+    for declaration in ({"e": "values"}, {"lower(e)": "bloom"}):
+        with pytest.raises(InvalidOptionError, match="with a collation"):
+            parse_declaration(declaration, types)
