@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow.parquet as pq
 
+from qbeast.core import derived
 from qbeast.core.skipping import (
     CONFIG_KEY,
     column_types,
@@ -38,6 +39,7 @@ from qbeast.core.skipping import (
     decode_index_file,
     declared,
     encode_index_file,
+    unknown_entry,
 )
 from qbeast.core.skipping_pruning import ColumnBatch
 from qbeast.core.value_hash import hash_values, indexable
@@ -52,13 +54,20 @@ logger = logging.getLogger("qbeast.skipping")
 _REVISION_TAG = "revision"
 
 
+def column_mapped(metadata: Any) -> bool:
+    """Whether a table maps column names to physical names (entries, keyed by names, are then
+    neither built nor used)."""
+    return (metadata.configuration or {}).get(COLUMN_MAPPING_MODE_KEY, "none") not in ("none", "")
+
+
 def table_indexes(metadata: Any) -> tuple[tuple[IndexSpec, str], ...]:
-    """The declared indexes a table's files get, with each column's Spark type: those on
-    existing, indexable columns of a table without column mapping (physical names would differ)."""
+    """The declared indexes a table's files get, with the Spark type of the values they hold:
+    those on existing, indexable columns (or expressions of existing string columns) of a table
+    without column mapping (physical names would differ)."""
     if metadata is None:
         return ()
     configuration = metadata.configuration or {}
-    if configuration.get(COLUMN_MAPPING_MODE_KEY, "none") not in ("none", ""):
+    if column_mapped(metadata):
         return ()
     specs = declared(configuration)
     if not specs:
@@ -66,8 +75,14 @@ def table_indexes(metadata: Any) -> tuple[tuple[IndexSpec, str], ...]:
     types = column_types(metadata.schema)
     out = []
     for spec in specs:
-        found = types.get(spec.column.lower())
-        if found is not None and indexable(found[1]):
+        call = spec.call
+        found = types.get(spec.source.lower())
+        if found is None:
+            continue
+        if call is not None and found[1] == derived.SOURCE_TYPE:
+            key = str(call.with_column(found[0]))
+            out.append((IndexSpec(key, spec.kind, spec.fpp, spec.max_values), derived.RESULT_TYPE))
+        elif call is None and indexable(found[1]):
             out.append((IndexSpec(found[0], spec.kind, spec.fpp, spec.max_values), found[1]))
     return tuple(out)
 
@@ -101,13 +116,21 @@ def file_entries(storage: Any, location: str, indexes: Sequence[tuple[IndexSpec,
     source = location if is_local_file_path(location) else io.BytesIO(storage.read_bytes(location))
     parquet = pq.ParquetFile(source)
     present = set(parquet.schema_arrow.names)
-    table = parquet.read(columns=[spec.column for spec, _ in indexes if spec.column in present])
+    table = parquet.read(columns=sorted({spec.source for spec, _ in indexes if spec.source in present}))
     entries = {}
     for spec, type_name in indexes:
-        if spec.column in present:
-            hashes, has_null = hash_values(table.column(spec.column), type_name)
-        else:  # a column added to the table after the file was written: null in every row
+        if spec.source not in present:  # a column added to the table after the file was written
             hashes, has_null = np.empty(0, dtype=np.uint64), parquet.metadata.num_rows > 0
+            entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
+            continue
+        values = table.column(spec.source)
+        call = spec.call
+        if call is not None:
+            values = derived.evaluate(call, values)
+            if values is None:  # not computed exactly here: the file may hold any value
+                entries[spec.column] = unknown_entry(spec, type_name, table.column(spec.source).null_count > 0)
+                continue
+        hashes, has_null = hash_values(values, type_name)
         entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
     return entries
 
@@ -256,7 +279,7 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     Columns pruned on are the table's indexable columns the predicate names (entries outlive a
     declaration that is changed or removed; a file without an entry for the column is kept).
     """
-    from qbeast.core.expressions import AlwaysTrue
+    from qbeast.core.expressions import AlwaysTrue, Subject, references
     from qbeast.core.skipping_pruning import FileRef, may_match, referenced_columns
     from qbeast.delta.stores import storage_for
 
@@ -264,9 +287,18 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     refs = [FileRef(a.path, (a.tags or {}).get(TAG)) for a in adds]
     if isinstance(predicate, AlwaysTrue) or metadata is None or all(r.index is None for r in refs):
         return keep_all
-    types = {name: type_name for name, type_name in column_types(metadata.schema).values()
-             if indexable(type_name)}
-    columns = {c: types[c] for c in referenced_columns(predicate, types)}
+    if column_mapped(metadata):
+        return keep_all  # entries are keyed by the names a column had when they were built
+    schema_types = column_types(metadata.schema)
+    subjects: dict[Subject, str] = {}
+    for name, type_name in schema_types.values():
+        if indexable(type_name):
+            subjects[name] = type_name
+    for subject in references(predicate):
+        if isinstance(subject, derived.Call) and schema_types.get(subject.column.lower()) == (
+                subject.column, derived.SOURCE_TYPE):
+            subjects[subject] = derived.RESULT_TYPE
+    columns = {c: subjects[c] for c in referenced_columns(predicate, subjects)}
     if not columns:
         return keep_all
     store = storage if storage is not None else storage_for(table_path)
@@ -276,10 +308,10 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     def source(location: str, column: str, type_name: str) -> ColumnBatch | None:
         return INDEX_FILES.batch(store, location, column, type_name)
 
-    kinds: dict[str, str] = {}  # the columns some index file has entries for, and their kind
+    kinds: dict[Subject, str] = {}  # the subjects some index file has entries for, and their kind
     for column, type_name in columns.items():
         for location in locations.values():
-            batch = source(location, column, type_name)
+            batch = source(location, str(column), type_name)
             if batch is not None and batch.kind:
                 kinds[column] = batch.kind
                 break

@@ -22,9 +22,13 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Mapping, TypeVar
 
+from qbeast.core.derived import Call, apply
 from qbeast.errors import InvalidOptionError
 
 T = TypeVar("T")
+#: What a predicate leaf tests: a column name, or a :class:`~qbeast.core.derived.Call` of one
+#: (``lower(email)``), which only skipping indexes declared on it prune by.
+Subject = str | Call
 
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 _MILLI = _dt.timedelta(milliseconds=1)
@@ -47,7 +51,9 @@ def canonical_literal(value: Any) -> int | float | str | bool:
     )
 
 
-def _check_column(column: object) -> str:
+def _check_column(column: object) -> Subject:
+    if isinstance(column, Call):
+        return column
     if not isinstance(column, str) or not column:
         raise InvalidOptionError(f"a predicate column must be a non-empty string, got {column!r}")
     return column
@@ -131,7 +137,7 @@ class Not(Expression):
 
 @dataclass(frozen=True)
 class _ColumnPredicate(Expression):
-    column: str
+    column: Subject
 
     def __post_init__(self) -> None:
         _check_column(self.column)
@@ -151,7 +157,7 @@ class IsNotNull(_ColumnPredicate):
 class Comparison(Expression):
     """``column <op> value`` with a canonical, non-null literal."""
 
-    column: str
+    column: Subject
     value: Any
 
     def __post_init__(self) -> None:
@@ -197,7 +203,7 @@ class GreaterThanOrEqual(Comparison):
 class In(Expression):
     """``column IN (values)``; null entries never match and are dropped."""
 
-    column: str
+    column: Subject
     values: tuple
 
     def __post_init__(self) -> None:
@@ -304,8 +310,8 @@ class _References(ExpressionVisitor[frozenset]):
     visit_comparison = visit_in = visit_is_null = visit_is_not_null = _column
 
 
-def references(expr: Expression) -> frozenset[str]:
-    """The column names ``expr`` reads."""
+def references(expr: Expression) -> frozenset[Subject]:
+    """The subjects ``expr`` tests: column names and calls of columns."""
     return visit(expr, _References())
 
 
@@ -314,6 +320,11 @@ class _Evaluator(ExpressionVisitor["bool | None"]):
 
     def __init__(self, row: Mapping[str, Any]) -> None:
         self.row = row
+
+    def value(self, subject: Subject) -> Any:
+        if isinstance(subject, Call):
+            return apply(subject, self.row[subject.column])
+        return self.row[subject]
 
     def visit_true(self) -> bool:
         return True
@@ -335,18 +346,18 @@ class _Evaluator(ExpressionVisitor["bool | None"]):
         return None if result is None else not result
 
     def visit_comparison(self, predicate: Comparison) -> bool | None:
-        value = self.row[predicate.column]
+        value = self.value(predicate.column)
         return None if value is None else COMPARISONS[type(predicate)](value, predicate.value)
 
     def visit_in(self, predicate: In) -> bool | None:
-        value = self.row[predicate.column]
+        value = self.value(predicate.column)
         return None if value is None else value in predicate.values
 
     def visit_is_null(self, predicate: IsNull) -> bool:
-        return self.row[predicate.column] is None
+        return self.value(predicate.column) is None
 
     def visit_is_not_null(self, predicate: IsNotNull) -> bool:
-        return self.row[predicate.column] is not None
+        return self.value(predicate.column) is not None
 
 
 def evaluate(expr: Expression, row: Mapping[str, Any]) -> bool | None:

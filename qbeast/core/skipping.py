@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from qbeast.core.derived import ALLOWED, SOURCE_TYPE, Call, parse_call
 from qbeast.core.value_hash import HASH_NAME, INDEXABLE_TYPES, indexable
 from qbeast.errors import FormatError, InvalidOptionError
 
@@ -44,12 +45,25 @@ _MAX_PROBES = 16
 
 @dataclass(frozen=True)
 class IndexSpec:
-    """One declared index: ``kind`` on ``column`` with its parameter."""
+    """One declared index: ``kind`` on ``column`` with its parameter. ``column`` is a column
+    name or the canonical text of an expression of one (``lower(email)``,
+    :mod:`qbeast.core.derived`), which is also how index files key the entries."""
 
     column: str
     kind: str
     fpp: float = DEFAULT_FPP
     max_values: int = DEFAULT_MAX_VALUES
+
+    @property
+    def call(self) -> Call | None:
+        """The expression the index is on; None for an index on a column itself."""
+        return parse_call(self.column)
+
+    @property
+    def source(self) -> str:
+        """The column the index reads."""
+        call = self.call
+        return self.column if call is None else call.column
 
     @property
     def label(self) -> str:
@@ -99,12 +113,24 @@ def _one_spec(column: str, raw: Any) -> IndexSpec:
     return IndexSpec(column, kind, max_values=limit)
 
 
+#: Field metadata key under which Spark records a string column's collation.
+_COLLATIONS = "__COLLATIONS"
+
+
+def _type_name(field: Mapping[str, Any]) -> str:
+    name = field["type"] if isinstance(field["type"], str) else str(field["type"].get("type"))
+    if _COLLATIONS in (field.get("metadata") or {}):
+        # a collated string compares by its collation (UTF8_LCASE: 'A' = 'a'), not by bytes
+        return f"{name} with a collation"
+    return name
+
+
 def column_types(schema: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
     """Lower-cased top-level column name -> ``(name, full type)`` of a JSON schema: like
     :func:`qbeast.core.columns.column_types`, but a decimal keeps its precision and scale
-    (``decimal(10,2)``), which its hashes depend on."""
-    return {f["name"].lower(): (f["name"], f["type"] if isinstance(f["type"], str) else str(f["type"].get("type")))
-            for f in schema.get("fields", [])}
+    (``decimal(10,2)``), which its hashes depend on, and a string with a collation is named so
+    (it cannot be indexed: values equal by the collation hash differently)."""
+    return {f["name"].lower(): (f["name"], _type_name(f)) for f in schema.get("fields", [])}
 
 
 def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = None) -> tuple[IndexSpec, ...]:
@@ -124,16 +150,25 @@ def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = No
         if not isinstance(column, str) or not column:
             raise _bad("skipping_indexes", column, "column names",
                        f"skipping_indexes keys must be column names, got {column!r}")
-        name = column
+        call = parse_call(column)
+        name = column if call is None else str(call)
         if types is not None:
-            found = types.get(column.lower())
+            source = column if call is None else call.column
+            found = types.get(source.lower())
             if found is None:
                 names = sorted(n for n, _ in types.values())
                 raise _bad("skipping_indexes", column, names,
-                           f"skipping_indexes: column {column!r} is not in the table; its columns "
+                           f"skipping_indexes: column {source!r} is not in the table; its columns "
                            f"are {names}")
             name, type_name = found
-            if not indexable(type_name):
+            if call is not None:
+                if type_name != SOURCE_TYPE:
+                    raise _bad("skipping_indexes", column, list(ALLOWED),
+                               f"skipping_indexes: {column!r} needs a string column, but {name!r} "
+                               f"has type {type_name}; expressions allowed: {', '.join(ALLOWED)} of "
+                               f"a string column c")
+                name = str(call.with_column(name))
+            elif not indexable(type_name):
                 raise _bad("skipping_indexes", column, list(INDEXABLE_TYPES),
                            f"skipping_indexes: column {name!r} has type {type_name}, which cannot "
                            f"carry a skipping index; indexable types: {', '.join(INDEXABLE_TYPES)}")
@@ -221,6 +256,13 @@ def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: b
         array[bloom_positions(unique, step, np.uint64(bits))] = True
     return Entry("bloom", type_name, has_null, len(unique),
                  np.packbits(array, bitorder="little").tobytes(), bits, probes)
+
+
+def unknown_entry(spec: IndexSpec, type_name: str, has_null: bool) -> Entry:
+    """The entry of a file whose values the index cannot hold exactly (an expression this
+    engine does not compute exactly for it, :func:`qbeast.core.derived.evaluate`): it may
+    match any value, like a value list over ``max_values``; ``has_null`` stays exact."""
+    return Entry(spec.kind, type_name, has_null, 0, None)
 
 
 # -- index files ------------------------------------------------------------------------------

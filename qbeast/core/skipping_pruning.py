@@ -110,10 +110,10 @@ BatchSource = Callable[[str, str, str], "ColumnBatch | None"]
 
 
 class _Masks(ex.ExpressionVisitor[np.ndarray]):
-    def __init__(self, files: Sequence[FileRef], columns: Mapping[str, str], source: BatchSource,
-                 only: str | None) -> None:
+    def __init__(self, files: Sequence[FileRef], columns: Mapping[ex.Subject, str], source: BatchSource,
+                 only: ex.Subject | None) -> None:
         self.files = files
-        self.columns = columns  # indexed column (table spelling) -> type name
+        self.columns = columns  # indexed column (table spelling) or call of one -> type name
         self.source = source
         self.only = only
         self.n = len(files)
@@ -141,13 +141,13 @@ class _Masks(ex.ExpressionVisitor[np.ndarray]):
     def visit_not(self, result: np.ndarray) -> np.ndarray:  # pragma: no cover - pushed down first
         return self._all()
 
-    def _per_file(self, column: str, probe: Callable[[ColumnBatch], np.ndarray]) -> np.ndarray:
+    def _per_file(self, column: ex.Subject, probe: Callable[[ColumnBatch], np.ndarray]) -> np.ndarray:
         out = self._all()
         if column not in self.columns or (self.only is not None and column != self.only):
             return out
         type_name = self.columns[column]
         for location, positions in self.groups.items():
-            batch = self.source(location, column, type_name)
+            batch = self.source(location, str(column), type_name)  # how index files key it
             if batch is None:
                 continue
             answers = probe(batch)
@@ -157,7 +157,7 @@ class _Masks(ex.ExpressionVisitor[np.ndarray]):
                     out[position] = answers[row]
         return out
 
-    def _values(self, column: str, values: Sequence[object]) -> np.ndarray:
+    def _values(self, column: ex.Subject, values: Sequence[object]) -> np.ndarray:
         if column not in self.columns:
             return self._all()
         hashes = literal_hashes(self.columns[column], values)
@@ -182,13 +182,14 @@ class _Masks(ex.ExpressionVisitor[np.ndarray]):
         return self._all()
 
 
-def may_match(predicate: ex.Expression, files: Sequence[FileRef], columns: Mapping[str, str],
-              source: BatchSource, *, only: str | None = None) -> np.ndarray:
+def may_match(predicate: ex.Expression, files: Sequence[FileRef], columns: Mapping[ex.Subject, str],
+              source: BatchSource, *, only: ex.Subject | None = None) -> np.ndarray:
     """Per file: False only when a skipping index proves no row of the file satisfies
     ``predicate``.
 
     ``columns`` maps the table's indexed columns (the table's spelling; predicates name columns
-    so) to their Spark type names; ``only`` restricts the pruning to one column's index (how a
+    so) and the calls of columns indexes are declared on (``lower(email)``) to the Spark type of
+    their values; ``only`` restricts the pruning to one column's index (how a
     plan reports what each index removed).
     """
     if not files or not columns or isinstance(predicate, ex.AlwaysTrue):
@@ -196,7 +197,7 @@ def may_match(predicate: ex.Expression, files: Sequence[FileRef], columns: Mappi
     return ex.visit(ex.push_down_not(predicate), _Masks(files, columns, source, only))
 
 
-def referenced_columns(predicate: ex.Expression, columns: Mapping[str, str]) -> list[str]:
-    """The indexed columns ``predicate`` names (the indexes that may prune it)."""
+def referenced_columns(predicate: ex.Expression, columns: Mapping[ex.Subject, str]) -> list[ex.Subject]:
+    """The indexed columns and calls ``predicate`` tests (the indexes that may prune it)."""
     names = ex.references(predicate)
     return [c for c in columns if c in names]

@@ -68,16 +68,18 @@ class _FileStats:
         self.null_count = stats.get("nullCount") or {}
         self.types = types
 
-    def _type(self, column: str) -> str | None:
+    def _type(self, column: ex.Subject) -> str | None:
+        if not isinstance(column, str):  # a call of a column: no statistics of its values
+            return None
         entry = self.types.get(column.lower())
         return None if entry is None else entry[1]
 
-    def exact(self, column: str) -> bool:
+    def exact(self, column: ex.Subject) -> bool:
         """Whether the column's stats are exact values (strict comparisons may prune)."""
         type_name = self._type(column)
         return type_name is not None and (type_name in _INTEGRAL or type_name in _EXACT)
 
-    def bounds(self, column: str) -> tuple[Any, Any]:
+    def bounds(self, column: ex.Subject) -> tuple[Any, Any]:
         type_name = self._type(column)
         if type_name is None:
             return None, None
@@ -85,11 +87,11 @@ class _FileStats:
         high = _stat_value(type_name, self.max_values.get(column), upper=True)
         return low, high
 
-    def nulls(self, column: str) -> int | None:
+    def nulls(self, column: ex.Subject) -> int | None:
         value = self.null_count.get(column)
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    def all_null(self, column: str) -> bool:
+    def all_null(self, column: ex.Subject) -> bool:
         nulls = self.nulls(column)
         return nulls is not None and isinstance(self.num_records, int) and nulls >= self.num_records
 
@@ -120,7 +122,7 @@ class _MayMatch(ex.ExpressionVisitor[bool]):
     def visit_not(self, result: bool) -> bool:  # pragma: no cover - NOTs are pushed down first
         return True
 
-    def _value_in_range(self, column: str, value: Any, low: Any, high: Any) -> bool:
+    def _value_in_range(self, column: ex.Subject, value: Any, low: Any, high: Any) -> bool:
         if low is not None and _comparable(low, value) and value < low:
             return False
         if high is not None and _comparable(high, value) and value > high:

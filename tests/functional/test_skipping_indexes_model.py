@@ -16,7 +16,7 @@ from qbeast.spark.read import sql_planner
 
 ORDERS = """
 {{ config(materialized='qbeast', columns_to_index=['event_time'], cube_size=300,
-          skipping_indexes={'order_id': 'bloom', 'status': 'values'}) }}
+          skipping_indexes={'order_id': 'bloom', 'status': 'values', 'upper(status)': 'values'}) }}
 select id as event_time, id * 7919 % 100003 as order_id,
        case when id % 97 = 0 then 'refunded' else 'paid' end as status
 from range(3000)
@@ -24,6 +24,8 @@ from range(3000)
 ONE_ORDER = "{{ config(materialized='table') }} select * from {{ ref('orders') }} where order_id = 7919"
 REFUNDS = ("{{ config(materialized='table') }} select count(*) as n from {{ ref('orders') }} "
            "where status in ('refunded', 'lost')")
+UPPER_REFUNDS = ("{{ config(materialized='table') }} select count(*) as n from {{ ref('orders') }} "
+                 "where upper(status) = 'REFUNDED'")
 BAD = """
 {{ config(materialized='qbeast', columns_to_index=['id'], skipping_indexes={'id': 'minmax'}) }}
 select id from range(3)
@@ -34,6 +36,7 @@ class TestSkippingIndexesModel:
     @pytest.fixture(scope="class")
     def models(self):
         return {"orders.sql": ORDERS, "one_order.sql": ONE_ORDER, "refunds.sql": REFUNDS,
+                "upper_refunds.sql": UPPER_REFUNDS,
                 "bad_index.sql": BAD}
 
     def test_downstream_filters_prune_with_the_models_indexes(self, project, spark, monkeypatch):
@@ -70,3 +73,7 @@ class TestSkippingIndexesModel:
         assert spark.table(f"{project.test_schema}.refunds").first()["n"] == 31
         in_lists = [p for p in by_index if "status:values" in dict(p.index_pruned)]
         assert in_lists and {os.path.basename(f) for f in in_lists[-1].paths} == refunds
+        # an index on an expression prunes a model's filter on the same expression
+        assert spark.table(f"{project.test_schema}.upper_refunds").first()["n"] == 31
+        by_call = [p for p in by_index if "upper(status):values" in dict(p.index_pruned)]
+        assert by_call and {os.path.basename(f) for f in by_call[-1].paths} == refunds

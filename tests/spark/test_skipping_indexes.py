@@ -11,15 +11,18 @@ import decimal
 import json
 import os
 import random
+import sys
 
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 import qbeast
 from qbeast import QbeastTable
 from qbeast.core.skipping import CONFIG_KEY, INDEX_DIR, TAG
 from qbeast.delta.log import DeltaLog
+
+sys.path.insert(0, os.path.dirname(__file__))
+from skipping_checks import active_files, indexed_table, plan_files  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -45,14 +48,7 @@ def _rows(seed: int, count: int, start: int = 0) -> list[tuple]:
 
 @pytest.fixture(scope="module")
 def table(spark, tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("skipping") / "t")
-    qbeast.write(spark.createDataFrame(_rows(1, 3000), SCHEMA), path, "k", cube_size=300,
-                 skipping_indexes=INDEXES)
-    return path
-
-
-def _active(path: str) -> dict[str, object]:
-    return {f: pq.read_table(os.path.join(path, f)) for f in DeltaLog.for_path(path).snapshot().files}
+    return indexed_table(spark, tmp_path_factory, "skipping", _rows(1, 3000), SCHEMA, 300, INDEXES)
 
 
 def _holding(files: dict, column: str, value: object) -> set[str]:
@@ -65,11 +61,6 @@ def _holding(files: dict, column: str, value: object) -> set[str]:
     return found
 
 
-def _planned(path: str, condition: str) -> tuple[set[str], dict]:
-    plan = QbeastTable.for_path(None, path).read_plan(filter=condition)
-    return {os.path.basename(f.path) for f in plan.files}, dict(plan.index_pruned)
-
-
 def _literal(value: object) -> str:
     if isinstance(value, str):
         return f"'{value}'"
@@ -80,11 +71,11 @@ def _literal(value: object) -> str:
 
 def _check_exact(path: str, column: str, values: list, *, exact: bool) -> int:
     """Every file holding a value is planned; returns the false positives (0 when ``exact``)."""
-    files = _active(path)
+    files = active_files(path)
     false_hits = 0
     for value in values:
         condition = f"{column} IS NULL" if value is None else f"{column} = {_literal(value)}"
-        planned, _ = _planned(path, condition)
+        planned, _ = plan_files(path, condition)
         holding = _holding(files, column, value)
         assert holding <= planned, (condition, holding - planned)
         extra = planned - holding
@@ -118,18 +109,18 @@ def test_equality_and_nulls_prune_exactly(table, column, values, exact):
 
 
 def test_in_lists_prune_and_the_plan_reports_each_index(table, spark):
-    files = _active(table)
-    planned, removed = _planned(table, "status IN ('OPEN', 'closed') AND l IN (5, 7)")
+    files = active_files(table)
+    planned, removed = plan_files(table, "status IN ('OPEN', 'closed') AND l IN (5, 7)")
     assert planned == set() and removed == {"status:values": removed["status:values"],
                                             "l:values": len(files)}
-    planned, removed = _planned(table, "status IN ('OPEN', 'closed') OR dec <=> 7.25")
+    planned, removed = plan_files(table, "status IN ('OPEN', 'closed') OR dec <=> 7.25")
     holding = (_holding(files, "status", "OPEN") | _holding(files, "status", "closed")
                | _holding(files, "dec", decimal.Decimal("7.25")))
     assert planned == holding
     rows = QbeastTable.for_path(spark, table).to_df(filter="status = 'OPEN'").count()
     assert rows == sum(r[6] == "OPEN" for r in _rows(1, 3000))
     # no index on this column: nothing reported, nothing removed by an index
-    assert _planned(table, "note = 'y'")[1] == {}
+    assert plan_files(table, "note = 'y'")[1] == {}
 
 
 def test_appends_optimize_delete_merge_and_update_index_the_files_they_add(spark, table, tmp_path):
@@ -162,17 +153,17 @@ def test_missing_or_unknown_index_files_mean_may_match(table, tmp_path):
 
     path = str(tmp_path / "t")
     shutil.copytree(table, path)
-    everything = set(_active(path))
+    everything = set(active_files(path))
     index_dir = os.path.join(path, INDEX_DIR)
     (name,) = os.listdir(index_dir)
     with open(os.path.join(index_dir, name), "r+b") as f:
         f.seek(6)
         f.write(b"99")  # a version this engine does not know
     # l = 5 lies inside every file's min/max and in no file: only an index could prune it
-    assert _planned(table, "l = 5")[0] == set()
-    assert _planned(path, "l = 5")[0] == everything
+    assert plan_files(table, "l = 5")[0] == set()
+    assert plan_files(path, "l = 5")[0] == everything
     os.remove(os.path.join(index_dir, name))
-    assert _planned(path, "l = 5")[0] == everything
+    assert plan_files(path, "l = 5")[0] == everything
 
 
 def test_bad_declarations_are_refused_before_writing(spark, tmp_path):
@@ -206,11 +197,11 @@ def test_existing_files_get_indexes_and_vacuum_drops_unneeded_index_files(spark,
     path = str(tmp_path / "t")
     qbeast.write(spark.createDataFrame(_rows(6, 1500), SCHEMA), path, "k", cube_size=300)
     table = QbeastTable.for_path(spark, path)
-    assert _planned(path, "l = 5")[0] == set(_active(path))  # no index yet
+    assert plan_files(path, "l = 5")[0] == set(active_files(path))  # no index yet
     result = table.build_skipping_indexes({"l": "values"})
-    assert result.files_indexed == len(_active(path)) and result.version == 1
+    assert result.files_indexed == len(active_files(path)) and result.version == 1
     assert table.build_skipping_indexes().version is None  # nothing left to index
-    assert _planned(path, "l = 5")[0] == set()
+    assert plan_files(path, "l = 5")[0] == set()
     _check_exact(path, "l", [0, 3 * 10**9], exact=True)
     # a new column in the declaration: every file gets a new index file naming both
     table.build_skipping_indexes({"l": "values", "status": "values"})
@@ -224,14 +215,11 @@ def test_existing_files_get_indexes_and_vacuum_drops_unneeded_index_files(spark,
 
 
 def test_sql_reads_prune_through_the_bridge(spark, table):
-    import sys
-
-    sys.path.insert(0, os.path.dirname(__file__))
     from sql_bridge_checks import files_read
 
     assert qbeast.register(spark) == "jvm"
     spark.read.format("qbeast").load(table).createOrReplaceTempView("skipping_t")
-    files = _active(table)
+    files = active_files(table)
     for condition, holding in [
         ("status = 'OPEN' AND l IN (0, 5)", _holding(files, "status", "OPEN") & _holding(files, "l", 0)),
         ("l <=> 5", set()),
@@ -246,9 +234,9 @@ def test_sql_reads_prune_through_the_bridge(spark, table):
 def test_explain_read_names_the_files_the_skipping_indexes_removed(table, spark):
     """explain_read (and the index page, which shares it) counts the files the skipping indexes
     drop apart from the min/max statistics, and totals the files the plan reads."""
-    files = _active(table)
+    files = active_files(table)
     condition = "s = 'sku-17'"
-    planned, removed = _planned(table, condition)
+    planned, removed = plan_files(table, condition)
     assert planned >= _holding(files, "s", "sku-17") and removed["s:bloom"] > 0
     explained = QbeastTable.for_path(spark, table).explain_read(filter=condition)
     lines = str(explained).splitlines()

@@ -19,6 +19,8 @@ import re
 from typing import Any
 
 from qbeast.core.columns import ColumnTypes
+from qbeast.core.derived import RESULT_TYPE, SOURCE_TYPE, Call
+from qbeast.core.expressions import Subject
 from qbeast.core.columns import column_types as json_column_types
 
 _INTEGRAL = {"byte", "short", "integer", "long", "tinyint", "smallint", "int", "bigint"}
@@ -41,7 +43,14 @@ def column_types(schema: Any) -> ColumnTypes:
     return json_column_types(schema)
 
 
-def resolve_column(types: dict[str, tuple[str, str]], name: str) -> tuple[str, str]:
+def resolve_column(types: dict[str, tuple[str, str]], name: Subject) -> tuple[Subject, str]:
+    """A predicate subject in the table's spelling and the Spark type of its values; a call
+    (``lower(email)``) only of a column of the type it reads."""
+    if isinstance(name, Call):
+        column, type_name = resolve_column(types, name.column)
+        if type_name != SOURCE_TYPE:
+            raise Untranslatable(f"{name} of a {type_name} column")
+        return name.with_column(str(column)), RESULT_TYPE
     try:
         return types[name.lower()]
     except KeyError:

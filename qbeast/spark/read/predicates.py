@@ -13,9 +13,16 @@ from __future__ import annotations
 from typing import Any
 
 from qbeast.core import expressions as ex
+from qbeast.core.derived import ALLOWED, RESULT_TYPE, Call
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.read.literals import Untranslatable, column_types, from_canonical, typed_literal
+from qbeast.spark.read.literals import (
+    Untranslatable,
+    column_types,
+    from_canonical,
+    resolve_column,
+    typed_literal,
+)
 from qbeast.spark.read.sql_parser import parse_sql_predicate
 from qbeast.spark.read.typed_predicates import all_of, any_of, negation, or_always_true, typed_in
 
@@ -44,13 +51,18 @@ def normalize_predicate(expr: ex.Expression, schema: Any) -> ex.Expression:
         def visit_not(self, result: ex.Expression | None) -> ex.Expression | None:
             return negation(result)
 
-        def _name(self, column: str) -> tuple[str, str]:
+        def _name(self, subject: ex.Subject) -> tuple[ex.Subject, str]:
+            column = subject.column if isinstance(subject, Call) else subject
             if column.lower() not in types:
                 raise InvalidOptionError(
                     f"filter references column {column!r}, which the table does not have; "
                     f"columns: {', '.join(n for n, _ in types.values())}"
                 )
-            return types[column.lower()]
+            try:
+                return resolve_column(types, subject)
+            except Untranslatable as why:
+                raise InvalidOptionError(f"filter on {subject}: {why}; allowed: "
+                                         f"{', '.join(ALLOWED)} of a string column c") from None
 
         def visit_comparison(self, predicate: ex.Comparison) -> ex.Expression | None:
             name, type_name = self._name(predicate.column)
@@ -77,14 +89,28 @@ def normalize_predicate(expr: ex.Expression, schema: Any) -> ex.Expression:
     return or_always_true(ex.visit(ex.push_down_not(expr), Retype()))
 
 
+def spark_column(subject: ex.Subject):
+    """The Spark Column of a predicate subject: a column, or Spark's own function of one."""
+    from pyspark.sql import functions as F
+
+    if not isinstance(subject, Call):
+        return F.col(quote_identifier(subject))
+    column = F.col(quote_identifier(subject.column))
+    if subject.function == "substring":
+        return F.substring(column, *subject.args)
+    functions: dict[str, Any] = {"lower": F.lower, "upper": F.upper, "trim": F.trim,
+                                 "ltrim": F.ltrim, "rtrim": F.rtrim}
+    return functions[subject.function](column)
+
+
 def to_spark_column(expr: ex.Expression, schema: Any):
     """A ``pyspark.sql.Column`` that keeps exactly the rows ``expr`` keeps (SQL null semantics)."""
     from pyspark.sql import functions as F
 
     types = column_types(schema)
 
-    def lit(column: str, value: Any):
-        _, type_name = types.get(column.lower(), (column, ""))
+    def lit(column: ex.Subject, value: Any):
+        type_name = RESULT_TYPE if isinstance(column, Call) else types.get(column.lower(), (column, ""))[1]
         spark_value = from_canonical(type_name, value)
         if type_name == "date":
             return F.lit(spark_value).cast("date")
@@ -115,7 +141,7 @@ def to_spark_column(expr: ex.Expression, schema: Any):
             return ~result
 
         def visit_comparison(self, p: ex.Comparison):
-            column = F.col(quote_identifier(p.column))
+            column = spark_column(p.column)
             value = lit(p.column, p.value)
             return {
                 ex.EqualTo: column == value,
@@ -129,13 +155,13 @@ def to_spark_column(expr: ex.Expression, schema: Any):
         def visit_in(self, p: ex.In):
             if not p.values:
                 return F.lit(False)
-            return F.col(quote_identifier(p.column)).isin([lit(p.column, v) for v in p.values])
+            return spark_column(p.column).isin([lit(p.column, v) for v in p.values])
 
         def visit_is_null(self, p: ex.IsNull):
-            return F.col(quote_identifier(p.column)).isNull()
+            return spark_column(p.column).isNull()
 
         def visit_is_not_null(self, p: ex.IsNotNull):
-            return F.col(quote_identifier(p.column)).isNotNull()
+            return spark_column(p.column).isNotNull()
 
     return ex.visit(expr, ToColumn())
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from qbeast.core import derived
 from qbeast.core import expressions as ex
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.read.literals import (
@@ -287,12 +288,35 @@ class _SqlPredicateParser:
         if kind == "ident" or (kind == "kw" and value in _LITERAL_PREFIXES):
             if self.peek() == ("op", "(") and kind == "ident" and value.lower() in _EPOCH_UNITS:
                 return ("lit", self.parse_epoch(_EPOCH_UNITS[value.lower()]))
+            if self.peek() == ("op", "(") and kind == "ident" and value.lower() in derived.NAMES:
+                return self.parse_call(value)
             if self.peek() == ("op", "("):
                 raise Untranslatable("function calls are not used for pruning")
             return ("col", self.column_name(value))
         if kind == "op" and value in ("-", "+"):
             raise Untranslatable("arithmetic")
         raise Untranslatable(f"unexpected token {value!r}")
+
+    def parse_call(self, function: str) -> tuple[str, Any]:
+        """``lower(column)``, ``substring(column, 1, 3)``, ...: a call of a string column that
+        skipping indexes may be declared on (:mod:`qbeast.core.derived`), as the subject of a
+        predicate; any other form of these functions is unknown."""
+        self.expect(("op", "("))
+        column = self.column_of(self.parse_operand())
+        args: list[int] = []
+        while self.peek() == ("op", ","):
+            self.take()
+            kind, number = self.take()
+            if kind != "lit" or isinstance(number, bool) or not isinstance(number, int):
+                raise Untranslatable(f"{function} with an argument that is not an integer literal")
+            args.append(number)
+        self.expect(("op", ")"))
+        if isinstance(column, derived.Call):
+            raise Untranslatable("a call of a call")
+        call = derived.make_call(function, column, tuple(args))
+        if call is None:
+            raise Untranslatable(f"{function} with these arguments is not used for pruning")
+        return ("col", resolve_column(self.types, call)[0])
 
     def parse_epoch(self, micros_per_unit: int) -> _dt.datetime:
         """``timestamp_micros(n)`` / ``timestamp_millis(n)`` / ``timestamp_seconds(n)`` of a

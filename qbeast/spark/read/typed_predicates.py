@@ -78,7 +78,7 @@ COMPARISONS = {
 }
 
 
-def typed_comparison(types: dict, column: str, op: str, value: Any) -> ex.Expression:
+def typed_comparison(types: dict, column: ex.Subject, op: str, value: Any) -> ex.Expression:
     name, type_name = resolve_column(types, column)
     if value is None:
         if op == "<=>":
@@ -87,7 +87,7 @@ def typed_comparison(types: dict, column: str, op: str, value: Any) -> ex.Expres
     return COMPARISONS[op](name, typed_literal(type_name, value))
 
 
-def typed_in(types: dict, column: str, values: Iterable[Any]) -> ex.Expression:
+def typed_in(types: dict, column: ex.Subject, values: Iterable[Any]) -> ex.Expression:
     name, type_name = resolve_column(types, column)
     typed = [typed_literal(type_name, v) for v in values if v is not None]
     if not typed:
@@ -95,7 +95,7 @@ def typed_in(types: dict, column: str, values: Iterable[Any]) -> ex.Expression:
     return ex.In(name, tuple(typed))
 
 
-def prefix_range(types: dict, column: str, prefix: str) -> ex.Expression:
+def prefix_range(types: dict, column: ex.Subject, prefix: str) -> ex.Expression:
     """``col LIKE 'prefix%'`` as the string range it implies (code point order = UTF-8 order)."""
     name, type_name = resolve_column(types, column)
     if type_name != "string" or not prefix:

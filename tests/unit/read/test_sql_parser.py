@@ -76,11 +76,14 @@ def test_sql_predicates(sql, expected):
     "sql, expected",
     [
         # unknown parts drop out of an AND ...
-        ("upper(brand) = 'A' AND user_id > 5", ex.GreaterThan("user_id", 5)),
+        ("md5(brand) = 'A' AND user_id > 5", ex.GreaterThan("user_id", 5)),
         ("user_id + 1 > 5 AND price < 3", ex.LessThan("price", 3.0)),
         ("abs(price) BETWEEN 1 AND 2 AND user_id = 4", ex.EqualTo("user_id", 4)),
         # ... but make an OR or a NOT unknown
-        ("user_id > 5 OR upper(brand) = 'A'", ex.AlwaysTrue()),
+        ("user_id > 5 OR md5(brand) = 'A'", ex.AlwaysTrue()),
+        # calls skipping indexes may be declared on are kept only in their exact forms
+        ("upper(user_id) = 'A' OR substring(brand, 0, 2) = 'x' OR trim(BOTH 'x' FROM brand) = 'y'",
+         ex.AlwaysTrue()),
         ("NOT (user_id = price)", ex.AlwaysTrue()),
         ("missing_column = 3 AND user_id = 1", ex.EqualTo("user_id", 1)),
         ("brand LIKE '%x'", ex.AlwaysTrue()),
@@ -89,6 +92,23 @@ def test_sql_predicates(sql, expected):
 )
 def test_sql_predicates_degrade_conservatively(sql, expected):
     assert parse_sql_predicate(sql, SCHEMA) == expected
+
+
+def test_calls_of_string_columns_are_predicate_subjects():
+    """How Spark prints the calls skipping indexes may be declared on (Expression.sql())."""
+    from qbeast.core.derived import Call
+
+    brand = Call("lower", "Brand")
+    assert parse_sql_predicate("((t.brand IS NOT NULL) AND (lower(t.brand) = 'x'))", SCHEMA) == \
+        ex.And(ex.IsNotNull("Brand"), ex.EqualTo(brand, "x"))
+    assert parse_sql_predicate("(lower(`BRAND`) <=> NULL) OR LOWER(brand) IN ('a', NULL)", SCHEMA) == \
+        ex.Or(ex.IsNull(brand), ex.In(brand, ("a",)))
+    prefix = Call("substring", "Brand", (1, 3))
+    for text in ["substring(brand, 1, 3) = 'abc'", "substr(brand, 1, 3) = 'abc'", "left(brand, 3) = 'abc'"]:
+        assert parse_sql_predicate(text, SCHEMA) == ex.EqualTo(prefix, "abc"), text
+    assert parse_sql_predicate("substring(brand, 2) = 'b'", SCHEMA) == \
+        ex.EqualTo(Call("substring", "Brand", (2, 2**31 - 1)), "b")
+    assert parse_sql_predicate("btrim(brand) = 'a'", SCHEMA) == ex.EqualTo(Call("trim", "Brand"), "a")
 
 
 STRUCTS = {"type": "struct", "fields": SCHEMA["fields"] + [
