@@ -424,53 +424,65 @@ _THRIFT_PROJECT = {
 }
 
 
-def invoke_dbt(args: list[str], project: Path) -> tuple:
-    """One dbt command in this process on ``project`` (its own profiles.yml): result, messages."""
-    from dbt.cli.main import dbtRunner
+def _dbt_cli(args: list[str], project: Path) -> tuple[bool, dict[str, tuple[str, str]], str]:
+    """One dbt command in a process of its own (a Spark Connect session must not share this
+    test process with the shared classic session): success, each node's (status, message),
+    output."""
+    run = subprocess.run([str(Path(sys.executable).with_name("dbt")), "--no-use-colors", *args,
+                          "--project-dir", str(project), "--profiles-dir", str(project)],
+                         capture_output=True, text=True, timeout=900, check=False, cwd=project)
+    results_file = project / "target" / "run_results.json"
+    nodes: dict[str, tuple[str, str]] = {}
+    if results_file.exists() and args[0] != "run-operation":
+        for result in json.loads(results_file.read_text())["results"]:
+            name = result["unique_id"].split(".")[2]  # test ids end with a hash
+            nodes[name] = (result["status"], result.get("message") or "")
+    return run.returncode == 0, nodes, run.stdout + run.stderr
 
-    messages: list[str] = []
-    result = dbtRunner(callbacks=[lambda event: messages.append(event.info.msg)]).invoke(
-        [*args, "--project-dir", str(project), "--profiles-dir", str(project)])
-    return result, messages
 
-
-def test_dbt_commands_through_thrift(served, tmp_path):
-    """`method: thrift` for each kind of dbt node: seeds (an empty cell a null), qbeast models,
-    the append / delete+insert / merge strategies on a second run, a qbeast snapshot closing a
-    changed row, data tests, qbeast_sample and qbeast_approx, run-operations; a Python model
-    fails naming the method and what to use instead."""
+@pytest.mark.parametrize("method", ["thrift", "connect"])
+def test_dbt_commands_through_the_server(served, tmp_path, method):
+    """Each kind of dbt node over `method: thrift` (SQL only, the engine in the server) and
+    `method: connect` (the engine in dbt's process on a Spark Connect session): seeds (an empty
+    cell a null), qbeast models, the append / delete+insert / merge strategies on a second run,
+    a qbeast snapshot closing a changed row, data tests, qbeast_sample and qbeast_approx,
+    run-operations; over thrift a Python model fails naming the method and what to use."""
     import yaml
     from pyhive import hive
 
     server, _ = served
-    project = tmp_path / "thrift_check"
+    project = tmp_path / f"{method}_check"
     for name, text in _THRIFT_PROJECT.items():
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text(text)
-    target = {"type": "qbeast", "method": "thrift", "host": "127.0.0.1", "port": server.thrift_port,
-              "user": "dbt", "schema": "thrift_ops", "threads": 2}
+    schema = f"{method}_ops"
+    target = {"type": "qbeast", "method": method, "schema": schema, "threads": 2}
+    target.update({"host": "127.0.0.1", "port": server.thrift_port, "user": "dbt"}
+                  if method == "thrift" else {"host": f"sc://127.0.0.1:{server.connect_port}"})
     (project / "profiles.yml").write_text(yaml.safe_dump(
         {"thrift_check": {"target": "served", "outputs": {"served": target}}}))
-    first, messages = invoke_dbt(["build", "--exclude", "py_model"], project)
-    assert first.success, "\n".join(messages[-40:])
-    assert {r.node.name: r.status for r in first.result.results} == {
+
+    ok, nodes, output = _dbt_cli(["build", "--exclude", "py_model"], project)
+    assert ok, output[-4000:]
+    assert {n: status for n, (status, _) in nodes.items()} == {
         "people": "success", "people_q": "success", "appended": "success", "keyed": "success",
-        "merged": "success", "sampled": "success", "approxed": "success", "people_snap": "success",
-        "unique_people_q_id": "pass", "not_null_people_q_id": "pass"}
+        "merged": "success", "sampled": "success", "approxed": "success",
+        "people_snap": "success", "unique_people_q_id": "pass", "not_null_people_q_id": "pass"}
     # the second run of the incremental models and the snapshot
-    second, messages = invoke_dbt(["build", "--select", "appended", "keyed", "merged", "people_snap",
-                                   "--vars", "round: 2"], project)
-    assert second.success, "\n".join(messages[-40:])
-    assert {r.node.name: r.message.split(" ")[1] for r in second.result.results} == {
-        "appended": "APPEND", "keyed": "DELETE+INSERT", "merged": "MERGE", "people_snap": "SNAPSHOT"}
-    operation, messages = invoke_dbt(["run-operation", "qbeast_index_metrics", "--args",
-                                      "{relation_or_path: people_q}"], project)
-    assert operation.success, "\n".join(messages[-20:])
-    assert any("qbeast_index_metrics:" in m for m in messages)
-    python, messages = invoke_dbt(["run", "--select", "py_model"], project)
-    assert not python.success
-    assert any("a Python model is not possible with `method: thrift`" in m and "method: connect" in m
-               for m in messages), messages[-10:]
+    ok, nodes, output = _dbt_cli(["build", "--select", "appended", "keyed", "merged",
+                                  "people_snap", "--vars", "round: 2"], project)
+    assert ok, output[-4000:]
+    assert {n: message.split(" ")[1] for n, (_, message) in nodes.items()} == {
+        "appended": "APPEND", "keyed": "DELETE+INSERT", "merged": "MERGE",
+        "people_snap": "SNAPSHOT"}, nodes
+    ok, _, output = _dbt_cli(["run-operation", "qbeast_index_metrics", "--args",
+                              "{relation_or_path: people_q}"], project)
+    assert ok and "qbeast_index_metrics:" in output, output[-3000:]
+    if method == "thrift":
+        ok, _, output = _dbt_cli(["run", "--select", "py_model"], project)
+        assert not ok
+        assert "a Python model is not possible with `method: thrift`" in output and \
+            "method: connect" in output, output[-3000:]
 
     def rows(sql: str) -> list:
         cursor.execute(sql)
@@ -478,20 +490,21 @@ def test_dbt_commands_through_thrift(served, tmp_path):
 
     with hive.connect(host="127.0.0.1", port=server.thrift_port, username="check") as connection:
         cursor = connection.cursor()
-        assert rows("select id, name, score from thrift_ops.people_q order by id") == [
+        assert rows(f"select id, name, score from {schema}.people_q order by id") == [
             (1, "ann", 10), (2, "bob", None), (3, "cy", 30)]
-        assert [r[0] for r in rows("select id from thrift_ops.appended order by id")] == [
+        assert [r[0] for r in rows(f"select id from {schema}.appended order by id")] == [
             101, 102, 103, 201, 202, 203]
-        assert rows("select id, round from thrift_ops.keyed order by id") == [(1, 1), (2, 2), (3, 2)]
-        assert rows("select id, round, first_round from thrift_ops.merged order by id") == [
+        assert rows(f"select id, round from {schema}.keyed order by id") == [
+            (1, 1), (2, 2), (3, 2)]
+        assert rows(f"select id, round, first_round from {schema}.merged order by id") == [
             (1, 2, 1), (2, 2, 1), (3, 2, 1)]
-        assert rows("select n from thrift_ops.sampled") == [(3,)]
-        assert sorted(rows("select aggregate, estimate from thrift_ops.approxed")) == [
+        assert rows(f"select n from {schema}.sampled") == [(3,)]
+        assert sorted(rows(f"select aggregate, estimate from {schema}.approxed")) == [
             ("avg(score)", 20.0), ("count(*)", 3.0)]  # exact at tolerance 0; avg skips the null
-        assert rows("select id, name, dbt_valid_to is null from thrift_ops.people_snap "
+        assert rows(f"select id, name, dbt_valid_to is null from {schema}.people_snap "
                     "order by id, dbt_valid_from") == [
             (1, "ann", False), (1, "anne", True), (2, "bob", True), (3, "cy", True)]
-        provider = dict(r[:2] for r in rows("describe table extended thrift_ops.keyed"))["Provider"]
+        provider = dict(r[:2] for r in rows(f"describe table extended {schema}.keyed"))["Provider"]
         assert provider == "qbeast"
 
 

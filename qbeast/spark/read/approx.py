@@ -154,10 +154,10 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     per_weight = hi is not None or bool(nulls)
     if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
         table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
-        io = scan_io(rows)
+        io = scan_io(rows, [plan])
         found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
         return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
-    return _fold_in_spark(rows, group_by, columns, per_weight)
+    return _fold_in_spark(rows, group_by, columns, per_weight, plan)
 
 
 def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
@@ -171,13 +171,15 @@ def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any,
     """
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
     union = None
+    plans = []
     for i, (lo, hi, nulls) in enumerate(bands):
-        rows, _ = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
-                             columns, lo, hi, nulls, tag=i)
+        rows, plan = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
+                                columns, lo, hi, nulls, tag=i)
+        plans.append(plan)
         union = rows if union is None else union.union(rows)
     assert union is not None, "no band to read"
     table = union.toArrow()
-    io = scan_io(union)
+    io = scan_io(union, plans)
     tags = table.column("_band").to_numpy()
     reads = []
     for i, (_, hi, nulls) in enumerate(bands):
@@ -205,7 +207,7 @@ def fold_on_driver(expected_rows: float | None, schema: dict[str, Any],
 
 
 def _fold_in_spark(rows: Any, group_by: Sequence[str], columns: Sequence[str],
-                   per_weight: bool) -> BandRead:
+                   per_weight: bool, plan: ReadPlan) -> BandRead:
     """The fold of a large band: two aggregations in Spark, a few rows per group collected."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
@@ -240,7 +242,7 @@ def _fold_in_spark(rows: Any, group_by: Sequence[str], columns: Sequence[str],
         ]
     folded = clusters.groupBy(*group_keys).agg(*stats)
     result = folded.collect()
-    io = scan_io(folded)
+    io = scan_io(folded, [plan])
     groups: dict[tuple[Any, ...], dict[str | None, ClusterStats]] = {}
     band_rows = 0
     sum_sq = 0.0

@@ -8,6 +8,7 @@ plan, so a qbeast read and a plain parquet read are counted by the same code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -41,12 +42,18 @@ def _metric(plan: Any, name: str) -> int:
     return int(metrics.apply(name).value()) if metrics.contains(name) else 0
 
 
-def scan_io(df: Any) -> ScanIO:
+def scan_io(df: Any, planned: Sequence[Any] = ()) -> ScanIO:
     """The scan metrics of ``df``'s executed plan (call after an action ran on ``df``).
 
     Sums ``numFiles`` / ``filesSize`` / ``numOutputRows`` of every parquet file scan; a query
-    whose plan has none (a local relation) read nothing.
+    whose plan has none (a local relation) read nothing. A Spark Connect DataFrame's executed
+    plan lives in the server, out of reach: there the figures are the engine's read plans
+    ``planned`` (:class:`qbeast.spark.read.planner.ReadPlan`: files and bytes it opens, the
+    rows of those files), the one place the engine's own count stands in for Spark's.
     """
+    if not hasattr(df, "_jdf"):
+        return ScanIO(sum(len(p.files) for p in planned), sum(p.selected_bytes for p in planned),
+                      sum(p.file_rows or 0 for p in planned))
     files = size = rows = 0
     stack = [df._jdf.queryExecution().executedPlan()]
     while stack:
