@@ -107,7 +107,7 @@ CASES = [
     Bad("table.to_df(version=99)", lambda s, p, d: QbeastTable(s, p).to_df(version=99),
         r"version 99 of .* does not exist; latest version is 0"),
     Bad("table.to_df(filter='nope > 1')", lambda s, p, d: QbeastTable(s, p).to_df(filter="nope > 1"),
-        r"filter 'nope > 1' is not a valid SQL predicate over the table's columns \['id', 'x', 's'\]"),
+        r"filter 'nope > 1' names nope, which the table has no column of; allowed columns: id, x, s$"),
     Bad("table.to_df(filter='x > 1; drop table t')",
         lambda s, p, d: QbeastTable(s, p).to_df(filter="x > 1; drop table t"),
         r"filter 'x > 1; drop table t' is not a valid SQL predicate .*PARSE_SYNTAX_ERROR"),

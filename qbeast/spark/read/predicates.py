@@ -179,7 +179,7 @@ def user_predicate(snapshot: Any, filter: Any) -> tuple[ex.Expression, Any]:  # 
 
     schema = StructType.fromJson(snapshot.delta.schema)
     if isinstance(filter, str):
-        return parse_sql_predicate(filter, schema), filter
+        return parse_sql_predicate(filter, schema, known_columns_only=True), filter
     if isinstance(filter, ex.Expression):
         return normalize_predicate(filter, schema), to_spark_column(filter, schema)
     raise InvalidOptionError(

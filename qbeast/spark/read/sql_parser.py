@@ -127,6 +127,8 @@ class _SqlPredicateParser:
         self.pos = 0
         self.types = types
         self.time_zone = time_zone
+        #: names read in a column's place that are not columns of the table (in order met)
+        self.unknown: list[str] = []
 
     # token helpers
     def peek(self, offset: int = 0) -> tuple[str, Any]:
@@ -351,7 +353,10 @@ class _SqlPredicateParser:
             parts.append(str(self.take()[1]))
         if any(part.lower() in self.types for part in parts[:-1]):
             raise Untranslatable("struct field access")
-        return parts[-1]
+        name = parts[-1]
+        if name.lower() not in self.types and name.lower() not in _NOT_COLUMNS:
+            self.unknown.append(name)
+        return name
 
     def parse_cast(self) -> tuple[str, Any]:
         """``CAST(column AS type)`` where the cast is exact (integral widening): the column itself.
@@ -392,7 +397,16 @@ class _SqlPredicateParser:
         raise Untranslatable("comparison must be between a column and a literal")
 
 
-def parse_sql_predicate(text: str, schema: Any, *, time_zone: str = "UTC") -> ex.Expression:
+#: words Spark SQL reads in a column's place that are not columns: functions called without
+#: parentheses and the keywords of CASE and INTERVAL expressions
+_NOT_COLUMNS = frozenset({
+    "current_date", "current_timestamp", "current_time", "current_user", "user", "session_user",
+    "localtimestamp", "localtime", "current_catalog", "current_database", "current_schema",
+    "case", "when", "then", "else", "end", "interval"})
+
+
+def parse_sql_predicate(text: str, schema: Any, *, time_zone: str = "UTC",
+                        known_columns_only: bool = False) -> ex.Expression:
     """A simple Spark SQL predicate as a core expression for pruning.
 
     Understood: comparisons (``=``, ``<>``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``<=>``) between a
@@ -404,15 +418,27 @@ def parse_sql_predicate(text: str, schema: Any, *, time_zone: str = "UTC") -> ex
     (``t.x``) or in an exact widening ``CAST``. That covers what Spark's ``Expression.sql()``
     prints for pushed filters. Anything else is ignored for pruning (never for the result: the
     reader still applies the full SQL text with Spark).
+
+    ``known_columns_only`` (a filter a user typed): a name in a column's place that the table
+    does not have is an error naming it and the table's columns, instead of a filter that
+    prunes nothing (and, where Spark applies it later, fails there). Names after the first
+    part the parser cannot use are not looked at.
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidOptionError(f"filter must be a non-empty SQL predicate string, got {text!r}")
     types = column_types(schema)
+    parser = _SqlPredicateParser(text, types, time_zone)
     try:
-        return or_always_true(_SqlPredicateParser(text, types, time_zone).parse())
+        predicate = or_always_true(parser.parse())
     except Untranslatable as why:
         logger.info("filter %r is not used for pruning (%s); it is still applied to rows", text, why)
-        return ex.AlwaysTrue()
+        predicate = ex.AlwaysTrue()
+    if known_columns_only and parser.unknown:
+        names = ", ".join(dict.fromkeys(parser.unknown))
+        raise InvalidOptionError(
+            f"filter {text!r} names {names}, which the table has no column of; allowed columns: "
+            f"{', '.join(name for name, _ in types.values())}")
+    return predicate
 
 
 _WEIGHT_OPS = {"<": (None, 0), "<=": (None, 1), ">=": (0, None), ">": (1, None)}

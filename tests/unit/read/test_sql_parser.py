@@ -281,3 +281,30 @@ def test_random_sql_predicates_never_lose_rows():
                 assert ex.evaluate(pruning, row) is not False, (sql, value, pruning)
 
 
+
+
+@pytest.mark.parametrize(("sql", "names"), [
+    ("nope < 1", "nope"),
+    ("user_id = 1 and (usr_id = 2 or brand = 'x')", "usr_id"),
+    ("t.prise > 2", "prise"),  # a qualifier is not a column; the name after it is
+    ("nope in (1, 2) and other is null", "nope, other"),
+])
+def test_a_typed_filter_naming_a_missing_column_is_an_error(sql: str, names: str) -> None:
+    """A user's filter with a misspelt column fails at once, naming it and the table's columns
+    (it would otherwise prune nothing, and fail later where Spark applies it)."""
+    with pytest.raises(InvalidOptionError, match=f"names {names}, which the table has no column "
+                                                 "of; allowed columns: user_id, Brand, price"):
+        parse_sql_predicate(sql, SCHEMA, known_columns_only=True)
+    assert parse_sql_predicate(sql, SCHEMA) is not None  # pushed filters are never refused
+
+
+@pytest.mark.parametrize("sql", [
+    "ts < current_timestamp and day = current_date",
+    "case when price > 1 then true else false end",
+    "ts > current_timestamp - interval 1 day",
+    "`Brand`.`x` = 1",  # a struct field access on a column (never prunes)
+    "events.user_id = 3 and BRAND = 'a'",  # a table qualifier; names are case-insensitive
+    "lower(brand) = 'a'",
+])
+def test_valid_filters_are_not_refused(sql: str) -> None:
+    parse_sql_predicate(sql, SCHEMA, known_columns_only=True)
