@@ -174,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be a positive integer")
     text = report(measure(args.repeat))
     out = HERE / "results" / "serve_fixed_cost.md"
     out.write_text(text)
