@@ -88,6 +88,10 @@ CHANGES = {
         (10, 1.0, 5, "u", None), (2500, 9999.0, 7, "moved", None),
         (3100, 50.0, 3, "u2", None), (10_000, 3.0, 1, "new", None),
         (None, 2.0, 2, "nullkey", None)]), on=["id"]),
+    # only columns outside the index change: every rewritten file keeps its rows in place
+    "merge-update-in-place": lambda spark: lambda t: t.merge(_source(spark, [
+        (i, -1.0, -1, f"v{i}", None) for i in range(0, 4500, 13)] + [
+        (50_000, 1.0, 1, "new", None)]), on="id", update_columns=["s", "d"]),
     "merge-update-columns": lambda spark: lambda t: t.merge(_source(spark, [
         (11, 5.0, 5, "no", None), (12, None, 6, "no", None), (20_000, 1.0, 1, "new", None)]),
         on="id", update_columns=["y", "x"]),

@@ -71,3 +71,30 @@ def test_version_1_writes_plain_values_where_no_dictionary_fits(tmp_path):
 def test_an_unknown_page_version_is_named_with_the_allowed_ones():
     with pytest.raises(ValueError, match=r"v1, v2, got 'v3'"):
         arrow_write_options(_rows(), "v3")
+
+
+def test_a_rewrite_keeps_the_dictionary_choices_of_the_file_it_replaces(tmp_path):
+    rows = _rows()
+    # the old file: written with a dictionary on `id` and none on `bucket`, the reverse of what
+    # counting the rows would choose, so the test sees which rule decided
+    old = tmp_path / "old.parquet"
+    pq.write_table(rows, old, use_dictionary=["id"], row_group_size=N // 4)
+    footer = pq.read_metadata(old)
+    options = arrow_write_options(rows, "v2", like=footer)
+    assert options["use_dictionary"] == ["id"]
+    assert options["column_encoding"]["bucket"] == "DELTA_BINARY_PACKED"
+    # a column the old file lacks (added to the table since) is decided from the rows
+    wider = rows.append_column("tier", pa.array([i % 3 for i in range(N)], pa.int32()))
+    assert arrow_write_options(wider, "v2", like=footer)["use_dictionary"] == ["id", "tier"]
+    # a file without rows says nothing: the rows decide
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(rows.schema.empty_table(), empty)
+    assert arrow_write_options(rows, "v2", like=pq.read_metadata(empty))["use_dictionary"] == [
+        "bucket", "flag"]
+
+
+def test_nulls_do_not_count_as_a_distinct_value():
+    # 2 distinct values and 3 nulls in 5 rows: fewer than half, as count_distinct counts them
+    rows = pa.table({"a": pa.array([1, None, 2, None, None], pa.int64()),
+                     "b": pa.array([1, 2, 3, None, None], pa.int64())})
+    assert arrow_write_options(rows, "v1")["use_dictionary"] == ["a"]

@@ -248,7 +248,8 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
     if change.remaining.num_rows:
         row.update(write_replacement(change.remaining, target,
                                      spec.revisions.get(target.revision_id), spec.staging,
-                                     task.location, spec.version))
+                                     task.location, spec.version,
+                                     in_place=not change.deleted and not change.moved.num_rows))
     return row
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from qbeast.commit import WrittenFile
+from qbeast.core.band_row_groups import PieceLayout, encode_pieces
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
@@ -175,7 +176,8 @@ DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("
 
 
 def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
-                      footer: str, version: str, *, weights: Any = None) -> dict[str, Any]:
+                      footer: str, version: str, *, weights: Any = None,
+                      in_place: bool = False) -> dict[str, Any]:
     """Write ``data`` (the remaining rows of ``target``, the table's columns) as the target's
     replacement in the folder ``staging``; its description (``_DESCRIPTION_SCHEMA`` fields).
 
@@ -189,23 +191,34 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     pieces, its remaining rows regrouped by the old pieces' weights, so samples still read a
     prefix of it. The new file is encoded as a Spark write of the session's page ``version``
     would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
+
+    ``in_place``: ``data`` holds every row of the old file, in the file's order, none of them
+    with a changed indexed value (a merge or update that only updated other columns). Each row
+    then keeps its weight, its cube and its place in the band pieces, so the old blocks and the
+    old piece record describe the new file as they are: no weight, cube walk or recount is
+    needed (:func:`in_place_layout`; for exact old tags, what recomputing would give).
     """
     import numpy as np
     import pyarrow.parquet as pq
 
-    from qbeast.core.band_row_groups import encode_pieces, split_by_floors
+    from qbeast.core.band_row_groups import split_by_floors
     from qbeast.delta.stats import footer_stats
     from qbeast.index.file_blocks import file_plan, recount_blocks, row_cubes
     from qbeast.index.points import table_points
     from qbeast.index.row_weights import spark_hash
     from qbeast.spark.write.arrow_parquet import arrow_write_options, non_finite_columns
-    from qbeast.spark.write.row_groups import read_piece_layout, write_pieces_with_arrow
+    from qbeast.spark.write.row_groups import read_data_footer, write_pieces_with_arrow
 
     data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
     blocks: tuple[Block, ...] = ()
     parts = [data]
     record = None
-    if target.revision_id > 0:
+    old_footer = read_data_footer(footer, target.size)
+    old = PieceLayout.of(old_footer) if old_footer is not None else None
+    kept = in_place_layout(target, data.num_rows, old) if in_place else None
+    if kept is not None:
+        blocks, parts, record = kept[0], _slices(data, kept[1]), kept[2]
+    elif target.revision_id > 0:
         assert revision is not None
         if weights is None:
             weights = spark_hash([data.column(c) for c in revision.columns]).astype(np.int64)
@@ -213,7 +226,6 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
         plan = file_plan(revision.dimension_count, target.blocks)
         cubes = row_cubes(plan, coords, weights, target.path)
         blocks = recount_blocks(target.blocks, cubes, weights)
-        old = read_piece_layout(footer, target.size)
         if old is not None:
             order, pieces = split_by_floors(weights, [p.min_weight for p in old.pieces])
             ordered = data.take(pa.array(order))
@@ -222,7 +234,8 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
             record = encode_pieces(pieces)
     name = f"{uuid.uuid4()}.parquet"
     path = os.path.join(staging, name)
-    write_pieces_with_arrow(path, parts, record, **arrow_write_options(data, version))
+    write_pieces_with_arrow(path, parts, record,
+                            **arrow_write_options(data, version, like=old_footer))
     info = os.stat(path)
     stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite_columns(data))
     encoded = json.dumps([[b.cube, b.min_weight, b.max_weight, b.element_count, b.replicated]
@@ -230,3 +243,35 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     return {"origin": target.origin, "name": name, "size": info.st_size,
             "mtime": int(info.st_mtime * 1000), "rows": data.num_rows, "stats": stats,
             "blocks": encoded}
+
+
+def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None
+                    ) -> tuple[tuple[Block, ...], tuple[int, ...], str | None] | None:
+    """(blocks, rows of each band piece, piece record) of a replacement holding the old file's
+    ``rows`` rows in their order with unchanged indexed values; None when they must be
+    recomputed.
+
+    The old description carries over only when it is one a recount reproduces: one block per
+    cube (a recount merges duplicates) whose counts add up to the file's rows, and a piece
+    record (``old``, when the file has one) covering exactly those rows. Staging files have
+    neither.
+    """
+    if target.revision_id == 0:
+        return (), (rows,), None
+    cubes = [b.cube for b in target.blocks]
+    if len(set(cubes)) != len(cubes) or sum(b.element_count for b in target.blocks) != rows:
+        return None
+    if old is None:
+        return target.blocks, (rows,), None
+    if sum(p.rows for p in old.pieces) != rows:
+        return None
+    return target.blocks, tuple(p.rows for p in old.pieces), encode_pieces(old.pieces)
+
+
+def _slices(data: Any, sizes: Sequence[int]) -> list[Any]:
+    """``data`` cut into consecutive parts of ``sizes`` rows."""
+    parts, start = [], 0
+    for size in sizes:
+        parts.append(data.slice(start, size))
+        start += size
+    return parts

@@ -36,19 +36,25 @@ logger = logging.getLogger("qbeast.spark.write.row_groups")
 
 def read_piece_layout(location: str, size: int | None = None) -> PieceLayout | None:
     """The piece record of a data file's footer, with its row groups; ``None`` without a record
-    or when the footer cannot be read here (the file is then read, or rewritten, whole).
+    or when the footer cannot be read here (the file is then read, or rewritten, whole)."""
+    footer = read_data_footer(location, size)
+    return PieceLayout.of(footer) if footer is not None else None
+
+
+def read_data_footer(location: str, size: int | None = None) -> Any:
+    """The ``pyarrow.parquet.FileMetaData`` of a data file; ``None`` when it cannot be read here.
 
     Local files are opened directly; files on an object store through its storage, with ranged
     requests for the footer only (``size``, from the log, saves one request).
     """
     try:
         if is_local_file_path(location):
-            return PieceLayout.of(pq.read_metadata(location))
+            return pq.read_metadata(location)
         if not is_remote(location):
             return None  # a scheme no storage here serves (hdfs://, ...): read the file whole
-        return PieceLayout.of(read_footer(storage_for(location), location, size))
+        return read_footer(storage_for(location), location, size)
     except (OSError, ValueError) as exc:
-        logger.debug("footer of %s not read (%s): no piece record", location, exc)
+        logger.debug("footer of %s not read (%s)", location, exc)
         return None
 
 
