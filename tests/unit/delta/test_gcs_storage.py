@@ -1,7 +1,7 @@
 """The object-store backend against a GCS emulator (fake-gcs-server) on loopback.
 
 Through obstore's GCS client as a user points it at an emulator (``GOOGLE_SERVICE_ACCOUNT``, a
-service account file naming the server, and ``GOOGLE_ALLOW_HTTP``): ranged reads, streamed
+service account file naming the server): ranged reads, streamed
 downloads, listings (with and without a start offset), deletes, and the log layer reading a
 table's log (checkpoint, time travel, history) and vacuuming it on ``gs://``.
 
@@ -57,6 +57,20 @@ def test_reads_listings_and_deletes_on_gcs(root: str, gcs_environment: Any, tmp_
     payload = bytes(range(256)) * 4096  # 1 MiB, not one repeated byte: offsets are checked
     gcs_environment.upload(f"{root}/data/file.bin", payload)
     check_reads(storage, f"{root}/data/file.bin", payload, str(tmp_path))
+
+
+def test_gcs_settings_given_as_options_instead_of_the_environment(fake_gcs: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The service account as storage options, with no ``GOOGLE_*`` variable set: a file path in
+    obstore's spelling, or the file's JSON itself in deltalake's upper-case spelling."""
+    for key in fake_gcs.environment():
+        monkeypatch.delenv(key, raising=False)
+    location = root_location(f"{uuid.uuid4().hex[:12]}/x.bin")
+    fake_gcs.upload(location, b"seen")
+    by_path = {"google_service_account": str(fake_gcs.service_account)}
+    by_value = {"GOOGLE_SERVICE_ACCOUNT_KEY": fake_gcs.service_account.read_text()}
+    for options in (by_path, by_value):
+        assert ObjectStorage("gs", options).read_bytes(location) == b"seen"
 
 
 def _local_table(folder: Path) -> DeltaLog:
