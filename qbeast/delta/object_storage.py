@@ -452,7 +452,9 @@ class ObjectStorage(Storage):
         with _answered(self.uri(path), "listing"):
             for meta in _listing(store, prefix or None, offset=prefix + start_after):
                 name = meta["path"][len(prefix):]
-                if "/" not in name:  # direct children only
+                # direct children only; the offset is a request, not a promise: some servers
+                # (fake-gcs-server, GCS emulators) ignore ``start-after`` and list from the start
+                if "/" not in name and name > start_after:
                     names.append(name)
         return sorted(names)
 

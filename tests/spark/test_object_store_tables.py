@@ -340,3 +340,52 @@ def test_the_engine_on_azure_with_deltalake_reading_the_same_rows(spark, azure_e
                       .select("id").collect()) == list(range(500))
     finally:
         spark.conf.unset("spark.qbeast.storage.mirrorDir")
+
+
+def test_the_engine_reads_and_vacuums_a_gcs_table_with_deltalake_reading_the_same_rows(
+        spark, gcs_environment, tmp_path: Path) -> None:
+    """A GCS emulator (fake-gcs-server) instead of S3. It takes no write object_store sends
+    (tests/gcs_server.py), so the table is written, appended, deleted from, merged into and
+    optimized on the local disk and copied into the bucket as it is; on ``gs://`` the engine
+    then reads it whole, sampled, filtered and through SQL, deltalake reads the same rows from
+    the bucket, and vacuum deletes exactly the objects no version needs."""
+    import deltalake
+    from gcs_server import root_location
+
+    local = str(tmp_path / "events")
+    qbeast.write(_events(spark, 0, 6_000), local, columns_to_index="user_id,price", cube_size=1_000)
+    qbeast.write(_events(spark, 6_000, 1_000), local)
+    written = qbeast.QbeastTable.for_path(spark, local)
+    written.delete("id % 10 = 0")
+    upserts = spark.createDataFrame([(1, 5, 1.0), (9_999, 6, 2.0)], "id long, user_id int, price double")
+    merged = written.merge(upserts, on=["id"])
+    assert (merged.rows_updated, merged.rows_inserted) == (1, 1)
+    assert written.optimize(merge_revisions=True).versions  # files rewritten: removes in the log
+    expected = sorted([i for i in range(7_000) if i % 10] + [9_999])
+    path = f"{root_location(uuid.uuid4().hex[:12])}/events"
+    gcs_environment.upload_tree(local, path)
+
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        table = qbeast.QbeastTable.for_path(spark, path)
+        assert sorted(r.id for r in table.to_df().select("id").collect()) == expected
+        assert table.sample(0.1).count() == written.sample(0.1).count() > 0
+        assert table.to_df(filter="user_id < 100").count() == \
+            written.to_df().where("user_id < 100").count() > 0
+        assert spark.read.format("qbeast").load(path).where("price < 50").count() == \
+            written.to_df().where("price < 50").count()
+        assert sorted(QbeastSnapshot.load(path).revisions) == sorted(QbeastSnapshot.load(local).revisions)
+
+        def deltalake_ids() -> list[int]:  # the environment's GOOGLE_SERVICE_ACCOUNT only
+            return sorted(deltalake.DeltaTable(path).to_pyarrow_table(columns=["id"])
+                          .column("id").to_pylist())
+
+        assert deltalake_ids() == expected
+        live = {a.path for a in DeltaLog.for_path(path).snapshot().files.values()}
+        before = set(_objects(path))
+        report = table.vacuum(retention_hours=0, allow_short_retention=True)
+        after = set(_objects(path))
+        assert before - after and set(report.files) == before - after and live <= after
+        assert deltalake_ids() == expected
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")

@@ -30,13 +30,26 @@ def check_storage_contract(storage: Storage, root: str) -> None:
     storage.write_bytes(path, b"12")
     storage.write_bytes(path, b"12345")
     assert storage.read_bytes(path) == b"12345"
+    storage.write_bytes(storage.join(a, "sub", "c.bin"), b"x")
+    check_listings_and_deletes(storage, root)
+    assert storage.put_if_absent(path, b"again") is True
+
+
+def check_listings_and_deletes(storage: Storage, root: str) -> None:
+    """Listings, stat, exists and idempotent delete of the tree ``root/log/0.json``,
+    ``root/a/b.bin`` (5 bytes) and ``root/a/sub/c.bin`` (1 byte), however it was written;
+    ``root/a/b.bin`` is deleted."""
+    commit = storage.join(root, "log", "0.json")
+    a = storage.join(root, "a")
+    path = storage.join(a, "b.bin")
     stat = storage.stat(path)
     assert (stat.size, stat.path, stat.is_dir) == (5, path, False) and stat.mtime_ms > 0
-    storage.write_bytes(storage.join(a, "sub", "c.bin"), b"x")
-
     children = {s.name: (s.is_dir, s.path) for s in storage.list_dir(a)}
     assert children == {"b.bin": (False, path), "sub": (True, storage.join(a, "sub"))}
     assert sorted(storage.list_names(a)) == ["b.bin", "sub"]
+    # what a snapshot load lists after a checkpoint: only names sorting after the given one
+    assert "b.bin" in storage.list_names_after(a, "a.bin")
+    assert "b.bin" not in storage.list_names_after(a, "b.bin")
     walked = sorted((s.path, s.size, s.is_dir) for s in storage.walk(a))
     assert walked == [(path, 5, False), (storage.join(a, "sub", "c.bin"), 1, False)]
 
@@ -52,7 +65,6 @@ def check_storage_contract(storage: Storage, root: str) -> None:
         storage.read_bytes(path)
     with pytest.raises(FileNotFoundError):
         storage.stat(path)
-    assert storage.put_if_absent(path, b"again") is True
 
 
 def check_file_transfers(storage: Storage, root: str, local_dir: str) -> None:
@@ -67,6 +79,17 @@ def check_file_transfers(storage: Storage, root: str, local_dir: str) -> None:
     target = storage.join(root, "data", "file.bin")
     stat = storage.upload(source, target)
     assert (stat.size, stat.path) == (len(payload), target) and stat.mtime_ms > 0
+    check_reads(storage, target, payload, local_dir)
+    assert sorted(os.listdir(local_dir)) == ["copy.bin", "source.bin"]  # no partial file left
+
+
+def check_reads(storage: Storage, target: str, payload: bytes, local_dir: str) -> None:
+    """Ranged reads and a streamed download of ``target`` (holding ``payload``, at least 2,000
+    bytes) into ``local_dir``; missing objects are
+    ``FileNotFoundError`` and leave no partial file."""
+    import os
+
+    root = target.rsplit("/", 1)[0]
     assert storage.read_range(target, 0, 4) == payload[:4]
     assert storage.read_range(target, len(payload) - 8, 8) == payload[-8:]
     assert storage.read_range(target, 1000, 300) == payload[1000:1300]
@@ -76,12 +99,11 @@ def check_file_transfers(storage: Storage, root: str, local_dir: str) -> None:
     assert storage.download(target, copy) == len(payload)
     with open(copy, "rb") as handle:
         assert handle.read() == payload
-    assert sorted(os.listdir(local_dir)) == ["copy.bin", "source.bin"]  # no partial file left
     with pytest.raises(FileNotFoundError):
-        storage.download(storage.join(root, "data", "missing.bin"), os.path.join(local_dir, "x"))
+        storage.download(storage.join(root, "missing.bin"), os.path.join(local_dir, "x"))
     assert not os.path.exists(os.path.join(local_dir, "x"))
     with pytest.raises(FileNotFoundError):
-        storage.read_range(storage.join(root, "data", "missing.bin"), 0, 4)
+        storage.read_range(storage.join(root, "missing.bin"), 0, 4)
 
 
 def check_log_layer(storage: Storage, location: str, now_ms: Callable[[], int]) -> None:
@@ -122,18 +144,25 @@ def check_log_layer(storage: Storage, location: str, now_ms: Callable[[], int]) 
 def race_put_if_absent(new_storage: Callable[[], Storage], key: str, writers: int) -> dict[int, bool]:
     """``writers`` threads, each with its own client (``new_storage()``, as separate writers
     have), put ``key`` at the same moment; what each was told. The payload names the writer, so
-    the caller can check that the stored bytes are the winner's."""
+    the caller can check that the stored bytes are the winner's. A writer's error is raised here,
+    once every writer is done."""
     barrier = threading.Barrier(writers)
     results: dict[int, bool] = {}
+    errors: list[BaseException] = []
 
     def put(writer: int) -> None:
         storage = new_storage()
         barrier.wait()
-        results[writer] = storage.put_if_absent(key, f"writer {writer} ".encode() * 5000)
+        try:
+            results[writer] = storage.put_if_absent(key, f"writer {writer} ".encode() * 5000)
+        except Exception as exc:  # raised in the caller's thread below
+            errors.append(exc)
 
     threads = [threading.Thread(target=put, args=(w,)) for w in range(writers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    if errors:
+        raise errors[0]
     return results
