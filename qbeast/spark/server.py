@@ -30,7 +30,7 @@ from qbeast.core.sql import sql_string
 from qbeast.errors import InvalidOptionError, QbeastError
 from qbeast.spark.bridge import PROCEDURES_CATALOG_CLASS, PROCEDURES_CATALOG_KEY, jar_path
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
-from qbeast.spark.session import ENGINE_DEFAULTS
+from qbeast.spark.session import ENGINE_DEFAULTS, overlay
 
 logger = logging.getLogger("qbeast.spark.server")
 
@@ -47,10 +47,6 @@ TOKEN_VARIABLE = "QBEAST_SERVE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 TOKEN_INTERCEPTOR_CLASS = "io.dbtqbeast.bridge.TokenInterceptor"
 TOKEN_AUTHENTICATION_CLASS = "io.dbtqbeast.bridge.TokenAuthentication"
-
-
-#: settings that hold lists: a user's ``--conf`` value is joined to the server's (separator)
-_JOINED_SETTINGS = {"spark.driver.extraJavaOptions": " ", "spark.driver.extraClassPath": ":"}
 
 
 class ServeError(QbeastError):
@@ -129,14 +125,9 @@ class ServeOptions:
                 # system properties, not in the session's configuration
                 conf["spark.driver.extraJavaOptions"] += (
                     f" -Dhive.server2.custom.authentication.class={TOKEN_AUTHENTICATION_CLASS}")
-        for key, value in self.conf.items():
-            key, value = str(key), str(value)
-            if key in _JOINED_SETTINGS and key in conf:
-                # the user's options come after the server's own (the catalog's Derby folder,
-                # the token's authentication class, the bridge jar), never instead of them
-                value = f"{conf[key]}{_JOINED_SETTINGS[key]}{value}"
-            conf[key] = value
-        return conf
+        # the user's options come after the server's own (the catalog's Derby folder, the
+        # token's authentication class, the bridge jar), never instead of them
+        return overlay(conf, self.conf)
 
     def endpoints(self) -> list[str]:
         """What the server offers, as clients write it (the token's place, never its value)."""

@@ -54,12 +54,36 @@ def pin_python_workers() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
-def session_conf(conf: Mapping[str, Any] | None = None) -> dict[str, str]:
-    """Engine defaults overlaid with the caller's settings (the caller wins)."""
-    merged = dict(ENGINE_DEFAULTS)
+#: Settings that hold a list (JVM options, a class path) and their separators: a caller's value
+#: is added after the one already there, never instead of it. Replacing the driver's Java
+#: options would drop the UTC clock the engine relies on, or a server's Derby folder and
+#: authentication class.
+LIST_SETTINGS: dict[str, str] = {
+    "spark.driver.extraJavaOptions": " ",
+    "spark.executor.extraJavaOptions": " ",
+    "spark.driver.extraClassPath": ":",
+    "spark.executor.extraClassPath": ":",
+}
+
+
+def overlay(base: Mapping[str, str], conf: Mapping[str, Any] | None) -> dict[str, str]:
+    """``base`` with ``conf``'s settings: ``conf`` wins, except for :data:`LIST_SETTINGS`,
+    whose values are joined (``base``'s first; a value that already starts with ``base``'s
+    is taken as it is, so applying the same overlay twice changes nothing)."""
+    merged = dict(base)
     for key, value in (conf or {}).items():
-        merged[str(key)] = str(value)
+        key, value = str(key), str(value)
+        first = merged.get(key)
+        if key in LIST_SETTINGS and first and not value.startswith(first):
+            value = f"{first}{LIST_SETTINGS[key]}{value}"
+        merged[key] = value
     return merged
+
+
+def session_conf(conf: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """Engine defaults overlaid with the caller's settings (:func:`overlay`: the caller wins,
+    list settings such as the JVM options are joined)."""
+    return overlay(ENGINE_DEFAULTS, conf)
 
 
 #: Settings a Spark Connect client may change in its session: SQL settings (except the static

@@ -21,6 +21,7 @@ from dbt.adapters.qbeast.session_settings import (
     uses_embedded_metastore,
 )
 from qbeast.errors import QbeastError
+from qbeast.spark.session import session_conf
 
 
 def test_relative_catalog_dir_hangs_off_the_project_not_the_working_directory(tmp_path, monkeypatch):
@@ -53,8 +54,14 @@ def test_profile_without_project_root_falls_back_to_dbt_project_dir_flag(tmp_pat
         set_flags(previous)
 
 
+def _driver_conf(*args):
+    """What the adapter's driver starts with: the connection's settings in the engine's
+    session (its defaults, the JVM options joined)."""
+    return session_conf(connection_spark_conf(*args))
+
+
 def test_embedded_catalog_defaults_point_inside_the_catalog_dir(tmp_path):
-    conf = connection_spark_conf({}, tmp_path)
+    conf = _driver_conf({}, tmp_path)
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "warehouse")
     url = conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
     assert url == f"jdbc:derby:;databaseName={tmp_path / 'metastore_db'};create=true"
@@ -64,7 +71,7 @@ def test_embedded_catalog_defaults_point_inside_the_catalog_dir(tmp_path):
 
 
 def test_user_parameters_win_but_keep_the_utc_jvm(tmp_path):
-    conf = connection_spark_conf(
+    conf = _driver_conf(
         {
             "spark.sql.warehouse.dir": "/data/wh",
             "spark.driver.extraJavaOptions": "-Xss4m",
@@ -76,11 +83,13 @@ def test_user_parameters_win_but_keep_the_utc_jvm(tmp_path):
     assert conf["spark.sql.shuffle.partitions"] == "3"
     java = conf["spark.driver.extraJavaOptions"].split()
     assert java[0] == "-Duser.timezone=UTC" and java[-1] == "-Xss4m"
+    assert java.count("-Duser.timezone=UTC") == 1
+    assert session_conf(conf) == conf  # the engine's overlay is idempotent
 
 
 @pytest.mark.parametrize("key", ["spark.hadoop.hive.metastore.uris", "spark.remote"])
 def test_external_catalog_gets_no_embedded_derby(tmp_path, key):
-    conf = connection_spark_conf({key: "thrift://metastore:9083"}, tmp_path)
+    conf = _driver_conf({key: "thrift://metastore:9083"}, tmp_path)
     assert "spark.hadoop.javax.jdo.option.ConnectionURL" not in conf
     assert "derby" not in conf["spark.driver.extraJavaOptions"]
     assert not uses_embedded_metastore({key: "x"}) and uses_embedded_metastore({"spark.master": "x"})

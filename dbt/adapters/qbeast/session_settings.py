@@ -22,7 +22,6 @@ WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 METASTORE_URL_KEYS = ("spark.hadoop.javax.jdo.option.ConnectionURL", "javax.jdo.option.ConnectionURL")
 EXTERNAL_METASTORE_KEYS = ("spark.hadoop.hive.metastore.uris", "hive.metastore.uris", "spark.remote")
 DRIVER_JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
-ENGINE_DRIVER_JAVA_OPTIONS = "-Duser.timezone=UTC"
 
 
 def project_root_of(config: Any) -> Path:
@@ -66,14 +65,15 @@ def connection_spark_conf(
 ) -> Dict[str, str]:
     """Spark settings of a dbt connection: embedded catalog defaults, then the user's parameters.
 
-    The user's ``server_side_parameters`` win, except that the driver's Java options always keep
-    ``-Duser.timezone=UTC`` (the engine relies on a UTC JVM) and the Derby paths are prepended.
+    The user's ``server_side_parameters`` win, except that the driver's Java options are
+    joined: the Derby paths and log options first, the user's after them. The engine's session
+    (``qbeast.spark.session.session_conf``) puts its own (a UTC clock) in front of all of them.
     The driver's own logging goes to ``<catalog>/spark.log``, with only ``console_log_level`` and
     above on the console, unless the user's Java options name their own log4j configuration.
     """
     user = {str(k): str(v) for k, v in server_side_parameters.items()}
     conf: Dict[str, str] = {}
-    java_options = [ENGINE_DRIVER_JAVA_OPTIONS]
+    java_options: list = []
     embedded = EmbeddedCatalog(catalog)
     if WAREHOUSE_KEY not in user and "spark.remote" not in user:
         conf[WAREHOUSE_KEY] = str(embedded.warehouse)
@@ -84,7 +84,10 @@ def connection_spark_conf(
     if "spark.remote" not in user and "log4j" not in user_java:
         java_options.extend(quiet_log_options(catalog, console_log_level))
     conf.update(user)
-    conf[DRIVER_JAVA_OPTIONS_KEY] = " ".join(java_options + ([user_java] if user_java else []))
+    if user_java:
+        java_options.append(user_java)
+    if java_options:
+        conf[DRIVER_JAVA_OPTIONS_KEY] = " ".join(java_options)
     return conf
 
 
