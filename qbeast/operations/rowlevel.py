@@ -364,12 +364,15 @@ def _in_one_job(op: _Operation, shipped: shipped_source.ShippedSource, *, action
                        deleted=counts[DELETE], moved=counts[MOVE],
                        rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
         targets = [RewriteTarget.of(i, a, snapshot) for i, a in enumerate(outcome.removed)]
-        new_rows = file_merge.appended_rows(job, shipped, outcome, inserts)
+        appended = file_merge.appended_rows(job, shipped, outcome, inserts)
+        new_rows: Any = appended[0] if appended is not None else None
         if new_rows is None and inserts is not None and snapshot.latest_revision is not None:
             # what the join path's append of no row gives, without a Spark job for it
             new_rows = IndexedRows(snapshot.latest_revision, False, (), 0)
+        # the moved rows and inserts are in the driver already: indexed there (no Spark job)
         return op.append_and_commit(candidates, targets, outcome.rewritten, outcome.counts,
-                                    new_rows, parameters, written)
+                                    new_rows, parameters, written,
+                                    driver_rows=appended[1] if appended is not None else 0)
     except BaseException:
         _delete_written(snapshot.delta.log, written)
         raise
@@ -572,17 +575,18 @@ class _Operation:
     def append_and_commit(self, candidates: list[AddFile], targets: list[RewriteTarget],
                           rewritten: dict[int, WrittenFile], counts: dict[int, int],
                           new_rows: Any, parameters: dict[str, Any],
-                          written: list[WrittenFile]) -> RowLevelResult:
+                          written: list[WrittenFile], driver_rows: int = 0) -> RowLevelResult:
         """Append ``new_rows`` (the moved rows and the inserts, a DataFrame; None: none; an
         :class:`IndexedRows`: what an append without rows gives), commit the replacements of
         ``targets`` with them; the operation's result. The files written are added to
-        ``written`` (the caller deletes them when this fails)."""
+        ``written`` (the caller deletes them when this fails). ``driver_rows``: ``new_rows``
+        holds that many rows the driver already has (:func:`index_rows`)."""
         appended = new_rows if isinstance(new_rows, IndexedRows) else None
         if new_rows is not None:
             self.check_cancelled("the append")
         if new_rows is not None and appended is None:
             appended = index_rows(self.job.spark, new_rows, self.snapshot,
-                                  self.snapshot.delta.log.table_path)
+                                  self.snapshot.delta.log.table_path, driver_rows=driver_rows)
             written += appended.written
         inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
         return self._commit(candidates, targets, rewritten, appended, parameters,

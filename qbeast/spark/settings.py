@@ -163,8 +163,9 @@ LOCAL_ROWS = Setting(
     "of a merge, the rows an update moves, optimize) that is collected to the driver once and "
     "indexed there (stats, estimation, assignment, parquet files written with pyarrow in the "
     "table's encodings) instead of three Spark jobs; same revision, blocks and band layout. "
-    "Larger inputs, and inputs whose estimation would be sampled, run in Spark; 0 = always "
-    "in Spark.",
+    "Larger inputs, and inputs whose estimation would be sampled, run in Spark, except the "
+    "inserts of a merge whose source was shipped (spark.qbeast.merge.shippedSourceRows): the "
+    "driver holds those already; 0 = always in Spark.",
     minimum=0,
 )
 

@@ -156,6 +156,27 @@ def test_the_setting_chooses_the_path_and_a_bad_value_fails_naming_it(spark, bas
         spark.conf.unset(KEY)
 
 
+def test_the_inserts_of_a_shipped_source_are_indexed_on_the_driver_above_local_rows(
+        spark, base, tmp_path, caplog):
+    """The inserts (and moved rows) of the one-job path are rows the driver holds: indexed there
+    even above ``spark.qbeast.write.localRows``, where the join path's append runs in Spark;
+    the two leave the same table."""
+    caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
+    local_rows = settings.LOCAL_ROWS.key
+    spark.conf.set(local_rows, "2")
+    try:
+        joined, one_job, joined_path, one_job_path = _both_paths(
+            spark, base, tmp_path, CHANGES["merge-update"](spark))
+    finally:
+        spark.conf.unset(local_rows)
+    collects = [r.getMessage() for r in caplog.records if "local collect done" in r.getMessage()]
+    assert len(collects) == 2, collects
+    assert "local=False" in collects[0] and "local=True" in collects[1]
+    assert (joined.rows_inserted, joined.rows_updated) == (one_job.rows_inserted,
+                                                           one_job.rows_updated) == (2, 3)
+    assert _state(spark, joined_path)[:2] == _state(spark, one_job_path)[:2]
+
+
 def test_floating_point_keys_and_target_predicates_are_joined(spark, base, tmp_path, caplog):
     """Spark's join treats -0.0 as 0.0 and NaN as NaN, an Arrow join does not: a floating-point
     key is joined in Spark; so is a target predicate (SQL the tasks cannot evaluate)."""

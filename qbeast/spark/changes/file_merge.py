@@ -150,11 +150,11 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
 
 
 def appended_rows(job: ChangeScan, shipped: ShippedSource, outcome: FileMergeOutcome,
-                  inserts: str | None) -> Any:
-    """The rows the indexed append writes, as a DataFrame of the table's columns (None: no
-    row): the moved rows, then the inserts: the source rows no target row matched
-    (``inserts="unmatched"``, a merge; null keys included), or every source row (``"all"``,
-    a delete+insert)."""
+                  inserts: str | None) -> tuple[Any, int] | None:
+    """The rows the indexed append writes, as a DataFrame of the table's columns made from
+    rows the driver holds, and their number (None: no row): the moved rows, then the inserts:
+    the source rows no target row matched (``inserts="unmatched"``, a merge; null keys
+    included), or every source row (``"all"``, a delete+insert)."""
     parts: list[pa.Table] = []
     if outcome.moved is not None and outcome.moved.num_rows:
         parts.append(outcome.moved)
@@ -168,7 +168,7 @@ def appended_rows(job: ChangeScan, shipped: ShippedSource, outcome: FileMergeOut
     table = pa.concat_tables(parts) if parts else None
     if table is None or table.num_rows == 0:
         return None
-    return job.spark.createDataFrame(table, schema=job.schema)
+    return job.spark.createDataFrame(table, schema=job.schema), table.num_rows
 
 
 def task_groups(sizes: Sequence[int | None], tasks: int) -> tuple[tuple[int, ...], ...]:

@@ -202,7 +202,8 @@ class IndexedRows:
 
 
 def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
-               options: WriteOptions | None = None, rows_already_in_table: bool = False) -> IndexedRows:
+               options: WriteOptions | None = None, rows_already_in_table: bool = False,
+               driver_rows: int = 0) -> IndexedRows:
     """Stats, estimation, assignment, file writing and threshold markers of rows appended to the
     latest revision of ``snapshot`` (a :class:`qbeast.snapshot.QbeastSnapshot`), opening a new
     revision when the rows grow the indexed space (FORMAT §3.8); nothing is committed.
@@ -213,6 +214,9 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
 
     An input of at most ``spark.qbeast.write.localRows`` rows is indexed on the driver after
     one collect (:func:`index_locally`), with the same revision, plan and files.
+    ``driver_rows``: ``data`` is a DataFrame of that many rows the driver already holds (a
+    shipped merge's inserts): collecting them back costs no new memory, so they are indexed on
+    the driver whatever their number (unless ``localRows`` is 0).
     """
     from qbeast.spark.write.revision_change import choose_revision, index_spec
 
@@ -225,7 +229,7 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                           index_status=lambda r: snapshot.index_status(r.revision_id),
                           rows_before=snapshot.delta.num_records or 0,
                           options=options or WriteOptions(),
-                          rows_already_in_table=rows_already_in_table)
+                          rows_already_in_table=rows_already_in_table, driver_rows=driver_rows)
     if local is not None:
         return local
     phase = write_phase(path, "stats", spark)
@@ -252,18 +256,20 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
 def index_locally(spark: Any, data: Any, base: Revision, spec: Any, table_dir: str, *,
                   path: str, cube_size: int, column_stats: Any, table_id: str,
                   index_status: Any, rows_before: int, options: WriteOptions,
-                  rows_already_in_table: bool = False) -> IndexedRows | None:
+                  rows_already_in_table: bool = False, driver_rows: int = 0) -> IndexedRows | None:
     """An indexed append of ``data`` into ``base`` on the driver, when the input has at most
     ``spark.qbeast.write.localRows`` rows (:mod:`qbeast.spark.write.local`): one collect job
     instead of the stats, estimation and write jobs, the same revision, plan and files.
     ``None``: run the Spark jobs. ``index_status(revision)`` is the index an append into an
-    existing revision adds to; ``rows_before`` the table's rows before the write.
+    existing revision adds to; ``rows_before`` the table's rows before the write;
+    ``driver_rows``: rows of ``data`` the driver already holds (the limit rises to them).
     """
     from qbeast.spark.write import local
 
     limit = settings.LOCAL_ROWS.read(spark)
     if limit == 0:
         return None
+    limit = max(limit, driver_rows)
     phase = write_phase(path, "local collect")
     collected = local.collect_rows(data, limit)
     if collected is None:
