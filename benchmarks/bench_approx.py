@@ -90,7 +90,7 @@ def _split(spark, table, aggregates: list[str], group: str | None, tolerance: fl
         return original, timed
 
     targets = [(operations, "read_band", "steps"), (operations, "read_small_bands", "steps"),
-               (reads, "_band_rows", "build"), (reads, "fold_band", "fold"),
+               (reads, "band_dataframe", "build"), (reads, "fold_band", "fold"),
                (operations, "answer_dataframe", "answer")]
     originals = []
     for module, name, phase in targets:
