@@ -18,6 +18,7 @@ the split holding its midpoint; a whole file: all of them), and the planned pref
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,7 +26,6 @@ from typing import Any
 from qbeast.core.band_row_groups import row_group_spans
 from qbeast.core.weight import MIN_WEIGHT
 from qbeast.spark.arrow_columns import conform_column, spark_arrow_types
-from qbeast.spark.data_files import is_remote
 from qbeast.spark.read.planner import ReadPlan
 
 #: The most bytes (planned file prefixes) a band read here may open: beyond it a Spark scan on
@@ -84,7 +84,9 @@ def readable_here(plan: ReadPlan, row_filter: Any, hash_columns: Sequence[str],
     :data:`LOCAL_READ_BYTES`, and columns whose types this reader gives exactly as Spark does."""
     if row_filter is not None or plan.layout is not None:
         return False
-    if plan.selected_bytes > LOCAL_READ_BYTES or any(is_remote(f.path) for f in plan.files):
+    # local files are absolute paths; an object store's are URIs (their local copies are
+    # Spark's business: :func:`qbeast.spark.data_files.readable`)
+    if plan.selected_bytes > LOCAL_READ_BYTES or not all(os.path.isabs(f.path) for f in plan.files):
         return False
     types = {f["name"]: f["type"] for f in json.loads(plan.schema_json)["fields"]}
     return (all(types.get(c) in _HASH_TYPES or _is_decimal(types.get(c)) for c in hash_columns)
