@@ -166,17 +166,16 @@ def _paired_ratio(exact, approx, pairs: int = TIMED_RUNS) -> dict[str, Any]:
             "pairs": pairs}
 
 
-def _without_local_reads(action):
+def _without_local_reads(spark, action):
     """``action()`` with every band read by Spark (the reads before bands were read in this
     process), to compare both in one run."""
-    import qbeast.spark.read.local_band as local_band
+    from qbeast.spark import settings
 
-    kept = local_band.LOCAL_READ_BYTES
-    local_band.LOCAL_READ_BYTES = 0
+    spark.conf.set(settings.APPROX_LOCAL_READ_BYTES.key, "0")
     try:
         return action()
     finally:
-        local_band.LOCAL_READ_BYTES = kept
+        spark.conf.unset(settings.APPROX_LOCAL_READ_BYTES.key)
 
 
 def measure(spark, name: str, qbeast_path: str, parquet_path: str, group: str | None,
@@ -204,8 +203,8 @@ def measure(spark, name: str, qbeast_path: str, parquet_path: str, group: str | 
         jobs = jobs_of(run)  # the warm-up also counts the Spark jobs of one answer
         seconds, answer = _timed(run)
         if tolerance == GOAL_TOLERANCE:
-            spark_jobs = _without_local_reads(lambda: jobs_of(run))
-            spark_seconds, spark_answer = _without_local_reads(lambda: _timed(run))
+            spark_jobs = _without_local_reads(spark, lambda: jobs_of(run))
+            spark_seconds, spark_answer = _without_local_reads(spark, lambda: _timed(run))
             by_spark = {"seconds": spark_seconds, "jobs": spark_jobs,
                         "same_answer": _same_answer(answer, spark_answer)}
         errors, covered, met = [], True, True

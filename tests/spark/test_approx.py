@@ -18,6 +18,7 @@ from qbeast.spark.read.approx import (
     read_band,
     read_small_bands,
 )
+from qbeast.spark import settings
 from qbeast.spark.read import local_band
 from qbeast.spark.read.predicates import user_predicate
 from qbeast.spark.read.scan_metrics import scan_io
@@ -150,9 +151,10 @@ def test_a_small_band_read_here_or_by_spark_gives_the_statistics_of_spark_fold(
                                                             spark_fold.bytes_read)
 
 
-def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table, monkeypatch):
+def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table):
     """The same answer, DataFrame and all, whether its small bands are read in this process or
-    by Spark (:data:`LOCAL_READ_BYTES` 0 sends every band to Spark), with fewer Spark jobs."""
+    by Spark (``spark.qbeast.approx.localReadBytes`` 0 sends every band to Spark), with fewer
+    Spark jobs."""
     t = qbeast.QbeastTable.for_path(spark, table)
 
     def answer():
@@ -161,8 +163,11 @@ def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table, monkeypat
         return df.schema, df.collect()
 
     (schema, here), here_jobs = _jobs(spark, answer)
-    monkeypatch.setattr(local_band, "LOCAL_READ_BYTES", 0)
-    (spark_schema, by_spark), spark_jobs = _jobs(spark, answer)
+    spark.conf.set(settings.APPROX_LOCAL_READ_BYTES.key, "0")
+    try:
+        (spark_schema, by_spark), spark_jobs = _jobs(spark, answer)
+    finally:
+        spark.conf.unset(settings.APPROX_LOCAL_READ_BYTES.key)
     assert schema == spark_schema and len(here) == len(by_spark) == 9
     numbers = ("estimate", "low", "high")  # sums in another order: equal to the last bits
     for mine, theirs in zip(here, by_spark):
@@ -245,10 +250,11 @@ def test_a_band_read_here_holds_the_rows_and_values_spark_scan_gives(spark, tmp_
     predicate, _ = user_predicate(snapshot, None)
     hash_columns = tuple(snapshot.latest_revision.columns)
     group_by, columns = ["day", "flag", "small"], ["big", "f", "price"]
+    limit = settings.APPROX_LOCAL_READ_BYTES.default
     for lo, hi, nulls in [(*band(0.0, 0.1), False), (*band(0.2, 1.0), False),
                           (MIN_WEIGHT, None, True)]:
         plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
-        assert local_band.readable_here(plan, None, hash_columns, group_by, columns)
+        assert local_band.readable_here(plan, None, hash_columns, group_by, columns, limit)
         mine, read_rows = local_band.band_table(plan, hash_columns, group_by, columns, lo, hi, nulls)
         rows = band_dataframe(spark, snapshot, plan, None, None, group_by, columns, lo, hi, nulls)
         theirs = rows.toArrow()
@@ -257,11 +263,10 @@ def test_a_band_read_here_holds_the_rows_and_values_spark_scan_gives(spark, tmp_
         assert mine.sort_by(order).to_pylist() == theirs.sort_by(order).to_pylist()
         assert read_rows == scan_io(rows).rows_scanned
     for refused in ([["ts"], columns], [group_by, ["text"]], [group_by, ["wide"]]):
-        assert not local_band.readable_here(plan, None, hash_columns, *refused)
-    assert not local_band.readable_here(plan, "flag", hash_columns, group_by, columns)
-    big = dataclasses.replace(plan, files=tuple(
-        dataclasses.replace(f, read_size=local_band.LOCAL_READ_BYTES + 1) for f in plan.files))
-    assert not local_band.readable_here(big, None, hash_columns, group_by, columns)
+        assert not local_band.readable_here(plan, None, hash_columns, *refused, limit)
+    assert not local_band.readable_here(plan, "flag", hash_columns, group_by, columns, limit)
+    assert not local_band.readable_here(plan, None, hash_columns, group_by, columns,
+                                        plan.selected_bytes - 1)
 
 
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):

@@ -37,6 +37,7 @@ from qbeast.approx.sequential import BandRead
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
+from qbeast.spark import settings
 from qbeast.spark.read.dataframe import plan_dataframe
 from qbeast.spark.read.local_band import band_table, readable_here
 from qbeast.spark.read.planner import ReadPlan, plan_read
@@ -159,7 +160,8 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     ``expected_rows``: about how many rows the band holds (None: unknown); up to
     :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`), and read
     there too, without a Spark job, when ``local`` and the band's files allow it
-    (:func:`qbeast.spark.read.local_band.readable_here`).
+    (:func:`qbeast.spark.read.local_band.readable_here`, up to the session's
+    ``spark.qbeast.approx.localReadBytes``).
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
@@ -171,7 +173,8 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     per_weight = hi is not None or bool(nulls)
     if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
         hash_columns = tuple(snapshot.latest_revision.columns)
-        if local and readable_here(plan, row_filter, hash_columns, group_by, columns):
+        if local and readable_here(plan, row_filter, hash_columns, group_by, columns,
+                                   settings.APPROX_LOCAL_READ_BYTES.read(spark)):
             return _read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
         rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
                           lo, hi, nulls)
@@ -201,7 +204,8 @@ def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any,
     scopes = [(*band_scope(snapshot, predicate, lo, hi, nulls), nulls, hi is not None or bool(nulls))
               for lo, hi, nulls in bands]
     assert scopes, "no band to read"
-    if local and all(readable_here(plan, row_filter, hash_columns, group_by, columns)
+    limit = settings.APPROX_LOCAL_READ_BYTES.read(spark) if local else 0
+    if local and all(readable_here(plan, row_filter, hash_columns, group_by, columns, limit)
                      for plan, *_ in scopes):
         return [_read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
                 for plan, lo, hi, nulls, per_weight in scopes]

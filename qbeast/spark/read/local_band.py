@@ -4,7 +4,8 @@ Why: every Spark job pays a fixed cost (about 0.1-0.2 s on a small machine) what
 while the first band of a growing sample is often a few thousand rows in a few file prefixes,
 which pyarrow reads in milliseconds. On a 20M-row table that fixed cost was most of an answer at
 1% tolerance (benchmarks/results/approx.md). So a band whose planned bytes are few
-(:data:`LOCAL_READ_BYTES`), with no row filter of the user's to evaluate (Spark SQL), in plain
+(the session setting ``spark.qbeast.approx.localReadBytes``, 32 MB by default: beyond that a
+Spark scan on every core costs less than one pyarrow reader here), with no row filter of the user's to evaluate (Spark SQL), in plain
 local files, is read here; anything else keeps the Spark scan.
 
 What it returns is what the Spark scan of the same band returns (:mod:`qbeast.spark.read.approx`):
@@ -27,10 +28,6 @@ from qbeast.core.band_row_groups import row_group_spans
 from qbeast.core.weight import MIN_WEIGHT
 from qbeast.spark.arrow_columns import conform_column, spark_arrow_types
 from qbeast.spark.read.planner import ReadPlan
-
-#: The most bytes (planned file prefixes) a band read here may open: beyond it a Spark scan on
-#: every core costs less than one pyarrow reader in this process.
-LOCAL_READ_BYTES = 32 * 1024 * 1024
 
 #: Spark types whose ``cast(... as double)`` a numpy/Arrow cast reproduces exactly (integers
 #: round to nearest, as Java's long-to-double does; floats widen exactly); decimals too up to
@@ -78,15 +75,15 @@ def _as_double(column: Any) -> Any:
 
 
 def readable_here(plan: ReadPlan, row_filter: Any, hash_columns: Sequence[str],
-                  group_by: Sequence[str], columns: Sequence[str]) -> bool:
+                  group_by: Sequence[str], columns: Sequence[str], max_bytes: int) -> bool:
     """Whether the band of ``plan`` is read in this process (see the module text): no user row
-    filter, plain local files (no partition values or column mapping) within
-    :data:`LOCAL_READ_BYTES`, and columns whose types this reader gives exactly as Spark does."""
+    filter, plain local files (no partition values or column mapping) of at most ``max_bytes``
+    (the planned prefixes), and columns whose types this reader gives exactly as Spark does."""
     if row_filter is not None or plan.layout is not None:
         return False
     # local files are absolute paths; an object store's are URIs (their local copies are
     # Spark's business: :func:`qbeast.spark.data_files.readable`)
-    if plan.selected_bytes > LOCAL_READ_BYTES or not all(os.path.isabs(f.path) for f in plan.files):
+    if plan.selected_bytes > max_bytes or not all(os.path.isabs(f.path) for f in plan.files):
         return False
     types = {f["name"]: f["type"] for f in json.loads(plan.schema_json)["fields"]}
     return (all(types.get(c) in _HASH_TYPES or _is_decimal(types.get(c)) for c in hash_columns)
