@@ -3,10 +3,10 @@
 Why: every Spark job pays a fixed cost (about 0.1-0.2 s on a small machine) whatever it reads,
 while the first band of a growing sample is often a few thousand rows in a few file prefixes,
 which pyarrow reads in milliseconds. On a 20M-row table that fixed cost was most of an answer at
-1% tolerance (benchmarks/results/approx.md). So a band whose planned bytes are few
-(the session setting ``spark.qbeast.approx.localReadBytes``, 32 MB by default: beyond that a
-Spark scan on every core costs less than one pyarrow reader here), with no row filter of the user's to evaluate (Spark SQL), in plain
-local files, is read here; anything else keeps the Spark scan.
+1% tolerance (benchmarks/results/approx.md). So a band whose planned bytes are few (the session
+setting ``spark.qbeast.approx.localReadBytes``, 32 MB by default: beyond that a Spark scan on
+every core costs less than one pyarrow reader here), with no row filter of the user's to
+evaluate (Spark SQL), in plain local files, is read here; anything else keeps the Spark scan.
 
 What it returns is what the Spark scan of the same band returns (:mod:`qbeast.spark.read.approx`):
 the columns ``_met, _w, _g0.., _v0..`` of the band's rows, weights computed by the bit-exact
