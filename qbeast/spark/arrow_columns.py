@@ -9,6 +9,7 @@ worker of a SQL read: pyarrow is imported inside the function, never at module l
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 
@@ -30,3 +31,31 @@ def conform_column(column: Any, target: Any) -> Any:
             return raw.cast(pa.timestamp("us", tz=target.tz))
         return column.cast(pa.timestamp("us", tz=column.type.tz)).cast(target)
     return column.cast(target)
+
+
+def spark_arrow_types(schema_json: str, names: Any) -> list[Any]:
+    """The Arrow types Spark gives the columns ``names`` (case-insensitive) of a table schema
+    in Delta's JSON form; instants in UTC. The hash of a row's weight depends on these types."""
+    return list(_spark_arrow_types(schema_json, tuple(names)))
+
+
+@functools.lru_cache(maxsize=64)
+def _spark_arrow_types(schema_json: str, names: tuple[str, ...]) -> tuple[Any, ...]:
+    """:func:`spark_arrow_types`, kept per schema: parsing a schema into Spark's types costs
+    more than reading a small band's rows."""
+    import json
+
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import StructType
+
+    from qbeast.errors import InvalidOptionError
+
+    schema = StructType.fromJson(json.loads(schema_json))
+    by_lower = {f.name.lower(): f for f in schema.fields}
+    types = []
+    for name in names:
+        field = by_lower.get(name.lower())
+        if field is None:
+            raise InvalidOptionError(f"column {name!r} is missing from the table schema")
+        types.append(to_arrow_type(field.dataType, timezone="UTC"))
+    return tuple(types)

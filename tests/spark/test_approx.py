@@ -18,7 +18,10 @@ from qbeast.spark.read.approx import (
     read_band,
     read_small_bands,
 )
+from qbeast.spark import settings
+from qbeast.spark.read import local_band
 from qbeast.spark.read.predicates import user_predicate
+from qbeast.spark.read.scan_metrics import scan_io
 
 pytestmark = pytest.mark.spark
 
@@ -108,35 +111,79 @@ def test_each_step_reads_only_its_band(spark, table):
     assert len(seen[0][1].files) < len(seen[2][1].files)
 
 
-@pytest.mark.parametrize("group_by, user_filter", [([], None), (["g"], "a < 1000")])
-def test_a_small_band_folded_on_the_driver_gives_the_statistics_of_spark_fold(
+def _jobs(spark, action):
+    """(result of ``action``, Spark jobs it ran)."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    result = action()
+    return result, len(set(tracker.getJobIdsForGroup(None)) - before)
+
+
+@pytest.mark.parametrize("group_by, user_filter", [([], None), (["g"], None), (["g"], "a < 1000")])
+def test_a_small_band_read_here_or_by_spark_gives_the_statistics_of_spark_fold(
         spark, table, group_by, user_filter):
-    """A band expected to be small comes back from one scan-only job and is folded on the
-    driver; the same band folded in Spark (rows not expected to be few) gives the same
-    statistics and the same scan."""
+    """A band expected to be small is read in this process without a Spark job (no user
+    filter), or comes back from one scan-only job (``local=False``, or a filter Spark must
+    evaluate), and is folded on the driver; the same band folded in Spark (rows not expected to
+    be few) gives the same statistics, and all three report what Spark's scan read."""
     snapshot = qbeast.QbeastTable.for_path(spark, table).snapshot()
     predicate, row_filter = user_predicate(snapshot, user_filter)
     lo, hi = band(0.05, 0.2)
-    reads = [read_band(spark, snapshot, predicate, row_filter, user_filter, group_by,
-                       [None, "v"], lo, hi, expected_rows=expected) for expected in (0.15 * ROWS, None)]
-    driver, spark_fold = reads
+    args = (spark, snapshot, predicate, row_filter, user_filter, group_by, [None, "v"], lo, hi)
+    here, here_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS))
+    scanned, scan_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS,
+                                                        local=False))
+    spark_fold = read_band(*args, expected_rows=None)
     assert fold_on_driver(0.15 * ROWS, snapshot.delta.schema, group_by)
-    assert set(driver.groups) == set(spark_fold.groups) and len(driver.groups) == max(1, 3 * len(group_by))
-    for key, inputs in spark_fold.groups.items():
-        for column, stats in inputs.items():
-            mine = driver.groups[key][column]
-            assert mine.clusters == stats.clusters and mine.max_m == stats.max_m
-            assert dataclasses.astuple(mine) == pytest.approx(dataclasses.astuple(stats), rel=1e-12)
-    assert driver.band_rows == spark_fold.band_rows
-    assert driver.sum_sq_weight_rows == pytest.approx(spark_fold.sum_sq_weight_rows, rel=1e-12)
-    assert (driver.rows_scanned, driver.bytes_read) == (spark_fold.rows_scanned, spark_fold.bytes_read)
+    assert here_jobs == (0 if user_filter is None else 1) and scan_jobs == 1
+    for driver in (here, scanned):
+        assert set(driver.groups) == set(spark_fold.groups)
+        assert len(driver.groups) == max(1, 3 * len(group_by))
+        for key, inputs in spark_fold.groups.items():
+            for column, stats in inputs.items():
+                mine = driver.groups[key][column]
+                assert mine.clusters == stats.clusters and mine.max_m == stats.max_m
+                assert dataclasses.astuple(mine) == pytest.approx(dataclasses.astuple(stats),
+                                                                  rel=1e-12)
+        assert driver.band_rows == spark_fold.band_rows
+        assert driver.sum_sq_weight_rows == pytest.approx(spark_fold.sum_sq_weight_rows, rel=1e-12)
+        assert (driver.rows_scanned, driver.bytes_read) == (spark_fold.rows_scanned,
+                                                            spark_fold.bytes_read)
 
 
-def test_the_all_null_stratum_and_the_first_band_read_in_one_job_give_the_separate_reads(
+def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table):
+    """The same answer, DataFrame and all, whether its small bands are read in this process or
+    by Spark (``spark.qbeast.approx.localReadBytes`` 0 sends every band to Spark), with fewer
+    Spark jobs."""
+    t = qbeast.QbeastTable.for_path(spark, table)
+
+    def answer():
+        df = t.approx(["count(*)", "sum(v)", "avg(v)"], group_by="g", tolerance=0.05,
+                      max_fraction=0.5)
+        return df.schema, df.collect()
+
+    (schema, here), here_jobs = _jobs(spark, answer)
+    spark.conf.set(settings.APPROX_LOCAL_READ_BYTES.key, "0")
+    try:
+        (spark_schema, by_spark), spark_jobs = _jobs(spark, answer)
+    finally:
+        spark.conf.unset(settings.APPROX_LOCAL_READ_BYTES.key)
+    assert schema == spark_schema and len(here) == len(by_spark) == 9
+    numbers = ("estimate", "low", "high")  # sums in another order: equal to the last bits
+    for mine, theirs in zip(here, by_spark):
+        rest = [{k: v for k, v in r.asDict().items() if k not in numbers} for r in (mine, theirs)]
+        assert rest[0] == rest[1]
+        assert [mine[k] for k in numbers] == pytest.approx([theirs[k] for k in numbers], rel=1e-12)
+    assert 0 < here[0]["fraction"] < 1 and here[0]["rows_read"] > 0
+    assert spark_jobs > here_jobs
+
+
+def test_the_all_null_stratum_and_the_first_band_read_together_give_the_separate_reads(
         spark, tmp_path):
     """Rows whose indexed columns are all null (one weight) are read in full as a stratum; with
     the first band in one scan-only job, each gets the statistics its own read gives, and the
-    job's scan reads what the two reads do together."""
+    job's scan reads what the two reads do together. Read in this process instead, without a
+    job, each band reports what its own Spark scan reads."""
     path = str(tmp_path / "nulls")
     df = spark.range(20_000).selectExpr(
         "case when id % 10 = 0 then null else cast(id % 3000 as int) end as a",
@@ -147,13 +194,24 @@ def test_the_all_null_stratum_and_the_first_band_read_in_one_job_give_the_separa
     predicate, row_filter = user_predicate(snapshot, None)
     lo, hi = band(0.0, 0.1)
     args = (spark, snapshot, predicate, row_filter, None, ["g"], [None, "v"])
-    together = read_small_bands(*args, [(MIN_WEIGHT, None, True), (lo, hi, False)])
-    apart = [read_band(*args, MIN_WEIGHT, None, nulls=True, expected_rows=0),
-             read_band(*args, lo, hi, nulls=False, expected_rows=0)]
+    bands = [(MIN_WEIGHT, None, True), (lo, hi, False)]
+    together, jobs = _jobs(spark, lambda: read_small_bands(*args, bands, local=False))
+    here, here_jobs = _jobs(spark, lambda: read_small_bands(*args, bands))
+    apart = [read_band(*args, MIN_WEIGHT, None, nulls=True, expected_rows=0, local=False),
+             read_band(*args, lo, hi, nulls=False, expected_rows=0, local=False)]
+    assert (jobs, here_jobs) == (1, 0)
     assert together[0].band_rows == 2_000 and together[1].band_rows > 0
-    for mine, theirs in zip(together, apart):
+    for mine, local, theirs in zip(together, here, apart):
         assert mine.groups == theirs.groups
         assert (mine.band_rows, mine.sum_sq_weight_rows) == (theirs.band_rows, theirs.sum_sq_weight_rows)
+        assert local.groups.keys() == theirs.groups.keys()
+        for key, inputs in theirs.groups.items():
+            for column, stats in inputs.items():
+                assert dataclasses.astuple(local.groups[key][column]) == pytest.approx(
+                    dataclasses.astuple(stats), rel=1e-12)
+        assert (local.band_rows, local.sum_sq_weight_rows) == (theirs.band_rows,
+                                                              theirs.sum_sq_weight_rows)
+        assert (local.rows_scanned, local.bytes_read) == (theirs.rows_scanned, theirs.bytes_read)
     assert together[0].rows_scanned == apart[0].rows_scanned + apart[1].rows_scanned
     assert together[0].bytes_read == apart[0].bytes_read + apart[1].bytes_read
     assert together[1].rows_scanned == together[1].bytes_read == 0
@@ -166,6 +224,49 @@ def test_the_all_null_stratum_and_the_first_band_read_in_one_job_give_the_separa
         for aggregate, result in results.items():
             truth = exact[key]["n" if aggregate.column is None else "s"]
             assert result.low <= truth <= result.high or not result.tolerance_met, (key, result)
+
+
+def test_a_band_read_here_holds_the_rows_and_values_spark_scan_gives(spark, tmp_path):
+    """Row for row, a band read in this process is Spark's scan of it: weights (hash of a
+    bigint, a date and a string, with nulls), group values (date, boolean, tinyint) and values
+    cast to double (a bigint beyond 2^53, a float, a decimal(7,2), whose Arrow cast rounds
+    differently), for a first band, a later band to the top weight and the all-null stratum;
+    columns this reader cannot give as Spark does keep the Spark scan."""
+    from qbeast.spark.read.approx import band_dataframe, band_scope
+
+    path = str(tmp_path / "typed")
+    df = spark.range(12_000).selectExpr(
+        "case when id % 9 = 0 then null else id % 1500 end as k",
+        "case when id % 9 = 0 or id % 7 = 0 then null else date_add(date'2024-01-01', "
+        "cast(id % 40 as int)) end as d",
+        "case when id % 9 = 0 then null else concat('s', id % 3) end as s",
+        "date_add(date'2020-01-01', cast(id % 3 as int)) as day", "id % 2 = 0 as flag",
+        "cast(id % 5 as tinyint) as small", "case when id % 13 = 0 then null else "
+        "(id * 7919 + 9007199254740993) end as big", "cast(id / 7.0 as float) as f",
+        "cast(id / 3.0 as decimal(7,2)) as price", "timestamp'2024-01-01 00:00:00' as ts",
+        "cast(id as string) as text", "cast(id as decimal(20,2)) as wide")
+    qbeast.write(df, path, "k,d,s", cube_size=1_500)
+    snapshot = qbeast.QbeastTable.for_path(spark, path).snapshot()
+    predicate, _ = user_predicate(snapshot, None)
+    hash_columns = tuple(snapshot.latest_revision.columns)
+    group_by, columns = ["day", "flag", "small"], ["big", "f", "price"]
+    limit = settings.APPROX_LOCAL_READ_BYTES.default
+    for lo, hi, nulls in [(*band(0.0, 0.1), False), (*band(0.2, 1.0), False),
+                          (MIN_WEIGHT, None, True)]:
+        plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
+        assert local_band.readable_here(plan, None, hash_columns, group_by, columns, limit)
+        mine, read_rows = local_band.band_table(plan, hash_columns, group_by, columns, lo, hi, nulls)
+        rows = band_dataframe(spark, snapshot, plan, None, None, group_by, columns, lo, hi, nulls)
+        theirs = rows.toArrow()
+        order = [(name, "ascending") for name in theirs.column_names]
+        assert mine.num_rows > 0 and mine.schema.names == theirs.column_names
+        assert mine.sort_by(order).to_pylist() == theirs.sort_by(order).to_pylist()
+        assert read_rows == scan_io(rows).rows_scanned
+    for refused in ([["ts"], columns], [group_by, ["text"]], [group_by, ["wide"]]):
+        assert not local_band.readable_here(plan, None, hash_columns, *refused, limit)
+    assert not local_band.readable_here(plan, "flag", hash_columns, group_by, columns, limit)
+    assert not local_band.readable_here(plan, None, hash_columns, group_by, columns,
+                                        plan.selected_bytes - 1)
 
 
 def test_a_filter_on_an_indexed_column_still_prunes(spark, table):

@@ -4,9 +4,11 @@ A step reads only the rows of the band ``[lo, hi)`` of ``hash(indexed columns)``
 planner picks the files (and file prefixes) whose blocks can hold such rows and whose indexed
 ranges can meet the filter, Spark's parquet reader reads them, and the band is the row filter.
 Only the weight, the group columns and the inputs leave the scan. A band expected to be small
-(:data:`DRIVER_FOLD_ROWS`) comes back as Arrow from that one scan-only job and is folded on the
-driver (:mod:`qbeast.approx.clusters`; :func:`read_small_bands` reads several such bands in one
-job); a larger one is folded by Spark twice, so only a few numbers per group come back:
+(:data:`DRIVER_FOLD_ROWS`) is folded on the driver (:mod:`qbeast.approx.clusters`): read there
+too, with pyarrow and without a Spark job, when its files are few bytes and no filter of the
+user's needs Spark (:mod:`qbeast.spark.read.local_band`), else it comes back as Arrow from one
+scan-only job (:func:`read_small_bands` reads several such bands in one job); a larger one is
+folded by Spark twice, so only a few numbers per group come back:
 
 1. per ``(filter met, group, weight)``: the rows, and for every input column its sum and its
    non-null count (one row per cluster: the rows of one group sharing one weight). The band
@@ -35,7 +37,9 @@ from qbeast.approx.sequential import BandRead
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
+from qbeast.spark import settings
 from qbeast.spark.read.dataframe import plan_dataframe
+from qbeast.spark.read.local_band import band_table, readable_here
 from qbeast.spark.read.planner import ReadPlan, plan_read
 from qbeast.spark.read.scan_metrics import scan_io
 
@@ -97,22 +101,27 @@ def _filter_column(row_filter: Any):
     return F.coalesce(condition, F.lit(False))
 
 
-def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+def band_scope(snapshot: Any, predicate: Any, lo: int, hi: int | None,
+                nulls: bool | None) -> tuple[ReadPlan, int, int | None]:
+    """The files of a band and the weights ``[lo, hi)`` its row filter keeps (the all-null
+    stratum of ``nulls`` True: the files :func:`null_stratum` prunes to, every weight)."""
+    if nulls:
+        predicate, (lo, hi) = null_stratum(tuple(snapshot.latest_revision.columns), predicate)
+        return band_plan(snapshot, predicate, lo, hi), MIN_WEIGHT, MAX_WEIGHT
+    return band_plan(snapshot, predicate, lo, hi), lo, hi
+
+
+def band_dataframe(spark: Any, snapshot: Any, plan: ReadPlan, row_filter: Any, user_filter: Any,
                group_by: Sequence[str], columns: Sequence[str], lo: int, hi: int | None,
-               nulls: bool | None, tag: int | None = None) -> tuple[Any, ReadPlan]:
-    """The rows of one band as ``_met, _w, _g0.., _v0..`` (see :mod:`qbeast.approx.clusters`),
-    and the plan of the files they are read from (the arguments are :func:`read_band`'s;
-    ``tag``: a ``_band`` column of this value, to tell bands apart in a union)."""
+               nulls: bool | None, tag: int | None = None) -> Any:
+    """The rows of one band, read from ``plan``'s files, as ``_met, _w, _g0.., _v0..`` (see
+    :mod:`qbeast.approx.clusters`; the arguments are :func:`read_band`'s, ``lo`` and ``hi``
+    those of :func:`band_scope`; ``tag``: a ``_band`` column of this value, to tell bands
+    apart in a union)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     hash_columns = tuple(snapshot.latest_revision.columns)
-    if nulls:
-        predicate, (lo, hi) = null_stratum(hash_columns, predicate)
-        plan = band_plan(snapshot, predicate, lo, hi)
-        lo, hi = MIN_WEIGHT, MAX_WEIGHT  # the row filter is the all-null one
-    else:
-        plan = band_plan(snapshot, predicate, lo, hi)
     try:
         df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
         met = _filter_column(row_filter)  # one projection: each DataFrame step is a round trip
@@ -121,9 +130,8 @@ def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_
         values = [F.when(met, F.col(quote_identifier(c)).cast("double")).alias(f"_v{i}")
                   for i, c in enumerate(columns)]
         tags = [] if tag is None else [F.lit(tag).alias("_band")]
-        rows = df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
+        return df.select(met.alias("_met"), F.expr(row_weight_sql(hash_columns)).alias("_w"),
                          *keys, *values, *tags)
-        return rows, plan
     except PySparkException as exc:
         names = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
         reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
@@ -132,60 +140,88 @@ def _band_rows(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_
             f"{names}: {reason.strip()}") from exc
 
 
+def _read_here(snapshot: Any, plan: ReadPlan, group_by: Sequence[str], columns: list[str],
+               lo: int, hi: int | None, nulls: bool | None, per_weight: bool) -> BandRead:
+    """A band read and folded in this process (:mod:`qbeast.spark.read.local_band`): no job."""
+    table, rows_read = band_table(plan, tuple(snapshot.latest_revision.columns), group_by,
+                                  columns, lo, hi, nulls)
+    found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
+    return BandRead(found, band_rows, sum_sq, rows_read, plan.selected_bytes)
+
+
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
               hi: int | None, nulls: bool | None = None,
-              expected_rows: float | None = None) -> BandRead:
+              expected_rows: float | None = None, local: bool = True) -> BandRead:
     """Cluster statistics of the rows of weight ``[lo, hi)`` per group (see the module text).
 
     ``nulls`` True reads only the rows whose indexed columns are all null (``lo``, ``hi`` are
     then ignored: :func:`null_stratum`), False leaves them out, None does not look.
     ``expected_rows``: about how many rows the band holds (None: unknown); up to
-    :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`).
+    :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`), and read
+    there too, without a Spark job, when ``local`` and the band's files allow it
+    (:func:`qbeast.spark.read.local_band.readable_here`, up to the session's
+    ``spark.qbeast.approx.localReadBytes``).
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
     aggregates read (None: the row count, always computed).
     """
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
-    rows, plan = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
-                            columns, lo, hi, nulls)
+    plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
     # per weight, but for the band completing the table (exact: the totals are enough)
     per_weight = hi is not None or bool(nulls)
     if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
+        hash_columns = tuple(snapshot.latest_revision.columns)
+        if local and readable_here(plan, row_filter, hash_columns, group_by, columns,
+                                   settings.APPROX_LOCAL_READ_BYTES.read(spark)):
+            return _read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
+        rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
+                          lo, hi, nulls)
         table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
         io = scan_io(rows, [plan])
         found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
         return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
+    rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns, lo, hi,
+                      nulls)
     return _fold_in_spark(rows, group_by, columns, per_weight, plan)
 
 
 def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
                      group_by: Sequence[str], inputs: Sequence[str | None],
-                     bands: Sequence[tuple[int, int | None, bool | None]]) -> list[BandRead]:
-    """:func:`read_band` of several small bands ``(lo, hi, nulls)`` in one scan-only job.
+                     bands: Sequence[tuple[int, int | None, bool | None]],
+                     local: bool = True) -> list[BandRead]:
+    """:func:`read_band` of several small bands ``(lo, hi, nulls)`` without a job per band.
 
-    The bands' scans run as one Spark job (a union, each row tagged with its band), whose rows
-    are folded on the driver band by band: one job's fixed cost instead of one per band. What
-    the scans read (Spark's metrics of the whole job) is reported on the first band's read.
+    When ``local`` and every band's files allow it, each band is read in this process (each
+    with its own scan figures). Otherwise the bands' scans run as one Spark job (a union, each
+    row tagged with its band), whose rows are folded on the driver band by band: one job's
+    fixed cost instead of one per band; what the scans read (Spark's metrics of the whole job)
+    is reported on the first band's read.
     """
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
+    hash_columns = tuple(snapshot.latest_revision.columns)
+    scopes = [(*band_scope(snapshot, predicate, lo, hi, nulls), nulls, hi is not None or bool(nulls))
+              for lo, hi, nulls in bands]
+    assert scopes, "no band to read"
+    limit = settings.APPROX_LOCAL_READ_BYTES.read(spark) if local else 0
+    if local and all(readable_here(plan, row_filter, hash_columns, group_by, columns, limit)
+                     for plan, *_ in scopes):
+        return [_read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
+                for plan, lo, hi, nulls, per_weight in scopes]
     union = None
-    plans = []
-    for i, (lo, hi, nulls) in enumerate(bands):
-        rows, plan = _band_rows(spark, snapshot, predicate, row_filter, user_filter, group_by,
-                                columns, lo, hi, nulls, tag=i)
-        plans.append(plan)
+    for i, (plan, lo, hi, nulls, _) in enumerate(scopes):
+        rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
+                          lo, hi, nulls, tag=i)
         union = rows if union is None else union.union(rows)
-    assert union is not None, "no band to read"
+    assert union is not None
     table = union.toArrow()
-    io = scan_io(union, plans)
+    io = scan_io(union, [plan for plan, *_ in scopes])
     tags = table.column("_band").to_numpy()
     reads = []
-    for i, (_, hi, nulls) in enumerate(bands):
-        mine = table.filter(tags == i)
-        found, band_rows, sum_sq = fold_band(mine, len(group_by), columns,
-                                             hi is not None or bool(nulls))
+    for i, (*_, per_weight) in enumerate(scopes):
+        found, band_rows, sum_sq = fold_band(table.filter(tags == i), len(group_by), columns,
+                                             per_weight)
         first = i == 0
         reads.append(BandRead(found, band_rows, sum_sq, io.rows_scanned if first else 0,
                               io.bytes if first else 0))

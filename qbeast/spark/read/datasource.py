@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.arrow_columns import conform_column
+from qbeast.spark.arrow_columns import conform_column, spark_arrow_types
 
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
     from qbeast.delta.scan import ScanSchema
@@ -383,20 +383,7 @@ def _check_python_readable(schema_json: str, layout: ScanSchema | None) -> None:
 
 def _hash_column_types(partition: FilesPartition) -> list[Any]:
     """Arrow types of the indexed columns as Spark types them (the hash depends on the type)."""
-    import json
-
-    from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import StructType
-
-    schema = StructType.fromJson(json.loads(partition.table_schema_json))
-    by_lower = {f.name.lower(): f for f in schema.fields}
-    types = []
-    for name in partition.hash_columns:
-        field = by_lower.get(name.lower())
-        if field is None:
-            raise InvalidOptionError(f"indexed column {name!r} is missing from the table schema")
-        types.append(to_arrow_type(field.dataType, timezone="UTC"))
-    return types
+    return spark_arrow_types(partition.table_schema_json, partition.hash_columns)
 
 
 def _weight_mask(
