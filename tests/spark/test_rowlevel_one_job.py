@@ -9,6 +9,7 @@ result numbers, and an index that still holds (``write_checks.check_index``).
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -174,6 +175,38 @@ def test_the_inserts_of_a_shipped_source_are_indexed_on_the_driver_above_local_r
     assert "local=False" in collects[0] and "local=True" in collects[1]
     assert (joined.rows_inserted, joined.rows_updated) == (one_job.rows_inserted,
                                                            one_job.rows_updated) == (2, 3)
+    assert _state(spark, joined_path)[:2] == _state(spark, one_job_path)[:2]
+
+
+def test_a_skipping_index_on_the_key_narrows_the_files_a_merge_reads(spark, tmp_path, caplog):
+    """Ids spread over every file (the table is indexed on ``x``): the key range keeps them
+    all, a Bloom filter on ``id`` keeps the files that hold the source's ids (and its rare false
+    positives); the merge leaves what the join path, which reads every file, leaves."""
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(5)
+    ids = rng.permutation(4000)
+    rows = [(int(i), float(rng.uniform(0, 100)), int(i % 9), f"s{i}", None) for i in ids]
+    path = str(tmp_path / "base")
+    qbeast.write(spark.createDataFrame(rows, SCHEMA), path, columns_to_index=["x"],
+                 cube_size=200, skipping_indexes={"id": "bloom"})
+    files = {a.path: set(pq.read_table(os.path.join(path, a.path), columns=["id"])
+                         .column("id").to_pylist())
+             for a in QbeastSnapshot.load(path).files()}
+    assert len(files) >= 10
+    wanted = [17, 1999, 3998]
+    holding = {f for f, held in files.items() if held & set(wanted)}
+    source = [(i, 1.0, 1, "merged", None) for i in wanted] + [(9000, 2.0, 2, "new", None)]
+    caplog.set_level(logging.INFO, logger="qbeast.operations.rowlevel")
+    joined, one_job, joined_path, one_job_path = _both_paths(
+        spark, path, tmp_path, lambda t: t.merge(_source(spark, source), on="id",
+                                                 update_columns=["s"]))
+    chosen = [r.getMessage() for r in caplog.records if "candidates done" in r.getMessage()]
+    assert len(chosen) == 2 and f"files={len(files)} " in chosen[0]  # the range: every file
+    narrowed = int(chosen[1].split("files=")[1].split()[0])
+    assert len(holding) <= narrowed <= len(holding) + 2  # at 1% false positives per file
+    assert (one_job.rows_updated, one_job.rows_inserted, one_job.files_removed) == (
+        joined.rows_updated, joined.rows_inserted, joined.files_removed) == (3, 1, len(holding))
     assert _state(spark, joined_path)[:2] == _state(spark, one_job_path)[:2]
 
 

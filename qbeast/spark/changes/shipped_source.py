@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from qbeast.core import expressions as ex
 from qbeast.delta.scan import scan_schema
+from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
 from qbeast.spark.changes.scan import ChangeScan
 
@@ -37,6 +38,9 @@ SOURCE_ROW = "_qbeast_source_row"
 #: Largest collected source (Arrow bytes) that is shipped: a source of few but wide rows (long
 #: strings, many columns) would otherwise weigh on the driver and every executor.
 MAX_SHIPPED_BYTES = 256 * 1024 * 1024
+#: Most distinct keys a merge lists for the skipping indexes of its key column (the planner
+#: probes each file's index once per listed key).
+MAX_LISTED_KEYS = 1_000
 
 
 def _flat_types() -> tuple[type, ...]:
@@ -97,7 +101,11 @@ class ShippedSource:
             extremes = [pc.min_max(present.column(k)) for k in keys]
             return [(b["min"].as_py(), b["max"].as_py()) for b in extremes]
 
-        return key_range_predicate(job, keys, bounds)
+        predicate = key_range_predicate(job, keys, bounds)
+        listed = _listed_keys(job, keys, present)
+        if listed is None or isinstance(predicate, ex.AlwaysTrue):
+            return predicate
+        return ex.And(predicate, listed)
 
     def key_table(self, values: Sequence[str] = (), *, distinct: bool = False) -> pa.Table:
         """The rows with a non-null key, as the tasks get them: the keys, the row's index in the
@@ -167,3 +175,27 @@ def ship_source(job: ChangeScan, source: Any, keys: Sequence[str]) -> ShippedSou
     kept = [(f, c) for f, c in zip(schema, columns) if c is not None]
     rows = pa.table([c for _, c in kept], schema=pa.schema([f for f, _ in kept]))
     return ShippedSource(rows, tuple(keys))
+
+
+def _listed_keys(job: ChangeScan, keys: Sequence[str], present: pa.Table) -> ex.Expression | None:
+    """``key IN (the source's keys)`` when the table keeps a skipping index (value list or Bloom
+    filter) on the single key column and the source has at most :data:`MAX_LISTED_KEYS`
+    distinct keys: the planner then drops the files whose index says they hold none of them,
+    where the key range alone keeps every file whose keys span it (ids drawn across the table).
+    None otherwise."""
+    from qbeast.skipping_files import table_indexes
+    from qbeast.spark.read.predicates import normalize_predicate
+
+    if len(keys) != 1:
+        return None
+    key = keys[0]
+    indexed = {spec.column.lower() for spec, _ in table_indexes(job.snapshot.delta.metadata)}
+    if key.lower() not in indexed:
+        return None
+    values = pc.unique(present.column(key))
+    if len(values) > MAX_LISTED_KEYS:
+        return None
+    try:
+        return normalize_predicate(ex.In(key, tuple(values.to_pylist())), job.schema)
+    except InvalidOptionError:  # a key type the planner cannot compare: the range decides
+        return None
