@@ -37,7 +37,7 @@ from qbeast.core.revision import Revision
 from qbeast.delta.actions import AddFile
 from qbeast.spark import data_files, settings
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
-from qbeast.spark.changes.rewrite import RewriteTarget, published
+from qbeast.spark.changes.rewrite import InPlace, RewriteTarget, published
 from qbeast.spark.changes.scan import ChangeScan
 from qbeast.spark.changes.shipped_source import SOURCE_ROW, ShippedSource, table_arrow_schema
 from qbeast.spark.write.staging import StagedFiles
@@ -249,7 +249,8 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
         row.update(write_replacement(change.remaining, target,
                                      spec.revisions.get(target.revision_id), spec.staging,
                                      task.location, spec.version,
-                                     in_place=not change.deleted and not change.moved.num_rows))
+                                     in_place=InPlace(change.removed,
+                                                      data.take(pa.array(change.removed)))))
     return row
 
 

@@ -73,12 +73,14 @@ def same_values(old: pa.Array | pa.ChunkedArray, new: pa.Array | pa.ChunkedArray
 @dataclass(frozen=True)
 class FileChange:
     """What a change makes of one file's rows: the rows written back into it (kept and updated
-    in place), the rows moving to the indexed append, and the counts of each fate."""
+    in place, in the file's order), the rows moving to the indexed append, the counts of each
+    fate, and where the rows that leave the file (deleted or moved) were in it."""
 
     remaining: pa.Table
     moved: pa.Table
     deleted: int
     updated: int
+    removed: np.ndarray
 
 
 def apply_matches(data: pa.Table, rows: np.ndarray, values: pa.Table, *, delete: bool,
@@ -90,7 +92,8 @@ def apply_matches(data: pa.Table, rows: np.ndarray, values: pa.Table, *, delete:
     hit = np.zeros(n, dtype=bool)
     hit[rows] = True
     if delete:
-        return FileChange(data.filter(pa.array(~hit)), data.schema.empty_table(), len(rows), 0)
+        return FileChange(data.filter(pa.array(~hit)), data.schema.empty_table(), len(rows), 0,
+                          rows)
     # each updated column: the file's values, with the source's at the matched rows
     pick = np.arange(n, dtype=np.int64)
     pick[rows] = n + np.arange(len(rows), dtype=np.int64)
@@ -111,4 +114,4 @@ def apply_matches(data: pa.Table, rows: np.ndarray, values: pa.Table, *, delete:
     moved = np.zeros(n, dtype=bool)
     moved[rows[moved_hit]] = True
     return FileChange(updated.filter(pa.array(~moved)), updated.filter(pa.array(moved)), 0,
-                      int(len(rows) - moved_hit.sum()))
+                      int(len(rows) - moved_hit.sum()), rows[moved_hit])

@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from qbeast.commit import WrittenFile
-from qbeast.core.band_row_groups import PieceLayout, encode_pieces
+from qbeast.core.band_row_groups import Piece, PieceLayout, encode_pieces
 from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
@@ -177,7 +177,7 @@ DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("
 
 def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
                       footer: str, version: str, *, weights: Any = None,
-                      in_place: bool = False) -> dict[str, Any]:
+                      in_place: InPlace | None = None) -> dict[str, Any]:
     """Write ``data`` (the remaining rows of ``target``, the table's columns) as the target's
     replacement in the folder ``staging``; its description (``_DESCRIPTION_SCHEMA`` fields).
 
@@ -192,11 +192,12 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     prefix of it. The new file is encoded as a Spark write of the session's page ``version``
     would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
 
-    ``in_place``: ``data`` holds every row of the old file, in the file's order, none of them
-    with a changed indexed value (a merge or update that only updated other columns). Each row
-    then keeps its weight, its cube and its place in the band pieces, so the old blocks and the
-    old piece record describe the new file as they are: no weight, cube walk or recount is
-    needed (:func:`in_place_layout`; for exact old tags, what recomputing would give).
+    ``in_place``: ``data`` holds the old file's rows in the file's order, less the rows
+    ``in_place`` names, and none of them with a changed indexed value (a key merge, delete or
+    delete+insert). Each remaining row then keeps its weight, its cube and its place in the
+    band pieces, so the old blocks and piece record, less the rows that left, describe the new
+    file: only the leaving rows' weights and cubes are computed (:func:`in_place_layout`; for
+    exact old tags, what recomputing every row would give).
     """
     import numpy as np
     import pyarrow.parquet as pq
@@ -215,7 +216,8 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     record = None
     old_footer = read_data_footer(footer, target.size)
     old = PieceLayout.of(old_footer) if old_footer is not None else None
-    kept = in_place_layout(target, data.num_rows, old) if in_place else None
+    kept = (in_place_layout(target, data.num_rows, old, in_place, revision)
+            if in_place is not None else None)
     if kept is not None:
         blocks, parts, record = kept[0], _slices(data, kept[1]), kept[2]
     elif target.revision_id > 0:
@@ -245,27 +247,94 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
             "blocks": encoded}
 
 
-def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None
+@dataclass(frozen=True)
+class InPlace:
+    """Rows that leave a file rewritten in place: their positions in the old file (ascending)
+    and their old values (the table's columns)."""
+
+    removed: Any  # numpy int64 positions
+    rows: Any  # pyarrow Table
+
+
+def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None,
+                    place: InPlace | None = None, revision: Revision | None = None
                     ) -> tuple[tuple[Block, ...], tuple[int, ...], str | None] | None:
     """(blocks, rows of each band piece, piece record) of a replacement holding the old file's
-    ``rows`` rows in their order with unchanged indexed values; None when they must be
-    recomputed.
+    rows in their order with unchanged indexed values, ``rows`` of them, less those ``place``
+    names; None when they must be recomputed.
 
     The old description carries over only when it is one a recount reproduces: one block per
     cube (a recount merges duplicates) whose counts add up to the file's rows, and a piece
-    record (``old``, when the file has one) covering exactly those rows. Staging files have
-    neither.
+    record (``old``, when the file has one) covering exactly those rows. A leaving row lowers
+    its block's and its piece's count; when it was the lightest of either (its weight is the
+    recorded minimum), the minimum would change and everything is recomputed instead. Staging
+    files have no blocks and no pieces.
     """
+    import numpy as np
+
+    removed = np.asarray(place.removed if place is not None else (), dtype=np.int64)
     if target.revision_id == 0:
         return (), (rows,), None
+    total = rows + len(removed)
     cubes = [b.cube for b in target.blocks]
-    if len(set(cubes)) != len(cubes) or sum(b.element_count for b in target.blocks) != rows:
+    if len(set(cubes)) != len(cubes) or sum(b.element_count for b in target.blocks) != total:
         return None
+    if old is not None and sum(p.rows for p in old.pieces) != total:
+        return None
+    blocks = target.blocks
+    pieces = old.pieces if old is not None else ()
+    if len(removed):
+        assert place is not None and revision is not None
+        left = _without_rows(target, revision, place)
+        if left is None:
+            return None
+        blocks, weights = left
+        if pieces:
+            ends = np.cumsum([p.rows for p in pieces])
+            piece_of = np.searchsorted(ends, removed, side="right")
+            lowered = []
+            for i, p in enumerate(pieces):
+                leaving = piece_of == i
+                if (weights[leaving] == p.min_weight).any():
+                    return None
+                count = p.rows - int(leaving.sum())
+                if count:
+                    lowered.append(Piece(p.min_weight, count))
+            pieces = tuple(lowered)
     if old is None:
-        return target.blocks, (rows,), None
-    if sum(p.rows for p in old.pieces) != rows:
+        return blocks, (rows,), None
+    return blocks, tuple(p.rows for p in pieces), encode_pieces(pieces)
+
+
+def _without_rows(target: RewriteTarget, revision: Revision, place: InPlace
+                  ) -> tuple[tuple[Block, ...], Any] | None:
+    """The target's blocks less the rows of ``place`` and those rows' weights; None when a
+    leaving row was the lightest of its block (or fits none: the tags do not describe it)."""
+    import numpy as np
+
+    from qbeast.index.file_blocks import BlockMismatchError, file_plan, row_cubes
+    from qbeast.index.points import table_points
+    from qbeast.index.row_weights import spark_hash
+
+    leaving = place.rows
+    weights = spark_hash([leaving.column(c) for c in revision.columns]).astype(np.int64)
+    coords = table_points(revision, leaving, list(revision.columns))
+    try:
+        cubes = row_cubes(file_plan(revision.dimension_count, target.blocks), coords, weights,
+                          target.path)
+    except BlockMismatchError:
         return None
-    return target.blocks, tuple(p.rows for p in old.pieces), encode_pieces(old.pieces)
+    blocks = []
+    for block in target.blocks:
+        mine = cubes == block.cube
+        if not mine.any():
+            blocks.append(block)
+            continue
+        if (weights[mine] == block.min_weight).any():
+            return None
+        blocks.append(Block(block.cube, block.min_weight, block.max_weight,
+                            block.element_count - int(mine.sum()), block.replicated))
+    return tuple(blocks), weights
 
 
 def _slices(data: Any, sizes: Sequence[int]) -> list[Any]:
