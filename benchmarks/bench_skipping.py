@@ -132,10 +132,9 @@ def _index_bytes_by_index(snapshot: Any, path: str) -> dict[str, int]:
 
     out: dict[str, int] = {}
     for name in {add.tags[TAG] for add in snapshot.files.values() if TAG in (add.tags or {})}:
-        decoded = INDEX_FILES.entries(snapshot_storage(path), index_location(path, name)) or {}
-        for columns in decoded.values():
-            for column, entry in columns.items():
-                out[column] = out.get(column, 0) + len(entry.payload or b"")
+        decoded = INDEX_FILES.arrays(snapshot_storage(path), index_location(path, name))
+        for column, arrays in (decoded.columns if decoded is not None else {}).items():
+            out[column] = out.get(column, 0) + int(arrays.lengths.sum())
     return out
 
 
@@ -365,8 +364,7 @@ def run_planning(files_list: list[int], values_per_file: int, repeat: int) -> li
             "log_bytes": {"index files": chosen_log, "inline tags": inline_log, "no index": bare_log},
             "index_file_bytes": _index_bytes(chosen),
         })
-        INDEX_FILES._files.clear()
-        INDEX_FILES._batches.clear()
+        INDEX_FILES.clear()
     return out
 
 
