@@ -181,6 +181,10 @@ def test_the_index_file_codec_round_trips_and_refuses_what_it_cannot_read():
     with pytest.raises(FormatError):
         decode_index_file(b"garbage file")
     assert bloom_size(50_000, 0.01)[0] / 50_000 == pytest.approx(9.6, abs=0.1)
+    hashes = np.random.default_rng(2).integers(0, 50, 400).astype(np.uint64)
+    listed = build_entry(IndexSpec("c", "values", max_values=64), "long", hashes, False)
+    assert listed.payload == np.unique(hashes).astype("<u8").tobytes()  # sorted, each once
+    assert listed.distinct == len(set(hashes.tolist()))
 
 
 def test_predicates_prune_per_file_and_per_index():
