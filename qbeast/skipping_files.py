@@ -36,12 +36,13 @@ from qbeast.core.skipping import (
     Entry,
     IndexSpec,
     build_entry,
-    decode_index_file,
+    decode_index_arrays,
+    IndexFileArrays,
     declared,
     encode_index_file,
     unknown_entry,
 )
-from qbeast.core.skipping_pruning import ColumnBatch
+from qbeast.core.skipping_pruning import IndexView, may_match, referenced_columns
 from qbeast.core.value_hash import hash_values, indexable
 from qbeast.delta.actions import AddFile, is_local_file_path, resolve_file_path
 from qbeast.delta.features import COLUMN_MAPPING_MODE_KEY
@@ -221,49 +222,67 @@ def unneeded_index_files(log: Any, retention_hours: float, dry_run: bool) -> tup
 
 
 class IndexFiles:
-    """Decoded index files and their column batches, by location; bounded, shared by threads.
+    """Decoded index files by location, and the views of the index files plans ask about
+    together; bounded, shared by threads.
 
     A file that cannot be read or decoded is remembered as None ("may match" for every file it
-    would have covered), with one warning.
+    would have covered), with one warning. A view concatenates its files' payloads, so few are
+    kept: planning the same snapshot again reuses its view; the next snapshot builds one from the
+    decoded files (only a new index file is read).
     """
 
-    def __init__(self, max_files: int = 4096) -> None:
-        self._files: OrderedDict[str, dict[str, dict[str, Entry]] | None] = OrderedDict()
-        self._batches: dict[tuple[str, str, str], ColumnBatch | None] = {}
+    def __init__(self, max_files: int = 4096, max_views: int = 4) -> None:
+        self._files: OrderedDict[str, IndexFileArrays | None] = OrderedDict()
+        self._views: OrderedDict[tuple[str, tuple[str, ...]], IndexView] = OrderedDict()
         self._lock = threading.Lock()
         self.max_files = max_files
+        self.max_views = max_views
 
-    def entries(self, storage: Any, location: str) -> dict[str, dict[str, Entry]] | None:
+    def arrays(self, storage: Any, location: str) -> IndexFileArrays | None:
+        """The decoded index file at ``location`` (None: not readable by this engine)."""
         with self._lock:
             if location in self._files:
                 self._files.move_to_end(location)
                 return self._files[location]
         try:
-            decoded = decode_index_file(storage.read_bytes(location))
+            decoded = decode_index_arrays(storage.read_bytes(location))
         except (OSError, FormatError) as exc:
             logger.warning("skipping index file %s not used (%s): its files are read", location, exc)
             decoded = None
         with self._lock:
             self._files[location] = decoded
             while len(self._files) > self.max_files:
-                dropped, _ = self._files.popitem(last=False)
-                for key in [k for k in self._batches if k[0] == dropped]:
-                    del self._batches[key]
+                self._files.popitem(last=False)
         return decoded
 
-    def batch(self, storage: Any, location: str, column: str, type_name: str) -> ColumnBatch | None:
-        key = (location, column, type_name)
+    def view(self, storage: Any, table_path: str, names: tuple[str, ...]) -> IndexView:
+        """The index files ``names`` (relative to the table root) of the table at
+        ``table_path`` as one view; files not cached yet are read in parallel."""
+        key = (table_path, names)
         with self._lock:
-            if key in self._batches:
-                return self._batches[key]
-        decoded = self.entries(storage, location)
-        batch = None
-        if decoded is not None:
-            batch = ColumnBatch({path: columns.get(column) for path, columns in decoded.items()},
-                                type_name)
+            found = self._views.get(key)
+            if found is not None:
+                self._views.move_to_end(key)
+                return found
+        locations = [index_location(table_path, name) for name in names]
         with self._lock:
-            self._batches[key] = batch
-        return batch
+            missing = [location for location in locations if location not in self._files]
+        if len(missing) > 1:
+            with ThreadPoolExecutor(max_workers=min(8, len(missing))) as pool:
+                list(pool.map(lambda location: self.arrays(storage, location), missing))
+        view = IndexView({name: self.arrays(storage, location)
+                          for name, location in zip(names, locations)})
+        with self._lock:
+            self._views[key] = view
+            while len(self._views) > self.max_views:
+                self._views.popitem(last=False)
+        return view
+
+    def clear(self) -> None:
+        """Forget every decoded file and view (the next plan reads the index files again)."""
+        with self._lock:
+            self._files.clear()
+            self._views.clear()
 
 
 #: The process's cache of index files (planning in the driver and in the bridge's planner).
@@ -280,15 +299,15 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     declaration that is changed or removed; a file without an entry for the column is kept).
     """
     from qbeast.core.expressions import AlwaysTrue, Subject, references
-    from qbeast.core.skipping_pruning import FileRef, may_match, referenced_columns
     from qbeast.delta.stores import storage_for
 
     keep_all: tuple[list[bool], tuple[tuple[str, int], ...]] = ([True] * len(adds), ())
-    refs = [FileRef(a.path, (a.tags or {}).get(TAG)) for a in adds]
-    if isinstance(predicate, AlwaysTrue) or metadata is None or all(r.index is None for r in refs):
+    if isinstance(predicate, AlwaysTrue) or metadata is None or column_mapped(metadata):
+        return keep_all  # (entries are keyed by the names columns had when they were built)
+    names = [tags.get(TAG) if (tags := add.tags) else None for add in adds]
+    distinct = tuple(sorted({name for name in names if name is not None}))
+    if not distinct:
         return keep_all
-    if column_mapped(metadata):
-        return keep_all  # entries are keyed by the names a column had when they were built
     schema_types = column_types(metadata.schema)
     subjects: dict[Subject, str] = {}
     for name, type_name in schema_types.values():
@@ -301,26 +320,18 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     columns = {c: subjects[c] for c in referenced_columns(predicate, subjects)}
     if not columns:
         return keep_all
-    store = storage if storage is not None else storage_for(table_path)
-    locations = {name: index_location(table_path, name) for name in {r.index for r in refs} if name}
-    located = [FileRef(r.path, None if r.index is None else locations[r.index]) for r in refs]
-
-    def source(location: str, column: str, type_name: str) -> ColumnBatch | None:
-        return INDEX_FILES.batch(store, location, column, type_name)
-
-    kinds: dict[Subject, str] = {}  # the subjects some index file has entries for, and their kind
-    for column, type_name in columns.items():
-        for location in locations.values():
-            batch = source(location, str(column), type_name)
-            if batch is not None and batch.kind:
-                kinds[column] = batch.kind
-                break
+    view = INDEX_FILES.view(storage if storage is not None else storage_for(table_path),
+                            table_path, distinct)
+    kinds = {column: kind for column, type_name in columns.items()
+             if (kind := view.batch(str(column), type_name).kind)}
     columns = {c: t for c, t in columns.items() if c in kinds}
     if not columns:
         return keep_all
-    mask = may_match(predicate, located, columns, source)
+    paths = [add.path for add in adds]
+    keep = view.answers(may_match(predicate, view, columns), names, paths)
     removed = []
     for column in columns:
-        alone = may_match(predicate, located, columns, source, only=column) if len(columns) > 1 else mask
-        removed.append((f"{column}:{kinds[column]}", int((~alone).sum())))
-    return mask.tolist(), tuple(removed)
+        alone = keep if len(columns) == 1 else view.answers(
+            may_match(predicate, view, columns, only=column), names, paths)
+        removed.append((f"{column}:{kinds[column]}", alone.count(False)))
+    return keep, tuple(removed)

@@ -17,6 +17,7 @@ import math
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -244,9 +245,22 @@ def bloom_size(distinct: int, fpp: float) -> tuple[int, int]:
     return bits, probes
 
 
+def _sorted_unique(hashes: np.ndarray) -> np.ndarray:
+    """The distinct values of ``hashes``, sorted: a sort and a comparison of neighbours (numpy's
+    ``unique`` hashes them first, which is many times slower on a file's thousands of distinct
+    64-bit values)."""
+    ordered = np.sort(np.asarray(hashes, dtype=np.uint64))
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> Entry:
     """The entry of ``spec`` for a file whose non-null values hash to ``hashes``."""
-    unique = np.unique(hashes)
+    unique = _sorted_unique(hashes)
     if spec.kind == "values":
         payload = None if len(unique) > spec.max_values else unique.astype("<u8").tobytes()
         return Entry("values", type_name, has_null, len(unique), payload)
@@ -290,9 +304,106 @@ def encode_index_file(entries: Mapping[str, Mapping[str, Entry]]) -> bytes:
     return _MAGIC + struct.pack("<I", len(header)) + header + bytes(payload)
 
 
-def decode_index_file(data: bytes) -> dict[str, dict[str, Entry]] | None:
-    """The entries of an index file; None for a version or hash function this engine does not
-    read (every file it names is then "may match"). A damaged file raises :class:`FormatError`."""
+@dataclass(frozen=True)
+class ColumnArrays:
+    """One column's entries in one index file, as arrays over the file's rows (its data files).
+
+    ``kinds`` and ``types`` index :attr:`kind_names` and :attr:`type_names` (``-1``: the data
+    file has no entry for the column); ``offsets`` are into :attr:`IndexFileArrays.body`
+    (``-1``: no payload, e.g. a value list over its limit).
+    """
+
+    kind_names: tuple[str, ...]
+    type_names: tuple[str, ...]
+    kinds: np.ndarray  # int16
+    types: np.ndarray  # int16
+    nulls: np.ndarray  # bool
+    distinct: np.ndarray  # int64
+    offsets: np.ndarray  # int64
+    lengths: np.ndarray  # int64
+    bits: np.ndarray  # uint64
+    probes: np.ndarray  # int64
+
+    def rows_of(self, kind: str, type_name: str) -> np.ndarray:
+        """Per row: whether the entry is of ``kind`` and was built for ``type_name``."""
+        if kind not in self.kind_names or type_name not in self.type_names:
+            return np.zeros(len(self.kinds), dtype=bool)
+        return ((self.kinds == self.kind_names.index(kind))
+                & (self.types == self.type_names.index(type_name)))
+
+
+@dataclass(frozen=True)
+class IndexFileArrays:
+    """A decoded index file: the data files it covers (``paths``, one row each) and per column
+    the entries as arrays (:class:`ColumnArrays`), payloads left in ``body`` (no copy per entry):
+    what planning probes many files at once with."""
+
+    paths: tuple[str, ...]
+    columns: Mapping[str, ColumnArrays]
+    body: np.ndarray  # uint8
+
+    def columns_of(self, path: str) -> set[str]:
+        """The columns ``path`` has an entry for (none when the file does not cover it)."""
+        if path not in self._rows:
+            return set()
+        row = self._rows[path]
+        return {c for c, a in self.columns.items() if a.kinds[row] >= 0}
+
+    @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {p: i for i, p in enumerate(self.paths)}
+
+    def entries(self) -> dict[str, dict[str, Entry]]:
+        """The same entries as :class:`Entry` objects (data file path -> column -> entry)."""
+        out: dict[str, dict[str, Entry]] = {p: {} for p in self.paths}
+        for column, a in self.columns.items():
+            for row in np.flatnonzero(a.kinds >= 0).tolist():
+                start, size = int(a.offsets[row]), int(a.lengths[row])
+                out[self.paths[row]][column] = Entry(
+                    a.kind_names[a.kinds[row]], a.type_names[a.types[row]], bool(a.nulls[row]),
+                    int(a.distinct[row]), None if start < 0 else self.body[start:start + size].tobytes(),
+                    int(a.bits[row]), int(a.probes[row]))
+        return out
+
+
+def _column_arrays(paths: tuple[str, ...], column: str, items: list[tuple[int, Mapping[str, Any]]],
+                   body_size: int) -> ColumnArrays:
+    rows = len(paths)
+    kind_names: dict[str, int] = {}
+    type_names: dict[str, int] = {}
+    where = np.array([row for row, _ in items], dtype=np.int64)
+
+    def filled(values: list[Any], dtype: Any, missing: Any) -> np.ndarray:
+        out = np.full(rows, missing, dtype=dtype)
+        out[where] = np.array(values, dtype=dtype)
+        return out
+
+    entries = [item for _, item in items]
+    kinds = filled([kind_names.setdefault(str(e["kind"]), len(kind_names)) for e in entries], np.int16, -1)
+    types = filled([type_names.setdefault(str(e["type"]), len(type_names)) for e in entries], np.int16, -1)
+    nulls = filled([bool(e["nulls"]) for e in entries], bool, True)
+    distinct = filled([int(e["distinct"]) for e in entries], np.int64, 0)
+    offsets = filled([int(e.get("offset", -1)) for e in entries], np.int64, -1)
+    lengths = filled([int(e.get("length", 0)) if "offset" in e else 0 for e in entries], np.int64, 0)
+    bits = filled([int(e.get("bits", 0)) for e in entries], np.uint64, 0)
+    probes = filled([int(e.get("probes", 0)) for e in entries], np.int64, 0)
+    has = offsets >= 0
+    bad = has & ((offsets + lengths > body_size) | (lengths < 0))
+    bad |= has & (kinds == kind_names.get("values", -2)) & (lengths % 8 != 0)
+    bloom = has & (kinds == kind_names.get("bloom", -2))
+    bad |= bloom & ((bits == 0) | (bits > 8 * lengths.astype(np.uint64)) | (probes < 1)
+                    | (probes > _MAX_PROBES))
+    if bad.any():
+        raise FormatError(f"skipping index entry of {paths[int(np.argmax(bad))]}/{column} runs "
+                          "past the file or has a malformed Bloom filter")
+    return ColumnArrays(tuple(kind_names), tuple(type_names), kinds, types, nulls, distinct,
+                        offsets, lengths, bits, probes)
+
+
+def decode_index_arrays(data: bytes) -> IndexFileArrays | None:
+    """An index file decoded for probing; None for a version or hash function this engine does
+    not read (every file it names is then "may match"). A damaged file raises
+    :class:`FormatError`."""
     if len(data) < 12 or data[:6] != _MAGIC[:6]:
         raise FormatError("not a skipping index file (bad magic)")
     try:
@@ -306,24 +417,28 @@ def decode_index_file(data: bytes) -> dict[str, dict[str, Entry]] | None:
         header = json.loads(data[12:12 + length])
     except ValueError as exc:
         raise FormatError(f"skipping index file header is not JSON: {exc}") from exc
-    if header.get("version") != version or header.get("hash") != HASH_NAME:
+    if not isinstance(header, dict) or header.get("version") != version or header.get("hash") != HASH_NAME:
         return None
-    body = data[12 + length:]
-    out: dict[str, dict[str, Entry]] = {}
+    body = np.frombuffer(data, dtype=np.uint8, offset=min(len(data), 12 + length))
     try:
-        for path, columns in header["files"].items():
-            decoded: dict[str, Entry] = {}
+        files = header["files"]
+        paths = tuple(files)
+        by_column: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+        for row, columns in enumerate(files.values()):
             for column, item in columns.items():
-                payload = None
-                if "offset" in item:
-                    start, size = int(item["offset"]), int(item["length"])
-                    if start + size > len(body):
-                        raise FormatError(f"skipping index entry of {path}/{column} runs past the file")
-                    payload = bytes(body[start:start + size])
-                decoded[column] = Entry(item["kind"], item["type"], bool(item["nulls"]),
-                                        int(item["distinct"]), payload,
-                                        int(item.get("bits", 0)), int(item.get("probes", 0)))
-            out[path] = decoded
-    except (KeyError, TypeError, AttributeError) as exc:
+                by_column.setdefault(column, []).append((row, item))
+        arrays = {column: _column_arrays(paths, column, items, len(body))
+                  for column, items in by_column.items()}
+    except FormatError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise FormatError(f"skipping index file header is malformed: {exc}") from exc
-    return out
+    return IndexFileArrays(paths, arrays, body)
+
+
+def decode_index_file(data: bytes) -> dict[str, dict[str, Entry]] | None:
+    """The entries of an index file (:func:`decode_index_arrays` as :class:`Entry` objects);
+    None for a version or hash function this engine does not read. A damaged file raises
+    :class:`FormatError`."""
+    arrays = decode_index_arrays(data)
+    return None if arrays is None else arrays.entries()

@@ -87,11 +87,11 @@ def build_missing_indexes(log: Any, declaration: str | None = None, *,
     missing = []
     for add in snapshot.files.values() if indexes else ():
         name = (add.tags or {}).get(TAG)
-        entries = None
+        covered: set[str] = set()
         if name is not None:
-            decoded = INDEX_FILES.entries(log.storage, index_location(log.table_path, name))
-            entries = None if decoded is None else decoded.get(add.path)
-        if entries is None or not wanted <= set(entries):
+            decoded = INDEX_FILES.arrays(log.storage, index_location(log.table_path, name))
+            covered = set() if decoded is None else decoded.columns_of(add.path)
+        if not wanted <= covered:
             missing.append(add)
     if not missing and transaction.effective_metadata() is snapshot.metadata:
         return None, 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -14,13 +15,14 @@ from qbeast.core.skipping import (
     IndexSpec,
     bloom_size,
     build_entry,
+    decode_index_arrays,
     decode_index_file,
     declared,
     encode_declaration,
     encode_index_file,
     parse_declaration,
 )
-from qbeast.core.skipping_pruning import ColumnBatch, FileRef, may_match
+from qbeast.core.skipping_pruning import ColumnBatch, IndexView, may_match
 from qbeast.core.value_hash import hash_values, literal_array, literal_hashes
 from qbeast.errors import FormatError, InvalidOptionError
 
@@ -87,24 +89,41 @@ def test_declarations_are_checked_against_the_table():
         parse_declaration({"order_id": {"kind": "bloom", "fpp": 2}}, types)
 
 
-def _batch(spec: IndexSpec, files: dict[str, list], type_name: str = "long") -> ColumnBatch:
+def _entries(spec: IndexSpec, files: dict[str, list], type_name: str = "long") -> dict:
     entries = {}
     for path, values in files.items():
         hashes, nulls = hash_values(pa.array(values, pa.int64()), type_name)
-        entries[path] = build_entry(spec, type_name, hashes, nulls)
-    return ColumnBatch(entries, type_name)
+        entries[path] = {spec.column: build_entry(spec, type_name, hashes, nulls)}
+    return entries
+
+
+def _view(index_files: dict[str, dict]) -> IndexView:
+    """The view planning builds of index files (name -> entries), through the file codec."""
+    return IndexView({name: decode_index_arrays(encode_index_file(entries))
+                      for name, entries in index_files.items()})
+
+
+def _batch(spec: IndexSpec, files: dict[str, list], type_name: str = "long") -> tuple[ColumnBatch, dict]:
+    """The batch of ``spec``'s column over ``files`` split into two index files, and each
+    file's row."""
+    paths = list(files)
+    half = {p: files[p] for p in paths[: len(paths) // 2]}
+    rest = {p: files[p] for p in paths[len(paths) // 2:]}
+    view = _view({"i1": _entries(spec, half, type_name), "i2": _entries(spec, rest, type_name)})
+    rows = {**view.rows["i1"], **view.rows["i2"]}
+    return view.batch(spec.column, type_name), rows
 
 
 @pytest.mark.parametrize("spec", [IndexSpec("c", "values"), IndexSpec("c", "bloom")])
 def test_an_entry_never_misses_a_value_its_file_holds(spec):
     rng = np.random.default_rng(7)
     files = {f"f{i}": rng.integers(0, 10**9, 200).tolist() for i in range(50)}
-    batch = _batch(spec, files)
+    batch, rows = _batch(spec, files)
     for path, values in files.items():
         hashes = literal_hashes("long", values)
         assert hashes is not None
         for h in hashes:
-            assert batch.may_contain(np.array([h]))[batch.rows[path]]
+            assert batch.may_contain(np.array([h]))[rows[path]]
     absent = literal_hashes("long", rng.integers(2 * 10**9, 3 * 10**9, 1000).tolist())
     assert absent is not None
     false_hits = sum(int(batch.may_contain(np.array([h])).sum()) for h in absent)
@@ -112,15 +131,44 @@ def test_an_entry_never_misses_a_value_its_file_holds(spec):
     assert rate == 0.0 if spec.kind == "values" else rate < 0.03
 
 
+def test_filters_of_different_sizes_and_probe_counts_are_probed_together():
+    rng = np.random.default_rng(3)
+    files = {f"f{i}": rng.integers(0, 10**9, 10 + 40 * i).tolist() for i in range(12)}
+    view = _view({"strict": _entries(IndexSpec("c", "bloom", fpp=0.001), dict(list(files.items())[:6])),
+                  "loose": _entries(IndexSpec("c", "bloom", fpp=0.3), dict(list(files.items())[6:]))})
+    batch = view.batch("c", "long")
+    assert batch.unused is not None  # the two halves use different probe counts
+    rows = {**view.rows["strict"], **view.rows["loose"]}
+    for path, values in files.items():
+        hashes = literal_hashes("long", values)
+        assert hashes is not None and all(batch.may_contain(np.array([h]))[rows[path]] for h in hashes)
+    absent = literal_hashes("long", rng.integers(2 * 10**9, 3 * 10**9, 300).tolist())
+    assert absent is not None
+    hits = np.array([batch.may_contain(np.array([h])) for h in absent]).mean(axis=0)
+    assert hits[:6].max() < 0.02 and 0.1 < hits[6:].mean() < 0.5
+
+
+def test_damaged_entries_are_refused():
+    entry = build_entry(IndexSpec("c", "bloom"), "long", np.array([1, 2], dtype=np.uint64), False)
+    data = encode_index_file({"a": {"c": replace(entry, bits=entry.bits * 2)}})
+    with pytest.raises(FormatError, match="a/c"):
+        decode_index_arrays(data)
+    data = encode_index_file({"a": {"c": Entry("values", "long", False, 1, b"1234")}})
+    with pytest.raises(FormatError, match="a/c"):
+        decode_index_arrays(data)
+
+
 def test_a_value_list_over_its_limit_and_an_unknown_file_may_match():
     spec = IndexSpec("c", "values", max_values=3)
-    batch = _batch(spec, {"small": [1, 2, None], "big": [1, 2, 3, 4]})
+    batch, rows = _batch(spec, {"small": [1, 2, None], "big": [1, 2, 3, 4]})
     probe = literal_hashes("long", [9])
     assert probe is not None
+    assert [rows["small"], rows["big"]] == [0, 1]
     assert batch.may_contain(probe).tolist() == [False, True]
     assert batch.may_hold_null().tolist() == [True, False]
-    other_type = ColumnBatch({"a": build_entry(spec, "integer", probe, False)}, "long")
-    assert other_type.may_contain(probe).tolist() == [True]
+    other_type = _view({"i": {"a": {"c": build_entry(spec, "integer", probe, False)}}})
+    assert other_type.batch("c", "long").may_contain(probe).tolist() == [True]
+    assert other_type.batch("c", "long").kind == ""
 
 
 def test_the_index_file_codec_round_trips_and_refuses_what_it_cannot_read():
@@ -133,26 +181,32 @@ def test_the_index_file_codec_round_trips_and_refuses_what_it_cannot_read():
     with pytest.raises(FormatError):
         decode_index_file(b"garbage file")
     assert bloom_size(50_000, 0.01)[0] / 50_000 == pytest.approx(9.6, abs=0.1)
+    hashes = np.random.default_rng(2).integers(0, 50, 400).astype(np.uint64)
+    listed = build_entry(IndexSpec("c", "values", max_values=64), "long", hashes, False)
+    assert listed.payload == np.unique(hashes).astype("<u8").tobytes()  # sorted, each once
+    assert listed.distinct == len(set(hashes.tolist()))
 
 
 def test_predicates_prune_per_file_and_per_index():
-    bloom = _batch(IndexSpec("id", "bloom"), {"f1": [1, 2], "f2": [3, None], "f3": [5]})
-    values = _batch(IndexSpec("kind", "values"), {"f1": [10], "f2": [20], "f3": [10]})
-    batches = {("i1", "id"): bloom, ("i1", "kind"): values}
-    files = [FileRef("f1", "i1"), FileRef("f2", "i1"), FileRef("f3", "i1"), FileRef("f4", None)]
+    bloom = _entries(IndexSpec("id", "bloom"), {"f1": [1, 2], "f2": [3, None], "f3": [5]})
+    values = _entries(IndexSpec("kind", "values"), {"f1": [10], "f2": [20], "f3": [10]})
+    view = _view({"i1": {path: {**bloom[path], **values[path]} for path in bloom},
+                  "gone": {"f5": bloom["f1"]}})
+    view.rows["unreadable"] = {}  # an index file that could not be read covers no file
+    names = ["i1", "i1", "i1", None, "unreadable", "i1"]
+    paths = ["f1", "f2", "f3", "f4", "f5", "f6"]  # f6: a file its index file does not cover
     columns = {"id": "long", "kind": "long"}
 
-    def source(location, column, type_name):
-        return batches.get((location, column))
-
     def mask(predicate, only=None):
-        return may_match(predicate, files, columns, source, only=only).tolist()
+        return view.answers(may_match(predicate, view, columns, only=only), names, paths)
 
-    assert mask(ex.EqualTo("id", 3)) == [False, True, False, True]
-    assert mask(ex.In("id", (1, 5))) == [True, False, True, True]
-    assert mask(ex.IsNull("id")) == [False, True, False, True]
-    assert mask(ex.Or(ex.EqualTo("id", 1), ex.EqualTo("kind", 20))) == [True, True, False, True]
-    assert mask(ex.And(ex.EqualTo("id", 1), ex.EqualTo("kind", 20))) == [False, False, False, True]
-    assert mask(ex.Not(ex.EqualTo("id", 1))) == [True] * 4
-    assert mask(ex.GreaterThan("id", 100)) == [True] * 4
-    assert mask(ex.EqualTo("kind", 10), only="id") == [True] * 4
+    assert mask(ex.EqualTo("id", 3)) == [False, True, False, True, True, True]
+    assert mask(ex.In("id", (1, 5))) == [True, False, True, True, True, True]
+    assert mask(ex.IsNull("id")) == [False, True, False, True, True, True]
+    assert mask(ex.Or(ex.EqualTo("id", 1), ex.EqualTo("kind", 20)))[:3] == [True, True, False]
+    assert mask(ex.And(ex.EqualTo("id", 1), ex.EqualTo("kind", 20)))[:3] == [False, False, False]
+    assert mask(ex.Not(ex.EqualTo("id", 1))) == [True] * 6
+    assert mask(ex.GreaterThan("id", 100)) == [True] * 6
+    assert mask(ex.EqualTo("kind", 10), only="id") == [True] * 6
+    assert view.answers(may_match(ex.EqualTo("id", 1), view, columns), ["gone"], ["f5"]) == [True]
+    assert view.answers(may_match(ex.EqualTo("id", 9), view, columns), ["gone"], ["f5"]) == [False]
