@@ -176,9 +176,15 @@ def test_larger_inputs_run_in_spark_and_a_bad_value_fails_naming_it(spark, base,
     caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
     source = spark.createDataFrame(_rows(50_000, 30, 100.0, 6), SCHEMA)
     try:
-        spark.conf.set(KEY, "29")  # 30 inserts: over the limit, in Spark
-        assert table.merge(source, on=["id"]).rows_inserted == 30
+        spark.conf.set(KEY, "29")  # 30 appended rows: over the limit, in Spark
+        before = QbeastSnapshot.load(path).delta.num_records
+        qbeast.write(source, path, mode="append")
+        assert QbeastSnapshot.load(path).delta.num_records == before + 30
         assert _local_writes(caplog) == []
+        # a shipped merge's inserts are in the driver already: indexed there above the limit
+        fresh = spark.createDataFrame(_rows(70_000, 30, 100.0, 8), SCHEMA)
+        assert table.merge(fresh, on=["id"]).rows_inserted == 30
+        assert len(_local_writes(caplog)) == 1
         version = QbeastSnapshot.load(path).version
         for bad in ("-1", "many"):
             spark.conf.set(KEY, bad)
