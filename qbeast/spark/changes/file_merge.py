@@ -249,9 +249,16 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
         row.update(write_replacement(change.remaining, target,
                                      spec.revisions.get(target.revision_id), spec.staging,
                                      task.location, spec.version,
-                                     in_place=InPlace(change.removed,
-                                                      data.take(pa.array(change.removed)))))
+                                     in_place=_in_place(change, data, spec, target)))
     return row
+
+
+def _in_place(change: Any, data: pa.Table, spec: _JobSpec, target: Any) -> InPlace:
+    """The rows leaving ``target`` (deleted or moved) with their old indexed values: all a
+    rewrite in place computes from them (staging files, without a revision, need none)."""
+    revision = spec.revisions.get(target.revision_id)
+    indexed = list(revision.columns) if revision is not None else []
+    return InPlace(change.removed, data.select(indexed).take(pa.array(change.removed)))
 
 
 def _positions(source: pa.Table, source_rows: np.ndarray) -> np.ndarray:

@@ -250,14 +250,14 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
 @dataclass(frozen=True)
 class InPlace:
     """Rows that leave a file rewritten in place: their positions in the old file (ascending)
-    and their old values (the table's columns)."""
+    and their old values (at least the indexed columns)."""
 
     removed: Any  # numpy int64 positions
     rows: Any  # pyarrow Table
 
 
-def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None,
-                    place: InPlace | None = None, revision: Revision | None = None
+def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None, place: InPlace,
+                    revision: Revision | None
                     ) -> tuple[tuple[Block, ...], tuple[int, ...], str | None] | None:
     """(blocks, rows of each band piece, piece record) of a replacement holding the old file's
     rows in their order with unchanged indexed values, ``rows`` of them, less those ``place``
@@ -272,7 +272,7 @@ def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None,
     """
     import numpy as np
 
-    removed = np.asarray(place.removed if place is not None else (), dtype=np.int64)
+    removed = np.asarray(place.removed, dtype=np.int64)
     if target.revision_id == 0:
         return (), (rows,), None
     total = rows + len(removed)
@@ -284,7 +284,7 @@ def in_place_layout(target: RewriteTarget, rows: int, old: PieceLayout | None,
     blocks = target.blocks
     pieces = old.pieces if old is not None else ()
     if len(removed):
-        assert place is not None and revision is not None
+        assert revision is not None
         left = _without_rows(target, revision, place)
         if left is None:
             return None
