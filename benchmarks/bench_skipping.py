@@ -61,6 +61,10 @@ INDEXES = {"order_id": "bloom", "status": "values", "channel": "values", "lower(
 RARE = [f"rare-{i:02d}" for i in range(40)]
 #: Distinct customers (e-mail addresses): about 20 orders each at 20M rows.
 CUSTOMERS_PER_ROW = 0.05
+#: point lookups planned (not read) to show the spread of the Bloom filters' false positives
+SPREAD_LOOKUPS = 100
+#: the pair issue 39 names: one high-cardinality column, one low-cardinality column
+GOAL_INDEXES = ("order_id", "status")
 _AGENTS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/{v}.0.0.0 Safari/537.36",
     "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.{v} Safari/605.1.15",
@@ -275,10 +279,15 @@ def run_lookups(spark, rows: int, cube_size: int, write_rounds: int) -> dict[str
         row["matching_rows"] = counts.pop() if len(counts) == 1 else sorted(counts)
         results.append(row)
     # one lookup is one draw of the Bloom filters' false positives: the files planned for each
-    # of the ten ids and e-mails show the spread
+    # of 100 ids and e-mails (plans only, no reads) show the spread and a steady mean
+    spread_rng = np.random.default_rng(12)
+    spread_orders = [_order_id(int(r), rows) for r in spread_rng.integers(0, rows, SPREAD_LOOKUPS)]
+    spread_emails = [_email(int(c)) for c in spread_rng.integers(
+        0, max(1, int(rows * CUSTOMERS_PER_ROW)), SPREAD_LOOKUPS)]
     point_files = {
-        "order_id": [len(indexed.read_plan(filter=f"order_id = {o}").files) for o in orders],
-        "lower(email)": [len(indexed.read_plan(filter=f"lower(email) = '{e}'").files) for e in emails],
+        "order_id": [len(indexed.read_plan(filter=f"order_id = {o}").files) for o in spread_orders],
+        "lower(email)": [len(indexed.read_plan(filter=f"lower(email) = '{e}'").files)
+                         for e in spread_emails],
     }
     source.unpersist()
     from qbeast.delta.log import DeltaLog
@@ -531,10 +540,19 @@ def _goals(report: dict[str, Any]) -> list[str]:
         spread = (look.get("point_files") or {}).get("order_id")
         if spread:
             mean = sum(spread) / len(spread)
-            rows.append(("... the same, mean of 10 `order_id` lookups (planned files)",
-                         f"{mean:.1f} (each: {', '.join(map(str, spread))})", mean <= limit))
+            over = sum(1 for n in spread if n > limit)
+            rows.append((f"... the same, mean of {len(spread)} `order_id` lookups (planned files)",
+                         f"{mean:.2f}; {over} of {len(spread)} lookups above the limit "
+                         f"(most: {max(spread)})", mean <= limit))
+        by_index = look.get("index_bytes_by_index") or {}
+        if all(name in by_index for name in GOAL_INDEXES):
+            pair = sum(by_index[name] for name in GOAL_INDEXES) / look["table_bytes"]
+            rows.append(("index at most 2% of the table's bytes: the issue's pair (a Bloom filter "
+                         "on the high-cardinality `order_id`, a value list on the "
+                         "low-cardinality `status`)", f"{pair:.2%}", pair <= 0.02))
         share = look["index_bytes"] / look["table_bytes"]
-        rows.append(("index at most 2% of the table's bytes", f"{share:.1%}", share <= 0.02))
+        rows.append(("... all four indexes of this run (with `channel` and the second Bloom "
+                     "filter, on `lower(email)`), index files' bytes", f"{share:.1%}", share <= 0.02))
         w = look["write_seconds"]
         ratio = w["with indexes"] / w["without"]
         build = look["index_build_seconds"] / w["without"]
