@@ -448,14 +448,15 @@ class ObjectStorage(Storage):
     def list_names_after(self, path: str, start_after: str) -> list[str]:
         store, key = self._split(path)
         prefix = f"{key}/" if key else ""
-        names = []
+        names: set[str] = set()
         with _answered(self.uri(path), "listing"):
             for meta in _listing(store, prefix or None, offset=prefix + start_after):
-                name = meta["path"][len(prefix):]
-                # direct children only; the offset is a request, not a promise: some servers
-                # (fake-gcs-server, GCS emulators) ignore ``start-after`` and list from the start
-                if "/" not in name and name > start_after:
-                    names.append(name)
+                # a direct child, or the subfolder holding a deeper key (as ``list_names``)
+                name = meta["path"][len(prefix):].split("/", 1)[0]
+                # the offset is a request, not a promise: some servers (fake-gcs-server, GCS
+                # emulators) ignore ``start-after`` and list from the start
+                if name > start_after:
+                    names.add(name)
         return sorted(names)
 
     def walk(self, path: str) -> Iterator[FileStat]:

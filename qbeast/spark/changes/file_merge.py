@@ -248,7 +248,7 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
     if change.remaining.num_rows:
         row.update(write_replacement(change.remaining, target,
                                      spec.revisions.get(target.revision_id), spec.staging,
-                                     task.location, spec.version,
+                                     parquet.metadata, spec.version,
                                      in_place=_in_place(change, data, spec, target)))
     return row
 

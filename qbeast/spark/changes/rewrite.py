@@ -176,7 +176,7 @@ DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("
 
 
 def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
-                      footer: str, version: str, *, weights: Any = None,
+                      footer: Any, version: str, *, weights: Any = None,
                       in_place: InPlace | None = None) -> dict[str, Any]:
     """Write ``data`` (the remaining rows of ``target``, the table's columns) as the target's
     replacement in the folder ``staging``; its description (``_DESCRIPTION_SCHEMA`` fields).
@@ -187,7 +187,8 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     ``weights`` being the rows' weights under ``revision``: computed here with
     :func:`qbeast.index.row_weights.spark_hash` when not given), and the blocks are recounted;
     staging files (revision 0) get no blocks. A file written in band pieces (``rowGroups``
-    layout, read from the old file's ``footer``: a local path) is rewritten in the same
+    layout, read from the old file's ``footer``: a local path, or its already-read
+    ``pyarrow.parquet.FileMetaData``, which saves reading it again) is rewritten in the same
     pieces, its remaining rows regrouped by the old pieces' weights, so samples still read a
     prefix of it. The new file is encoded as a Spark write of the session's page ``version``
     would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
@@ -214,7 +215,7 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     blocks: tuple[Block, ...] = ()
     parts = [data]
     record = None
-    old_footer = read_data_footer(footer, target.size)
+    old_footer = read_data_footer(footer, target.size) if isinstance(footer, str) else footer
     old = PieceLayout.of(old_footer) if old_footer is not None else None
     kept = (in_place_layout(target, data.num_rows, old, in_place, revision)
             if in_place is not None else None)

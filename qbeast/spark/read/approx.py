@@ -140,13 +140,46 @@ def band_dataframe(spark: Any, snapshot: Any, plan: ReadPlan, row_filter: Any, u
             f"{names}: {reason.strip()}") from exc
 
 
-def _read_here(snapshot: Any, plan: ReadPlan, group_by: Sequence[str], columns: list[str],
-               lo: int, hi: int | None, nulls: bool | None, per_weight: bool) -> BandRead:
+@dataclasses.dataclass(frozen=True)
+class _Band:
+    """One band to read: its plan and weight range (:func:`band_scope`) and its null stratum."""
+
+    plan: ReadPlan
+    lo: int
+    hi: int | None
+    nulls: bool | None
+
+    @property
+    def per_weight(self) -> bool:
+        """Folded per weight, but for the band completing the table (exact: totals suffice)."""
+        return self.hi is not None or bool(self.nulls)
+
+
+def _band(snapshot: Any, predicate: Any, lo: int, hi: int | None, nulls: bool | None) -> _Band:
+    plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
+    return _Band(plan, lo, hi, nulls)
+
+
+def _here(spark: Any, snapshot: Any, bands: Sequence[_Band], row_filter: Any,
+          group_by: Sequence[str], columns: Sequence[str], local: bool) -> bool:
+    """Whether every one of ``bands`` is read in this process: asked for (``local``) and
+    allowed by its files (:func:`qbeast.spark.read.local_band.readable_here`, up to the
+    session's ``spark.qbeast.approx.localReadBytes``)."""
+    if not local:
+        return False
+    limit = settings.APPROX_LOCAL_READ_BYTES.read(spark)
+    hash_columns = tuple(snapshot.latest_revision.columns)
+    return all(readable_here(b.plan, row_filter, hash_columns, group_by, columns, limit)
+               for b in bands)
+
+
+def _read_here(snapshot: Any, band: _Band, group_by: Sequence[str],
+               columns: list[str]) -> BandRead:
     """A band read and folded in this process (:mod:`qbeast.spark.read.local_band`): no job."""
-    table, rows_read = band_table(plan, tuple(snapshot.latest_revision.columns), group_by,
-                                  columns, lo, hi, nulls)
-    found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
-    return BandRead(found, band_rows, sum_sq, rows_read, plan.selected_bytes)
+    table, rows_read = band_table(band.plan, tuple(snapshot.latest_revision.columns), group_by,
+                                  columns, band.lo, band.hi, band.nulls)
+    found, band_rows, sum_sq = fold_band(table, len(group_by), columns, band.per_weight)
+    return BandRead(found, band_rows, sum_sq, rows_read, band.plan.selected_bytes)
 
 
 def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
@@ -160,31 +193,27 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     ``expected_rows``: about how many rows the band holds (None: unknown); up to
     :data:`DRIVER_FOLD_ROWS` they are folded on the driver (:func:`fold_on_driver`), and read
     there too, without a Spark job, when ``local`` and the band's files allow it
-    (:func:`qbeast.spark.read.local_band.readable_here`, up to the session's
-    ``spark.qbeast.approx.localReadBytes``).
+    (:func:`_here`).
 
     ``row_filter`` and ``user_filter`` come from
     :func:`qbeast.spark.read.predicates.user_predicate`; ``inputs`` are the columns the
     aggregates read (None: the row count, always computed).
     """
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
-    plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
-    # per weight, but for the band completing the table (exact: the totals are enough)
-    per_weight = hi is not None or bool(nulls)
+    band = _band(snapshot, predicate, lo, hi, nulls)
+    plan = band.plan
     if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
-        hash_columns = tuple(snapshot.latest_revision.columns)
-        if local and readable_here(plan, row_filter, hash_columns, group_by, columns,
-                                   settings.APPROX_LOCAL_READ_BYTES.read(spark)):
-            return _read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
+        if _here(spark, snapshot, [band], row_filter, group_by, columns, local):
+            return _read_here(snapshot, band, group_by, columns)
         rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
-                          lo, hi, nulls)
+                              band.lo, band.hi, nulls)
         table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
         io = scan_io(rows, [plan])
-        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, per_weight)
+        found, band_rows, sum_sq = fold_band(table, len(group_by), columns, band.per_weight)
         return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
-    rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns, lo, hi,
-                      nulls)
-    return _fold_in_spark(rows, group_by, columns, per_weight, plan)
+    rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
+                          band.lo, band.hi, nulls)
+    return _fold_in_spark(rows, group_by, columns, band.per_weight, plan)
 
 
 def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
@@ -193,35 +222,30 @@ def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any,
                      local: bool = True) -> list[BandRead]:
     """:func:`read_band` of several small bands ``(lo, hi, nulls)`` without a job per band.
 
-    When ``local`` and every band's files allow it, each band is read in this process (each
-    with its own scan figures). Otherwise the bands' scans run as one Spark job (a union, each
+    When every band is read in this process (:func:`_here`), each gets its own scan figures.
+    Otherwise the bands' scans run as one Spark job (a union, each
     row tagged with its band), whose rows are folded on the driver band by band: one job's
     fixed cost instead of one per band; what the scans read (Spark's metrics of the whole job)
     is reported on the first band's read.
     """
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
-    hash_columns = tuple(snapshot.latest_revision.columns)
-    scopes = [(*band_scope(snapshot, predicate, lo, hi, nulls), nulls, hi is not None or bool(nulls))
-              for lo, hi, nulls in bands]
+    scopes = [_band(snapshot, predicate, lo, hi, nulls) for lo, hi, nulls in bands]
     assert scopes, "no band to read"
-    limit = settings.APPROX_LOCAL_READ_BYTES.read(spark) if local else 0
-    if local and all(readable_here(plan, row_filter, hash_columns, group_by, columns, limit)
-                     for plan, *_ in scopes):
-        return [_read_here(snapshot, plan, group_by, columns, lo, hi, nulls, per_weight)
-                for plan, lo, hi, nulls, per_weight in scopes]
+    if _here(spark, snapshot, scopes, row_filter, group_by, columns, local):
+        return [_read_here(snapshot, band, group_by, columns) for band in scopes]
     union = None
-    for i, (plan, lo, hi, nulls, _) in enumerate(scopes):
-        rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
-                          lo, hi, nulls, tag=i)
+    for i, band in enumerate(scopes):
+        rows = band_dataframe(spark, snapshot, band.plan, row_filter, user_filter, group_by,
+                              columns, band.lo, band.hi, band.nulls, tag=i)
         union = rows if union is None else union.union(rows)
     assert union is not None
     table = union.toArrow()
-    io = scan_io(union, [plan for plan, *_ in scopes])
+    io = scan_io(union, [band.plan for band in scopes])
     tags = table.column("_band").to_numpy()
     reads = []
-    for i, (*_, per_weight) in enumerate(scopes):
+    for i, band in enumerate(scopes):
         found, band_rows, sum_sq = fold_band(table.filter(tags == i), len(group_by), columns,
-                                             per_weight)
+                                             band.per_weight)
         first = i == 0
         reads.append(BandRead(found, band_rows, sum_sq, io.rows_scanned if first else 0,
                               io.bytes if first else 0))

@@ -50,6 +50,8 @@ def check_listings_and_deletes(storage: Storage, root: str) -> None:
     # what a snapshot load lists after a checkpoint: only names sorting after the given one
     assert "b.bin" in storage.list_names_after(a, "a.bin")
     assert "b.bin" not in storage.list_names_after(a, "b.bin")
+    assert storage.list_names_after(a, "a.bin") == ["b.bin", "sub"]  # subfolders too, sorted
+    assert storage.list_names_after(a, "sub") == []
     walked = sorted((s.path, s.size, s.is_dir) for s in storage.walk(a))
     assert walked == [(path, 5, False), (storage.join(a, "sub", "c.bin"), 1, False)]
 
