@@ -594,23 +594,21 @@ def _notes(report: dict[str, Any]) -> str:
     bloom_text = ", ".join(f"`{c}` {b:.2f}" for c, b in sorted(bloom.items()))
     return f"""## Reading the figures
 
-* **Index size.** A Bloom filter at `fpp` 1% costs 9.6 bits (1.2 bytes) per distinct value and
-  file; no exact-membership filter can go below log2(1/fpp) = 6.6 bits (0.83 bytes) per value
-  at 1%. `order_id` is unique and `lower(email)`
+* **Index size.** A Bloom filter at the default `fpp` of 0.7% costs 10.3 bits (1.3 bytes) per
+  distinct value and file (9.6 bits at 1%); no exact-membership filter can go below
+  log2(1/fpp) = 7.2 bits (0.89 bytes) per value at 0.7%. `order_id` is unique and `lower(email)`
   nearly so within a file, so each of their filters holds about one entry per row (bytes per
   row here: {bloom_text}), against {per_row:.1f} bytes per row of table: one such index is about
-  {100 * 1.2 / per_row:.1f}% of the table, two are twice that. The bound, plainly: an index
-  on a column with one distinct value per row costs at least 0.83 bytes per row at 1% (1.2 with
-  Bloom filters), so the 2% goal holds for one such index on rows of 60 bytes or more, and for
-  two only on rows of 120 bytes or more (83 with an optimal filter); otherwise only a higher
-  `fpp` brings it under (0.05: 6.2 bits per value, about 5% extra files per lookup). `values`
-  indexes on clustered low-cardinality columns cost a few bytes per file.
+  {100 * 1.3 / per_row:.1f}% of the table, two are twice that. The bound, plainly: one index on
+  a column with a distinct value per row stays within 2% on rows of 65 bytes or more; two such
+  indexes need rows of 130 bytes (89 with an optimal filter), or a higher `fpp` (0.05: 6.2 bits
+  per value, about 5% extra files per lookup). `values` indexes on clustered low-cardinality
+  columns cost a few bytes per file.
 * **Point lookups and the 1 + 1% goal.** A file without the value is read when its filter gives
-  a false positive, with probability `fpp` (1%) per file: a lookup reads the file that holds the
-  value plus about 1% of the others, on average: this goal is met on average by construction
-  and missed by roughly half of single lookups (the false positives are a Poisson draw around
-  the limit). `fpp` 0.005 makes it hold most of the time for
-  about 0.18 more bytes per value.
+  a false positive, with probability `fpp` per file: a lookup reads the file that holds the
+  value plus about `fpp` of the others, a Poisson draw. At 1% that mean is the goal's limit
+  itself (half of single lookups land above it: 47 of 100 in a 20M run at 1%, commit 794923a); the default
+  0.7% puts the mean under the limit with room, and single lookups still scatter around it.
 * **`lower(email)`** finds all orders of one customer (about 20, in as many files) however the
   address was capitalised; no other contender can prune on it (Spark's parquet Bloom filters
   are on the column's own values and are not used for `lower(email)`).

@@ -18,7 +18,7 @@ import pytest
 
 import qbeast
 from qbeast import QbeastTable
-from qbeast.core.skipping import CONFIG_KEY, INDEX_DIR, TAG
+from qbeast.core.skipping import CONFIG_KEY, DEFAULT_FPP, INDEX_DIR, TAG
 from qbeast.delta.log import DeltaLog
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -88,7 +88,7 @@ def _check_exact(path: str, column: str, values: list, *, exact: bool) -> int:
 def test_the_declaration_is_kept_and_every_file_is_indexed(table):
     snapshot = DeltaLog.for_path(table).snapshot()
     assert json.loads(snapshot.metadata.configuration[CONFIG_KEY]) == {
-        c: ({"kind": k, "fpp": 0.01} if k == "bloom" else {"kind": k, "max_values": 256})
+        c: ({"kind": k, "fpp": DEFAULT_FPP} if k == "bloom" else {"kind": k, "max_values": 256})
         for c, k in INDEXES.items()}
     assert len(snapshot.files) >= 5
     names = {add.tags[TAG] for add in snapshot.files.values()}
