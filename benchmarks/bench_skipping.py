@@ -55,6 +55,7 @@ from measure import (  # noqa: E402
     median,
     spark_session,
 )
+from qbeast.core.skipping import DEFAULT_FPP  # noqa: E402
 
 logger = logging.getLogger("qbeast.benchmarks.skipping")
 INDEXES = {"order_id": "bloom", "status": "values", "channel": "values", "lower(email)": "bloom"}
@@ -491,7 +492,7 @@ def render(report: dict[str, Any]) -> str:
     plans = report.get("planning") or []
     if plans:
         out += ["## Planning a point lookup (synthetic logs, no data files)", "",
-                "Each file holds 2,000 distinct `order_id`s in a Bloom filter (1%); one index "
+                f"Each file holds 2,000 distinct `order_id`s in a Bloom filter ({DEFAULT_FPP:.1%}, the default); one index "
                 "file per commit of 1% of the files. Plan: `plan_read` of `order_id = x`, median "
                 "of interleaved runs (warm: index files cached); cold: the first plan, which "
                 "reads the index files. CPU: the process's CPU time of the same plans (median), "
@@ -618,7 +619,9 @@ def _notes(report: dict[str, Any]) -> str:
   phases of the writer's progress log (`stats`, `estimation`, `write`, `commit`) differ only in
   `commit`, by about the build step; the other phases run the same code and move with the
   machine's load, by more than the step costs, so end-to-end ratios of a few rounds on a shared
-  machine land on either side of it.
+  machine land on either side of it. The first full-size write of a run is the indexed table's
+  (the rounds rotate from it) and has been the slowest of its run every time (the warm-up
+  writes only 1% of the rows): the median over the rounds is the figure to read.
 * **Rare values spread over the table** (`channel`) are in almost every file: no per-file index
   can skip those files (Spark's parquet Bloom filters skip row groups inside them, but open every
   file). Skipping indexes pay off for values that sit in few files: unique keys, a customer's
