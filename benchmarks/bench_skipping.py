@@ -608,7 +608,7 @@ def _notes(report: dict[str, Any]) -> str:
 * **Point lookups and the 1 + 1% goal.** A file without the value is read when its filter gives
   a false positive, with probability `fpp` per file: a lookup reads the file that holds the
   value plus about `fpp` of the others, a Poisson draw. At 1% that mean is the goal's limit
-  itself (half of single lookups land above it: 47 of 100 in a 20M run at 1%, commit 794923a); the default
+  itself (half of single lookups land above it: 47 of 100 in a 20M run at 1%, `skipping-fpp1.md`); the default
   0.7% puts the mean under the limit with room, and single lookups still scatter around it.
 * **`lower(email)`** finds all orders of one customer (about 20, in as many files) however the
   address was capitalised; no other contender can prune on it (Spark's parquet Bloom filters
