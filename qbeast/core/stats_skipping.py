@@ -114,16 +114,14 @@ class _Column:
         highs: list[Any] = []
         nulls = np.full(len(stats), -1, dtype=np.int64)
         for i, file_stats in enumerate(stats):
-            if not file_stats or not isinstance(name, str):
+            if not file_stats or not isinstance(name, str):  # a call of a column: no statistics
                 lows.append(None)
                 highs.append(None)
                 continue
-            if type_name is None:
-                lows.append(None)
-                highs.append(None)
-            else:
-                lows.append(_stat_value(type_name, _entry(file_stats, "minValues", name), upper=False))
-                highs.append(_stat_value(type_name, _entry(file_stats, "maxValues", name), upper=True))
+            lows.append(None if type_name is None else
+                        _stat_value(type_name, _entry(file_stats, "minValues", name), upper=False))
+            highs.append(None if type_name is None else
+                         _stat_value(type_name, _entry(file_stats, "maxValues", name), upper=True))
             count = _entry(file_stats, "nullCount", name)
             if isinstance(count, int) and not isinstance(count, bool):
                 nulls[i] = count

@@ -161,9 +161,12 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
         weights = None
         if target.revision_id > 0:
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
+        from qbeast.spark.write.row_groups import read_data_footer
+
         described = write_replacement(table.select(columns), target,
                                       revisions.get(target.revision_id), staging,
-                                      footers[origin], version, weights=weights)
+                                      read_data_footer(footers[origin], target.size), version,
+                                      weights=weights)
         return pa.table({k: [v] for k, v in described.items()}, schema=DESCRIPTION_ARROW)
 
     return rewrite
@@ -176,7 +179,7 @@ DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("
 
 
 def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
-                      footer: Any, version: str, *, weights: Any = None,
+                      old_footer: Any, version: str, *, weights: Any = None,
                       in_place: InPlace | None = None) -> dict[str, Any]:
     """Write ``data`` (the remaining rows of ``target``, the table's columns) as the target's
     replacement in the folder ``staging``; its description (``_DESCRIPTION_SCHEMA`` fields).
@@ -187,8 +190,8 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     ``weights`` being the rows' weights under ``revision``: computed here with
     :func:`qbeast.index.row_weights.spark_hash` when not given), and the blocks are recounted;
     staging files (revision 0) get no blocks. A file written in band pieces (``rowGroups``
-    layout, read from the old file's ``footer``: a local path, or its already-read
-    ``pyarrow.parquet.FileMetaData``, which saves reading it again) is rewritten in the same
+    layout, read from the old file's footer: ``old_footer``, its
+    ``pyarrow.parquet.FileMetaData``, None when it could not be read) is rewritten in the same
     pieces, its remaining rows regrouped by the old pieces' weights, so samples still read a
     prefix of it. The new file is encoded as a Spark write of the session's page ``version``
     would encode it (:func:`qbeast.spark.write.arrow_parquet.arrow_write_options`).
@@ -209,13 +212,12 @@ def write_replacement(data: Any, target: RewriteTarget, revision: Revision | Non
     from qbeast.index.points import table_points
     from qbeast.index.row_weights import spark_hash
     from qbeast.spark.write.arrow_parquet import arrow_write_options, non_finite_columns
-    from qbeast.spark.write.row_groups import read_data_footer, write_pieces_with_arrow
+    from qbeast.spark.write.row_groups import write_pieces_with_arrow
 
     data = data.cast(pa.schema([f.with_nullable(True) for f in data.schema]))
     blocks: tuple[Block, ...] = ()
     parts = [data]
     record = None
-    old_footer = read_data_footer(footer, target.size) if isinstance(footer, str) else footer
     old = PieceLayout.of(old_footer) if old_footer is not None else None
     kept = (in_place_layout(target, data.num_rows, old, in_place, revision)
             if in_place is not None else None)
