@@ -35,7 +35,9 @@ from qbeast.core.skipping import (
     TAG,
     Entry,
     IndexSpec,
-    build_entry,
+    ColumnValues,
+    build_column_entries,
+    column_values,
     decode_index_arrays,
     IndexFileArrays,
     declared,
@@ -112,28 +114,31 @@ def index_location(table_path: str, name: str) -> str:
     return resolve_file_path(table_path, name)
 
 
-def file_entries(storage: Any, location: str, indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, Entry]:
-    """The entries of the declared ``indexes`` for the data file at ``location``."""
+def file_values(storage: Any, location: str,
+                indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, ColumnValues | Entry]:
+    """What the entries of the declared ``indexes`` for the data file at ``location`` are built
+    from (:class:`ColumnValues`), or the entry itself where the index cannot hold the file's
+    values exactly (an expression not computed exactly here: "may match")."""
     source = location if is_local_file_path(location) else io.BytesIO(storage.read_bytes(location))
     parquet = pq.ParquetFile(source)
     present = set(parquet.schema_arrow.names)
     table = parquet.read(columns=sorted({spec.source for spec, _ in indexes if spec.source in present}))
-    entries = {}
+    out: dict[str, ColumnValues | Entry] = {}
     for spec, type_name in indexes:
         if spec.source not in present:  # a column added to the table after the file was written
-            hashes, has_null = np.empty(0, dtype=np.uint64), parquet.metadata.num_rows > 0
-            entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
+            out[spec.column] = column_values(spec, type_name, np.empty(0, dtype=np.uint64),
+                                             parquet.metadata.num_rows > 0)
             continue
         values = table.column(spec.source)
         call = spec.call
         if call is not None:
             values = derived.evaluate(call, values)
             if values is None:  # not computed exactly here: the file may hold any value
-                entries[spec.column] = unknown_entry(spec, type_name, table.column(spec.source).null_count > 0)
+                out[spec.column] = unknown_entry(spec, type_name, table.column(spec.source).null_count > 0)
                 continue
         hashes, has_null = hash_values(values, type_name)
-        entries[spec.column] = build_entry(spec, type_name, hashes, has_null)
-    return entries
+        out[spec.column] = column_values(spec, type_name, hashes, has_null)
+    return out
 
 
 def write_index_file(log: Any, entries: Mapping[str, Mapping[str, Entry]]) -> str:
@@ -151,16 +156,41 @@ def tagged(add: AddFile, name: str) -> AddFile:
     return replace(add, tags=tags)
 
 
+#: Rows of the files whose values are read and built into entries together (their hashes are
+#: held until then; fuse filters of one chunk share their build, :func:`build_column_entries`).
+_CHUNK_ROWS = 1 << 20
+
+
 def build_entries(log: Any, adds: Sequence[AddFile],
                   indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, dict[str, Entry]]:
-    """Entries of ``indexes`` for each of ``adds`` (files read in parallel: pyarrow and numpy
-    release the GIL for the heavy parts)."""
-    def one(add: AddFile) -> dict[str, Entry]:
-        return file_entries(log.storage, resolve_file_path(log.table_path, add.path), indexes)
+    """Entries of ``indexes`` for each of ``adds``: files read in parallel (pyarrow and numpy
+    release the GIL for the heavy parts), then built a chunk of files at a time."""
+    def one(add: AddFile) -> dict[str, ColumnValues | Entry]:
+        return file_values(log.storage, resolve_file_path(log.table_path, add.path), indexes)
 
+    out: dict[str, dict[str, Entry]] = {}
     with ThreadPoolExecutor(max_workers=max(1, min(4, len(adds)))) as pool:
-        built = list(pool.map(one, adds))
-    return {add.path: entries for add, entries in zip(adds, built)}
+        for chunk in _chunks(adds):
+            read = list(pool.map(one, chunk))
+            built = iter(build_column_entries([item for columns in read for item in columns.values()
+                                               if isinstance(item, ColumnValues)]))
+            for add, columns in zip(chunk, read):
+                out[add.path] = {column: next(built) if isinstance(item, ColumnValues) else item
+                                 for column, item in columns.items()}
+    return out
+
+
+def _chunks(adds: Sequence[AddFile]) -> Iterable[list[AddFile]]:
+    chunk: list[AddFile] = []
+    rows = 0
+    for add in adds:
+        chunk.append(add)
+        rows += add.num_records or 0
+        if rows >= _CHUNK_ROWS:
+            yield chunk
+            chunk, rows = [], 0
+    if chunk:
+        yield chunk
 
 
 def index_new_files(log: Any, metadata: Any, adds: Sequence[AddFile]) -> tuple[list[AddFile], str | None]:

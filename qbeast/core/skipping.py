@@ -1,13 +1,16 @@
 """Skipping indexes: what a table declares, what one file's entry holds, and the index file codec.
 
 A table declares per column a ``values`` index (the exact set of the column's values in a file,
-up to ``max_values``) or a ``bloom`` index (a Bloom filter at false-positive rate ``fpp``);
+up to ``max_values``), a ``fuse`` index (a binary fuse filter at false-positive rate ``fpp``,
+:mod:`qbeast.core.fuse_filter`) or a ``bloom`` index (a Bloom filter at rate ``fpp``);
 docs/skipping.md says when to use which. Entries hold 64-bit hashes of the values
 (:mod:`qbeast.core.value_hash`), so they are as small for strings as for ints.
 
 Entries of the files one commit adds are stored together in one index file (:func:`encode_index_file`
 / :func:`decode_index_file`), versioned: a reader treats anything it does not understand (another
-version, another hash function, a missing entry) as "may match", never as "no match".
+version, another hash function, an entry of a kind it does not know, a missing entry) as "may
+match", never as "no match". Kinds are open within a version: a new kind is a new entry shape
+that older readers skip, so adding ``fuse`` kept the version at 1.
 Plain data and numpy; no files, no Spark.
 """
 from __future__ import annotations
@@ -15,14 +18,16 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from qbeast.core import fuse_filter
 from qbeast.core.derived import ALLOWED, SOURCE_TYPE, Call, parse_call
+from qbeast.core.fuse_filter import FuseShape
 from qbeast.core.value_hash import HASH_NAME, INDEXABLE_TYPES, indexable
 from qbeast.errors import FormatError, InvalidOptionError
 
@@ -34,11 +39,14 @@ TAG = "qbeast.skippingIndex"
 INDEX_DIR = "_qbeast_skipping"
 INDEX_SUFFIX = ".qsi"
 
-KINDS = ("values", "bloom")
+KINDS = ("values", "fuse", "bloom")
 #: A lookup of a value held by one file reads that file and about ``fpp`` of the others: 0.7%
 #: keeps that under 1% of the table with room for the random draw, at 10.3 bits (1.3 bytes)
 #: per distinct value and file (1% costs 9.6 bits but puts half of all lookups above 1%).
 DEFAULT_FPP = 0.007
+#: A fuse filter's default: 9-bit fingerprints (0.2%), about 10.3 bits per value at 60,000
+#: values a file, the size of a Bloom filter at 0.7% with a third of its false positives.
+DEFAULT_FUSE_FPP = 0.002
 DEFAULT_MAX_VALUES = 256
 #: The index file versions this engine reads (every one it ever wrote) and the one it writes.
 READABLE_VERSIONS = (1,)
@@ -75,8 +83,8 @@ class IndexSpec:
         return f"{self.column}:{self.kind}"
 
     def to_json(self) -> dict[str, Any]:
-        if self.kind == "bloom":
-            return {"kind": "bloom", "fpp": self.fpp}
+        if self.kind in ("bloom", "fuse"):
+            return {"kind": self.kind, "fpp": self.fpp}
         return {"kind": "values", "max_values": self.max_values}
 
 
@@ -91,20 +99,20 @@ def _one_spec(column: str, raw: Any) -> IndexSpec:
     if not isinstance(raw, Mapping):
         raise _bad("skipping_indexes", raw, allowed_kinds,
                    f"skipping_indexes[{column!r}] must be one of {allowed_kinds} or a dict with "
-                   f"'kind' (and 'fpp' for bloom, 'max_values' for values), got {raw!r}")
+                   f"'kind' (and 'fpp' for fuse and bloom, 'max_values' for values), got {raw!r}")
     kind = raw.get("kind")
     if not isinstance(kind, str) or kind.lower() not in KINDS:
         raise _bad("skipping_indexes", kind, allowed_kinds,
                    f"skipping_indexes[{column!r}]: unknown index kind {kind!r}; allowed: {allowed_kinds}")
     kind = kind.lower()
-    params = {"bloom": {"kind", "fpp"}, "values": {"kind", "max_values"}}[kind]
+    params = {"bloom": {"kind", "fpp"}, "fuse": {"kind", "fpp"}, "values": {"kind", "max_values"}}[kind]
     unknown = sorted(set(raw) - params)
     if unknown:
         raise _bad("skipping_indexes", unknown[0], sorted(params),
                    f"skipping_indexes[{column!r}]: unknown parameter(s) {unknown} for a {kind} "
                    f"index; allowed: {sorted(params)}")
-    if kind == "bloom":
-        fpp = raw.get("fpp", DEFAULT_FPP)
+    if kind in ("bloom", "fuse"):
+        fpp = raw.get("fpp", DEFAULT_FPP if kind == "bloom" else DEFAULT_FUSE_FPP)
         if isinstance(fpp, bool) or not isinstance(fpp, (int, float)) or not 0.0 < fpp < 1.0:
             raise _bad("skipping_indexes", fpp, "a number in (0, 1)",
                        f"skipping_indexes[{column!r}]: fpp must be a number in (0, 1), got {fpp!r}")
@@ -146,9 +154,9 @@ def parse_declaration(raw: Any, types: Mapping[str, tuple[str, str]] | None = No
     if raw is None:
         return ()
     if not isinstance(raw, Mapping):
-        raise _bad("skipping_indexes", raw, "a dict of column -> 'values' or 'bloom'",
-                   f"skipping_indexes must be a dict of column -> 'values' or 'bloom' (e.g. "
-                   f"{{'order_id': 'bloom', 'status': 'values'}}), got {raw!r}")
+        raise _bad("skipping_indexes", raw, "a dict of column -> 'values', 'fuse' or 'bloom'",
+                   f"skipping_indexes must be a dict of column -> 'values', 'fuse' or 'bloom' (e.g. "
+                   f"{{'order_id': 'fuse', 'status': 'values'}}), got {raw!r}")
     specs: list[IndexSpec] = []
     for column, entry in raw.items():
         if not isinstance(column, str) or not column:
@@ -208,9 +216,11 @@ def declared(configuration: Mapping[str, str] | None) -> tuple[IndexSpec, ...]:
 class Entry:
     """One file's index of one column.
 
-    ``hashes`` is the sorted set of value hashes (``values``; None when the file has more than
-    ``max_values`` distinct values), or the Bloom filter's bit array (``bloom``, ``bits`` bits,
-    ``probes`` probes per value). ``has_null`` is exact for both kinds.
+    ``payload`` is the sorted set of value hashes (``values``; None when the file has more than
+    ``max_values`` distinct values), the Bloom filter's bit array (``bloom``, ``bits`` bits,
+    ``probes`` probes per value) or the fuse filter's packed fingerprints (``fuse``, ``bits``
+    bits each, in the shape ``seed``, ``segment_length``, ``segments``,
+    :class:`qbeast.core.fuse_filter.FuseShape`). ``has_null`` is exact for every kind.
     """
 
     kind: str
@@ -220,6 +230,14 @@ class Entry:
     payload: bytes | None
     bits: int = 0
     probes: int = 0
+    seed: int = 0
+    segment_length: int = 0
+    segments: int = 0
+
+    @property
+    def fuse_shape(self) -> FuseShape:
+        """The shape of a ``fuse`` entry's filter."""
+        return FuseShape(self.seed, self.segment_length, self.segments, self.bits)
 
 
 _LOW = np.uint64(0xFFFFFFFF)
@@ -261,17 +279,53 @@ def _sorted_unique(hashes: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
+@dataclass(frozen=True)
+class ColumnValues:
+    """What one file's entry of ``spec`` is built from: the sorted distinct hashes of its
+    non-null values (:func:`column_values`) and whether it holds a null."""
+
+    spec: IndexSpec
+    type_name: str
+    distinct: np.ndarray
+    has_null: bool
+
+
+def column_values(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> ColumnValues:
+    """The :class:`ColumnValues` of a file whose non-null values hash to ``hashes``."""
+    return ColumnValues(spec, type_name, _sorted_unique(hashes), has_null)
+
+
 def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> Entry:
     """The entry of ``spec`` for a file whose non-null values hash to ``hashes``."""
-    unique = _sorted_unique(hashes)
-    if spec.kind == "values":
-        payload = None if len(unique) > spec.max_values else unique.astype("<u8").tobytes()
-        return Entry("values", type_name, has_null, len(unique), payload)
-    bits, probes = bloom_size(len(unique), spec.fpp)
+    return build_column_entries([column_values(spec, type_name, hashes, has_null)])[0]
+
+
+def build_column_entries(columns: Sequence[ColumnValues]) -> list[Entry]:
+    """The entries of ``columns`` (of one or many files), in order. Fuse filters are built
+    together (:func:`qbeast.core.fuse_filter.build_many`): a commit's files share the cost of
+    building them."""
+    out: list[Entry | None] = [None] * len(columns)
+    fuse = [i for i, c in enumerate(columns) if c.spec.kind == "fuse"]
+    built = fuse_filter.build_many([columns[i].distinct for i in fuse], [columns[i].spec.fpp for i in fuse])
+    for i, (shape, packed) in zip(fuse, built):
+        c = columns[i]
+        out[i] = Entry("fuse", c.type_name, c.has_null, len(c.distinct), packed, shape.fingerprint_bits,
+                       seed=shape.seed, segment_length=shape.segment_length, segments=shape.segments)
+    for i, c in enumerate(columns):
+        if c.spec.kind == "values":
+            payload = None if len(c.distinct) > c.spec.max_values else c.distinct.astype("<u8").tobytes()
+            out[i] = Entry("values", c.type_name, c.has_null, len(c.distinct), payload)
+        elif c.spec.kind == "bloom":
+            out[i] = _bloom_entry(c)
+    return [entry for entry in out if entry is not None]
+
+
+def _bloom_entry(c: ColumnValues) -> Entry:
+    bits, probes = bloom_size(len(c.distinct), c.spec.fpp)
     array = np.zeros(bits, dtype=bool)
     for step in range(probes):
-        array[bloom_positions(unique, step, np.uint64(bits))] = True
-    return Entry("bloom", type_name, has_null, len(unique),
+        array[bloom_positions(c.distinct, step, np.uint64(bits))] = True
+    return Entry("bloom", c.type_name, c.has_null, len(c.distinct),
                  np.packbits(array, bitorder="little").tobytes(), bits, probes)
 
 
@@ -300,6 +354,9 @@ def encode_index_file(entries: Mapping[str, Mapping[str, Entry]]) -> bytes:
                 payload += entry.payload
             if entry.kind == "bloom":
                 item["bits"], item["probes"] = entry.bits, entry.probes
+            elif entry.kind == "fuse":
+                item["fingerprint_bits"], item["seed"] = entry.bits, entry.seed
+                item["segment_length"], item["segments"] = entry.segment_length, entry.segments
             described[column] = item
         files[path] = described
     header = json.dumps({"version": VERSION, "hash": HASH_NAME, "files": files},
@@ -324,8 +381,11 @@ class ColumnArrays:
     distinct: np.ndarray  # int64
     offsets: np.ndarray  # int64
     lengths: np.ndarray  # int64
-    bits: np.ndarray  # uint64
+    bits: np.ndarray  # uint64: a Bloom filter's bits, a fuse filter's fingerprint bits
     probes: np.ndarray  # int64
+    seeds: np.ndarray  # uint64 (fuse)
+    segment_lengths: np.ndarray  # uint64 (fuse)
+    segments: np.ndarray  # uint64 (fuse)
 
     def rows_of(self, kind: str, type_name: str) -> np.ndarray:
         """Per row: whether the entry is of ``kind`` and was built for ``type_name``."""
@@ -365,7 +425,8 @@ class IndexFileArrays:
                 out[self.paths[row]][column] = Entry(
                     a.kind_names[a.kinds[row]], a.type_names[a.types[row]], bool(a.nulls[row]),
                     int(a.distinct[row]), None if start < 0 else self.body[start:start + size].tobytes(),
-                    int(a.bits[row]), int(a.probes[row]))
+                    int(a.bits[row]), int(a.probes[row]), int(a.seeds[row]),
+                    int(a.segment_lengths[row]), int(a.segments[row]))
         return out
 
 
@@ -388,19 +449,30 @@ def _column_arrays(paths: tuple[str, ...], column: str, items: list[tuple[int, M
     distinct = filled([int(e["distinct"]) for e in entries], np.int64, 0)
     offsets = filled([int(e.get("offset", -1)) for e in entries], np.int64, -1)
     lengths = filled([int(e.get("length", 0)) if "offset" in e else 0 for e in entries], np.int64, 0)
-    bits = filled([int(e.get("bits", 0)) for e in entries], np.uint64, 0)
+    bits = filled([int(e.get("bits", e.get("fingerprint_bits", 0))) for e in entries], np.uint64, 0)
     probes = filled([int(e.get("probes", 0)) for e in entries], np.int64, 0)
+    seeds = filled([int(e.get("seed", 0)) for e in entries], np.uint64, 0)
+    segment_lengths = filled([int(e.get("segment_length", 0)) for e in entries], np.uint64, 0)
+    segments = filled([int(e.get("segments", 0)) for e in entries], np.uint64, 0)
     has = offsets >= 0
     bad = has & ((offsets + lengths > body_size) | (lengths < 0))
     bad |= has & (kinds == kind_names.get("values", -2)) & (lengths % 8 != 0)
     bloom = has & (kinds == kind_names.get("bloom", -2))
     bad |= bloom & ((bits == 0) | (bits > 8 * lengths.astype(np.uint64)) | (probes < 1)
                     | (probes > _MAX_PROBES))
+    fuse = has & (kinds == kind_names.get("fuse", -2))
+    if fuse.any():
+        power_of_two = (segment_lengths & (segment_lengths - np.uint64(1))) == 0
+        slots = (segments + np.uint64(fuse_filter.ARITY - 1)) * segment_lengths
+        bad |= fuse & ((bits < 1) | (bits > fuse_filter.MAX_FINGERPRINT_BITS) | (segments < 1)
+                       | (segment_lengths < 1) | (segment_lengths > 1 << 16) | ~power_of_two
+                       | (segments > 1 << 32)
+                       | (slots * bits > 8 * lengths.astype(np.uint64)))
     if bad.any():
         raise FormatError(f"skipping index entry of {paths[int(np.argmax(bad))]}/{column} runs "
-                          "past the file or has a malformed Bloom filter")
+                          "past the file or has a malformed Bloom or fuse filter")
     return ColumnArrays(tuple(kind_names), tuple(type_names), kinds, types, nulls, distinct,
-                        offsets, lengths, bits, probes)
+                        offsets, lengths, bits, probes, seeds, segment_lengths, segments)
 
 
 def decode_index_arrays(data: bytes) -> IndexFileArrays | None:

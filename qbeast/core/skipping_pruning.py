@@ -2,7 +2,7 @@
 
 Beside :mod:`qbeast.core.stats_skipping` (min/max) and the OTree walk
 (:mod:`qbeast.core.selection`): ``=``, ``IN``, ``IS NULL`` (and ``<=>``, which the parsers read
-as one of those) on a column with a ``values`` or ``bloom`` index
+as one of those) on a column with a ``values``, ``fuse`` or ``bloom`` index
 (:mod:`qbeast.core.skipping`) drop the files whose entry proves the value absent. Everything
 else keeps the file; so does a file without an entry for the column, an entry built for another
 column type, or a literal that cannot be represented exactly in the column's type.
@@ -16,10 +16,12 @@ boolean per row (:func:`may_match`), then per file (:meth:`IndexView.answers`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from qbeast.core import expressions as ex
+from qbeast.core import fuse_filter
 from qbeast.core.skipping import IndexFileArrays, bloom_positions
 from qbeast.core.value_hash import literal_hashes
 
@@ -57,7 +59,8 @@ class IndexView:
             row += len(arrays.paths)
             base += len(arrays.body)
         self.size = row
-        self.body = np.concatenate(bodies) if bodies else np.empty(0, dtype=np.uint8)
+        bodies.append(np.zeros(2, dtype=np.uint8))  # fuse probes read 3 bytes from a slot's first
+        self.body = np.concatenate(bodies)
         self._batches: dict[tuple[str, str], ColumnBatch] = {}
 
     def batch(self, column: str, type_name: str) -> ColumnBatch:
@@ -79,6 +82,20 @@ class IndexView:
                 for name, path in zip(names, paths)]
 
 
+@dataclass(frozen=True)
+class _FuseRows:
+    """The fuse filters of a :class:`ColumnBatch`: rows, where their fingerprints start in the
+    body, their distinct counts and shapes, one entry per filter."""
+
+    rows: np.ndarray
+    starts: np.ndarray
+    distinct: np.ndarray
+    seeds: np.ndarray
+    lengths: np.ndarray
+    segments: np.ndarray
+    bits: np.ndarray
+
+
 class ColumnBatch:
     """The entries of one column over the rows of an :class:`IndexView`, probed together.
 
@@ -95,16 +112,19 @@ class ColumnBatch:
         self.overflow = np.zeros(n, dtype=bool)
         values: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (rows, starts, lengths)
         blooms: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # + bits, probes
+        fuses: list[tuple[np.ndarray, ...]] = []  # rows, starts, distinct, seeds, lengths, segments, bits
         for arrays, first, base in view.parts:
             a = arrays.columns.get(column)
             if a is None:
                 continue
             is_values, is_bloom = a.rows_of("values", type_name), a.rows_of("bloom", type_name)
-            usable = is_values | is_bloom
+            is_fuse = a.rows_of("fuse", type_name)
+            usable = is_values | is_bloom | is_fuse
             if not usable.any():
                 continue
             if not self.kind:
-                self.kind = "values" if is_values[int(np.argmax(usable))] else "bloom"
+                at = int(np.argmax(usable))
+                self.kind = "values" if is_values[at] else "fuse" if is_fuse[at] else "bloom"
             part = slice(first, first + len(usable))
             self.unknown[part] = ~usable
             self.nulls[part] = a.nulls | ~usable
@@ -116,7 +136,12 @@ class ColumnBatch:
             rows = np.flatnonzero(is_bloom & stored)
             if rows.size:
                 blooms.append((first + rows, base + a.offsets[rows], a.bits[rows], a.probes[rows]))
+            rows = np.flatnonzero(is_fuse & stored)
+            if rows.size:
+                fuses.append((first + rows, base + a.offsets[rows], a.distinct[rows], a.seeds[rows],
+                              a.segment_lengths[rows], a.segments[rows], a.bits[rows]))
         self.body = view.body
+        self.fuse = _FuseRows(*(np.concatenate(x) for x in zip(*fuses))) if fuses else None
         if values:
             rows, starts, lengths = (np.concatenate(x) for x in zip(*values))
             self.value_hashes = _gather(view.body, starts, lengths).view("<u8").astype(np.uint64)
@@ -156,6 +181,11 @@ class ColumnBatch:
                     bit |= self.unused
                 hit |= bit.all(axis=0)
             found[self.bloom_rows[hit]] = True
+        if self.fuse is not None:
+            f = self.fuse
+            hit = fuse_filter.may_contain(self.body, f.starts, (f.seeds, f.lengths, f.segments, f.bits),
+                                          hashes)
+            found[f.rows[hit & (f.distinct > 0)]] = True  # an empty filter holds nothing
         return found
 
     def may_hold_null(self) -> np.ndarray:

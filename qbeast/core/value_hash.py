@@ -45,7 +45,7 @@ def indexable(type_name: str) -> bool:
 INDEXABLE_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "decimal(p, s)")
 
 
-def _fmix(x: np.ndarray) -> np.ndarray:
+def mix64(x: np.ndarray) -> np.ndarray:
     """Murmur3's 64-bit finalizer (a bijection that spreads every input bit), in place."""
     x ^= x >> _S33
     x *= _C1
@@ -72,7 +72,7 @@ def hash_values(values: pa.Array | pa.ChunkedArray, type_name: str) -> tuple[np.
         if pa.types.is_date32(array.type):
             array = array.view(pa.int32())
         ints = np.asarray(array.cast(pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
-        return _fmix(ints.view(np.uint64) ^ _SEED_INT), has_null
+        return mix64(ints.view(np.uint64) ^ _SEED_INT), has_null
     match = _DECIMAL.match(type_name)
     if match:
         target = pa.decimal128(int(match.group(1)), int(match.group(2)))
@@ -80,8 +80,8 @@ def hash_values(values: pa.Array | pa.ChunkedArray, type_name: str) -> tuple[np.
             array = array.cast(target)
         array = pa.concat_arrays([array]) if array.offset else array
         words = np.frombuffer(array.buffers()[1], dtype="<u8")[: 2 * len(array)].reshape(-1, 2)
-        low = _fmix(words[:, 0].copy() ^ _SEED_DEC)
-        return _fmix(low ^ words[:, 1]), has_null
+        low = mix64(words[:, 0].copy() ^ _SEED_DEC)
+        return mix64(low ^ words[:, 1]), has_null
     if type_name == "string":
         return _hash_strings(array), has_null
     raise ValueError(f"no skipping-index hash for column type {type_name}")
@@ -134,7 +134,7 @@ def _hash_strings(array: pa.Array) -> np.ndarray:
             np.cumsum(chunk.astype(np.uint64) * up[: len(chunk)], out=sums[1:])
             raw = (sums[local[1:]] - sums[local[:-1]]) * down[local[:-1]]
             lengths = (local[1:] - local[:-1]).astype(np.uint64)
-            out[first:last] = _fmix(_fmix(raw ^ _SEED_STR) ^ lengths)
+            out[first:last] = mix64(mix64(raw ^ _SEED_STR) ^ lengths)
         first = last
     return out
 

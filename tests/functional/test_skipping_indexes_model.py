@@ -16,7 +16,7 @@ from qbeast.spark.read import sql_planner
 
 ORDERS = """
 {{ config(materialized='qbeast', columns_to_index=['event_time'], cube_size=300,
-          skipping_indexes={'order_id': 'bloom', 'status': 'values', 'upper(status)': 'values'}) }}
+          skipping_indexes={'order_id': 'fuse', 'status': 'values', 'upper(status)': 'values'}) }}
 select id as event_time, id * 7919 % 100003 as order_id,
        case when id % 97 = 0 then 'refunded' else 'paid' end as status
 from range(3000)
@@ -66,7 +66,7 @@ class TestSkippingIndexesModel:
         refunds = {p for p, t in data.items() if pc.any(pc.equal(t.column("status"), "refunded")).as_py()}
 
         by_index = [p for p in plans if p.table_path.rstrip("/") == location.rstrip("/") and p.index_pruned]
-        lookups = [p for p in by_index if dict(p.index_pruned).get("order_id:bloom")]
+        lookups = [p for p in by_index if dict(p.index_pruned).get("order_id:fuse")]
         assert lookups and all(len(p.files) <= len(holding) + 1 for p in lookups)
         assert {os.path.basename(f) for f in lookups[-1].paths} >= holding
         assert spark.table(f"{project.test_schema}.one_order").count() == 1

@@ -21,7 +21,7 @@ def test_deltalake_and_duckdb_read_an_indexed_table_unchanged(spark, tmp_path, d
         "id", "cast(id * 7919 % 100003 as bigint) AS order_id",
         "case when id % 11 = 0 then null else concat('s', id % 5) end AS status")
     qbeast.write(df, path, "id", cube_size=400,
-                 skipping_indexes={"order_id": "bloom", "status": "values", "upper(status)": "values"})
+                 skipping_indexes={"order_id": "fuse", "status": "values", "upper(status)": "values"})
     QbeastTable.for_path(spark, path).delete("id % 10 = 3")  # rewritten files: new index file
     expected = sorted(tuple(r) for r in spark.read.parquet(
         *QbeastTable.for_path(spark, path).to_df().inputFiles()).collect())

@@ -1,7 +1,7 @@
-"""Skipping indexes (value lists and Bloom filters) prune exactly, through every write path.
+"""Skipping indexes (value lists, fuse and Bloom filters) prune exactly, through every write path.
 
 "Exactly": a file that holds the looked-up value is always planned, and for a value list a file
-that does not hold it never is (a Bloom filter may keep a few such files: its false positives,
+that does not hold it never is (a fuse or Bloom filter may keep a few such files: its false positives,
 bounded here). Which files hold a value is read from the files themselves with pyarrow.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 
 import qbeast
 from qbeast import QbeastTable
-from qbeast.core.skipping import CONFIG_KEY, DEFAULT_FPP, INDEX_DIR, TAG
+from qbeast.core.skipping import CONFIG_KEY, DEFAULT_FPP, DEFAULT_FUSE_FPP, INDEX_DIR, TAG
 from qbeast.delta.log import DeltaLog
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 
 SCHEMA = ("k BIGINT, i INT, l BIGINT, s STRING, d DATE, dec DECIMAL(10,2), status STRING, "
           "note STRING")
-INDEXES = {"i": "bloom", "l": "values", "s": "bloom", "d": "values", "dec": "values",
+INDEXES = {"i": "bloom", "l": "values", "s": "fuse", "d": "values", "dec": "values",
            "status": "values"}
 
 
@@ -88,7 +88,9 @@ def _check_exact(path: str, column: str, values: list, *, exact: bool) -> int:
 def test_the_declaration_is_kept_and_every_file_is_indexed(table):
     snapshot = DeltaLog.for_path(table).snapshot()
     assert json.loads(snapshot.metadata.configuration[CONFIG_KEY]) == {
-        c: ({"kind": k, "fpp": DEFAULT_FPP} if k == "bloom" else {"kind": k, "max_values": 256})
+        c: ({"kind": k, "fpp": DEFAULT_FPP} if k == "bloom"
+            else {"kind": k, "fpp": DEFAULT_FUSE_FPP} if k == "fuse"
+            else {"kind": k, "max_values": 256})
         for c, k in INDEXES.items()}
     assert len(snapshot.files) >= 5
     names = {add.tags[TAG] for add in snapshot.files.values()}
@@ -105,7 +107,7 @@ def test_the_declaration_is_kept_and_every_file_is_indexed(table):
 ])
 def test_equality_and_nulls_prune_exactly(table, column, values, exact):
     false_hits = _check_exact(table, column, values, exact=exact)
-    assert false_hits <= len(values)  # Bloom filters at 1%: about 0.1 false file per lookup here
+    assert false_hits <= len(values)  # filters at 0.2-0.7%: well under one false file per lookup here
 
 
 def test_in_lists_prune_and_the_plan_reports_each_index(table, spark):
@@ -237,12 +239,12 @@ def test_explain_read_names_the_files_the_skipping_indexes_removed(table, spark)
     files = active_files(table)
     condition = "s = 'sku-17'"
     planned, removed = plan_files(table, condition)
-    assert planned >= _holding(files, "s", "sku-17") and removed["s:bloom"] > 0
+    assert planned >= _holding(files, "s", "sku-17") and removed["s:fuse"] > 0
     explained = QbeastTable.for_path(spark, table).explain_read(filter=condition)
     lines = str(explained).splitlines()
     skipped = [line for line in lines if line.startswith("skipping idx:")]
-    assert skipped == [f"skipping idx:  revision 1: {removed['s:bloom']} of {len(files)} files "
+    assert skipped == [f"skipping idx:  revision 1: {removed['s:fuse']} of {len(files)} files "
                        "hold none of the filter's values"]
     assert explained.files_read == len(planned)
     stats_line = next(line for line in lines if line.startswith("min/max stats:"))
-    assert f"of {len(files) - removed['s:bloom']} files dropped, {len(planned)} read" in stats_line
+    assert f"of {len(files) - removed['s:fuse']} files dropped, {len(planned)} read" in stats_line

@@ -79,6 +79,7 @@ LOOKALIKE_STEMS: Tuple[Tuple[str, str], ...] = (
     ("nonfinite", "non_finite"),
     ("skipping", "skipping_indexes"),
     ("bloom", "skipping_indexes"),
+    ("fusefilter", "skipping_indexes"),
     ("takeover", "take_over_location"),
     ("qbeast", "columns_to_index"),
 )

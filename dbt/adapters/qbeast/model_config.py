@@ -66,7 +66,7 @@ class QbeastModelConfig:
     take_over_location: bool = False
     column_stats: Optional[Any] = None
     non_finite: str = "fail"
-    #: ``{'order_id': 'bloom', 'status': 'values'}``: the table's skipping indexes (None: keep
+    #: ``{'order_id': 'fuse', 'status': 'values'}``: the table's skipping indexes (None: keep
     #: the table's declaration), docs/skipping.md
     skipping_indexes: Optional[Dict[str, Any]] = None
     on_schema_change: str = "ignore"
@@ -330,9 +330,10 @@ def _choice(model: str, option: str, value: Any, default: str, allowed: Sequence
 
 
 def _skipping_indexes(model: str, value: Any) -> Optional[Dict[str, Any]]:
-    """A dict (or JSON object string) of column -> ``'values'`` / ``'bloom'`` (or a dict with
-    ``kind`` and its parameter); the engine checks the columns against the model's output."""
-    allowed = ("a dict of column -> 'values' or 'bloom', e.g. {'order_id': 'bloom', "
+    """A dict (or JSON object string) of column -> ``'values'`` / ``'fuse'`` / ``'bloom'`` (or a
+    dict with ``kind`` and its parameter); the engine checks the columns against the model's
+    output."""
+    allowed = ("a dict of column -> 'values', 'fuse' or 'bloom', e.g. {'order_id': 'fuse', "
                "'status': 'values'}")
     if value is None:
         return None

@@ -11,6 +11,7 @@ import pytest
 
 from qbeast.core import expressions as ex
 from qbeast.core.skipping import (
+    DEFAULT_FUSE_FPP,
     Entry,
     IndexSpec,
     bloom_size,
@@ -87,6 +88,11 @@ def test_declarations_are_checked_against_the_table():
         parse_declaration({"order_id": "minmax"}, types)
     with pytest.raises(InvalidOptionError, match="fpp must be a number in"):
         parse_declaration({"order_id": {"kind": "bloom", "fpp": 2}}, types)
+    fuse = parse_declaration({"order_id": "FUSE"}, types)
+    assert fuse == (IndexSpec("order_id", "fuse", fpp=DEFAULT_FUSE_FPP),)
+    assert declared({"qbeast.skippingIndexes": encode_declaration(fuse)}) == fuse
+    with pytest.raises(InvalidOptionError, match=r"unknown parameter\(s\) \['max_values'\] for a fuse"):
+        parse_declaration({"order_id": {"kind": "fuse", "max_values": 8}}, types)
 
 
 def _entries(spec: IndexSpec, files: dict[str, list], type_name: str = "long") -> dict:
@@ -114,7 +120,8 @@ def _batch(spec: IndexSpec, files: dict[str, list], type_name: str = "long") -> 
     return view.batch(spec.column, type_name), rows
 
 
-@pytest.mark.parametrize("spec", [IndexSpec("c", "values"), IndexSpec("c", "bloom")])
+@pytest.mark.parametrize("spec", [IndexSpec("c", "values"), IndexSpec("c", "bloom"),
+                                  IndexSpec("c", "fuse", fpp=0.002)])
 def test_an_entry_never_misses_a_value_its_file_holds(spec):
     rng = np.random.default_rng(7)
     files = {f"f{i}": rng.integers(0, 10**9, 200).tolist() for i in range(50)}
@@ -129,6 +136,41 @@ def test_an_entry_never_misses_a_value_its_file_holds(spec):
     false_hits = sum(int(batch.may_contain(np.array([h])).sum()) for h in absent)
     rate = false_hits / (1000 * len(files))
     assert rate == 0.0 if spec.kind == "values" else rate < 0.03
+    if spec.kind == "fuse":
+        assert rate < 0.008  # 2^-9 = 0.2% expected
+
+
+def test_fuse_filters_of_other_shapes_and_empty_ones_are_probed_together():
+    rng = np.random.default_rng(5)
+    files = {f"f{i}": rng.integers(0, 10**9, 7 + 300 * i).tolist() for i in range(8)}
+    files["empty"] = [None, None]
+    wide = dict(list(files.items())[:4])
+    narrow = dict(list(files.items())[4:])
+    view = _view({"wide": _entries(IndexSpec("c", "fuse", fpp=1e-4), wide),
+                  "narrow": _entries(IndexSpec("c", "fuse", fpp=0.2), narrow)})
+    batch = view.batch("c", "long")
+    assert batch.kind == "fuse"
+    rows = {**view.rows["wide"], **view.rows["narrow"]}
+    for path, values in files.items():
+        hashes = literal_hashes("long", [v for v in values if v is not None])
+        assert hashes is not None and all(batch.may_contain(np.array([h]))[rows[path]] for h in hashes)
+    absent = literal_hashes("long", rng.integers(2 * 10**9, 3 * 10**9, 400).tolist())
+    assert absent is not None
+    hits = np.array([batch.may_contain(np.array([h])) for h in absent]).mean(axis=0)
+    assert hits[rows["empty"]] == 0.0  # no value, no false positive
+    assert max(hits[rows[p]] for p in wide) < 0.01  # 14-bit fingerprints
+    assert 0.05 < np.mean([hits[rows[p]] for p in narrow if p != "empty"]) < 0.4  # 3 bits: 1/8
+    assert batch.may_hold_null()[rows["empty"]] and not batch.may_hold_null()[rows["f0"]]
+
+
+def test_an_entry_of_a_kind_this_engine_does_not_know_may_match():
+    probe = literal_hashes("long", [9])
+    assert probe is not None
+    known = build_entry(IndexSpec("c", "values"), "long", np.array([1], dtype=np.uint64), False)
+    view = _view({"i": {"a": {"c": Entry("cuckoo", "long", False, 1, b"\0" * 8)}, "b": {"c": known}}})
+    batch = view.batch("c", "long")
+    assert batch.may_contain(probe).tolist() == [True, False]
+    assert batch.may_hold_null().tolist() == [True, False]
 
 
 def test_filters_of_different_sizes_and_probe_counts_are_probed_together():
@@ -156,6 +198,13 @@ def test_damaged_entries_are_refused():
     data = encode_index_file({"a": {"c": Entry("values", "long", False, 1, b"1234")}})
     with pytest.raises(FormatError, match="a/c"):
         decode_index_arrays(data)
+    fuse = build_entry(IndexSpec("c", "fuse"), "long", np.arange(1, 500, dtype=np.uint64), False)
+    decode_index_arrays(encode_index_file({"a": {"c": fuse}}))  # whole, it reads
+    for damaged in (replace(fuse, bits=17), replace(fuse, bits=0), replace(fuse, segment_length=3),
+                    replace(fuse, segments=fuse.segments + 1), replace(fuse, segments=0),
+                    replace(fuse, payload=fuse.payload[:-1])):
+        with pytest.raises(FormatError, match="a/c"):
+            decode_index_arrays(encode_index_file({"a": {"c": damaged}}))
 
 
 def test_a_value_list_over_its_limit_and_an_unknown_file_may_match():
@@ -174,7 +223,9 @@ def test_a_value_list_over_its_limit_and_an_unknown_file_may_match():
 def test_the_index_file_codec_round_trips_and_refuses_what_it_cannot_read():
     entries = {"a.parquet": {"c": build_entry(IndexSpec("c", "bloom"), "long",
                                               np.array([1, 2], dtype=np.uint64), True)},
-               "b%20c.parquet": {"c": Entry("values", "long", False, 1, None)}}
+               "b%20c.parquet": {"c": Entry("values", "long", False, 1, None)},
+               "d.parquet": {"c": build_entry(IndexSpec("c", "fuse"), "long",
+                                              np.arange(3, 90, dtype=np.uint64), False)}}
     data = encode_index_file(entries)
     assert decode_index_file(data) == entries
     assert decode_index_file(data[:6] + b"99" + data[8:]) is None  # a future version

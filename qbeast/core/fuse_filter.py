@@ -1,0 +1,230 @@
+"""Binary fuse filters: set membership at about 1.1 × ``b`` bits per value for a false-positive
+rate of ``2^-b``, against 1.44 × ``b`` for a Bloom filter (Graf and Lemire, "Binary Fuse
+Filters", 2022).
+
+Why here: a skipping index on a high-cardinality column must stay a small part of the table
+(bytes per value) while a point lookup touches few files besides the one holding the value
+(false positives per file). At the same size a fuse filter has several times fewer false
+positives than a Bloom filter; it cannot take values after it is built, which a data file's
+index never needs.
+
+The filter: an array of ``(segments + 3) × segment_length`` ``b``-bit fingerprints. A value's
+64-bit hash picks a run of four consecutive segments and one slot in each; the XOR of the four
+slots equals the value's fingerprint. Building solves those equations by peeling (a slot only
+one value uses is set last); here all slots that can be peeled at once are peeled together, so
+the work is a few dozen numpy rounds, not a Python loop per value. Probing many filters for one
+value (planning asks every file of a table at once) is vectorized over the filters.
+
+Plain numpy; the on-disk layout of an entry is in docs/skipping.md.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from qbeast.core.value_hash import mix64
+
+#: Slots per value (four segments per value: smaller than three at the same build success).
+ARITY = 4
+MAX_FINGERPRINT_BITS = 16
+_MAX_SEGMENT_BITS = 16  # slot offsets are 16-bit lanes of one mixed word
+_MAX_ATTEMPTS = 64
+#: Values whose filters are built in one peeling loop: small files share the rounds' fixed
+#: costs (100 files of 3,000 values build in about 60% of the time); past this size the work per
+#: value dominates and larger groups only spill the caches.
+_GROUP_VALUES = 1 << 16
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_U32 = np.uint64(32)
+_U16 = np.uint64(16)
+
+
+@dataclass(frozen=True)
+class FuseShape:
+    """The parameters a probe needs besides the fingerprints: ``seed`` of the hash remix,
+    ``segment_length`` (a power of two), ``segments`` (the runs a value may start at) and
+    ``fingerprint_bits``."""
+
+    seed: int
+    segment_length: int
+    segments: int
+    fingerprint_bits: int
+
+    @property
+    def slots(self) -> int:
+        return (self.segments + ARITY - 1) * self.segment_length
+
+    @property
+    def payload_bytes(self) -> int:
+        """Bytes of the packed fingerprints."""
+        return -(-self.slots * self.fingerprint_bits // 8)
+
+
+def fingerprint_bits(fpp: float) -> int:
+    """The fingerprint width whose false-positive rate ``2^-b`` is at most ``fpp``."""
+    return min(MAX_FINGERPRINT_BITS, max(1, math.ceil(-math.log2(fpp))))
+
+
+def _sizes(n: int) -> tuple[int, int]:
+    """``(segment_length, segments)`` for ``n`` values: the sizing rule of the 4-wise binary fuse
+    filter (segment length ``2^floor(log_2.91(n) - 0.5)``, slots ``n × max(1.075, 0.77 + 0.305 ×
+    ln(600000) / ln(n))``), which peels on the first or second seed with high probability."""
+    n = max(n, 2)
+    length = 1 << min(_MAX_SEGMENT_BITS, max(0, math.floor(math.log(n) / math.log(2.91) - 0.5)))
+    factor = max(1.075, 0.77 + 0.305 * math.log(600_000) / math.log(n))
+    capacity = round(n * factor)
+    segments = max(1, -(-capacity // length) - (ARITY - 1))
+    return length, segments
+
+
+def _remix(hashes: np.ndarray, seed: np.ndarray | np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """Two mixed words per hash: ``first`` picks the run and the fingerprint, ``second`` the
+    four offsets (16-bit lanes)."""
+    with np.errstate(over="ignore"):
+        first = mix64(hashes ^ (np.asarray(seed, dtype=np.uint64) * _GOLDEN))
+        second = mix64(first + _GOLDEN)
+    return first, second
+
+
+def positions(hashes: np.ndarray, seed: np.ndarray | np.uint64, segment_length: np.ndarray | np.uint64,
+              segments: np.ndarray | np.uint64, bits: np.ndarray | np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """``(slots, fingerprint)`` of ``hashes`` (broadcasting over filters' parameters): slots has
+    one more trailing axis of length :data:`ARITY`."""
+    first, second = _remix(np.asarray(hashes, dtype=np.uint64), seed)
+    length = np.asarray(segment_length, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        start = ((first >> _U32) * np.asarray(segments, dtype=np.uint64)) >> _U32
+        fingerprint = first & ((np.uint64(1) << np.asarray(bits, dtype=np.uint64)) - np.uint64(1))
+        mask = length - np.uint64(1)
+        lanes = np.arange(ARITY, dtype=np.uint64)
+        slots = ((start[..., None] + lanes) * length[..., None]
+                 + ((second[..., None] >> (_U16 * lanes)) & mask[..., None]))
+    return slots.astype(np.int64), fingerprint
+
+
+def _peel(slots: np.ndarray, size: int) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], np.ndarray]:
+    """The peeling order of the values whose slots are ``slots`` (values × ARITY): rounds of
+    ``(values, the slot each is set by, their slots flattened)``, and per slot how many values
+    could not be peeled from it (all zero when every value was)."""
+    n = len(slots)
+    flat = slots.ravel()
+    count = np.bincount(flat, minlength=size)
+    # per slot the sum of the values (their numbers) in it: where one is left, the sum is that one
+    # (float64 sums of numbers below 2^32 are exact; bincount is many times faster than add.at)
+    total = np.bincount(flat, weights=np.repeat(np.arange(n, dtype=np.float64), ARITY),
+                        minlength=size).astype(np.int64)
+    rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    order = np.arange(size, dtype=np.int64)
+    first_seen = np.empty(n, dtype=np.int64)
+    candidates = np.flatnonzero(count == 1)
+    while candidates.size:
+        values = total[candidates]
+        # a value alone in two slots is peeled once (by the last write; no sort needed)
+        first_seen[values] = order[:values.size]
+        once = first_seen[values] == order[:values.size]
+        values, candidates = values[once], candidates[once]
+        touched = slots[values].ravel()
+        rounds.append((values, candidates, touched))
+        np.subtract.at(count, touched, 1)
+        np.subtract.at(total, touched, np.repeat(values, ARITY))
+        candidates = touched[count[touched] == 1]
+    return rounds, count
+
+
+def build(hashes: np.ndarray, fpp: float) -> tuple[FuseShape, bytes]:
+    """The filter of the distinct 64-bit ``hashes`` at false-positive rate at most ``fpp``:
+    its shape and packed fingerprints (little-endian bit order, ``fingerprint_bits`` per slot)."""
+    return build_many([hashes], [fpp])[0]
+
+
+def build_many(key_sets: Sequence[np.ndarray], fpps: Sequence[float]) -> list[tuple[FuseShape, bytes]]:
+    """The filters of several sets of distinct hashes (one per data file), each at its rate.
+
+    Filters are built together in groups of about :data:`_GROUP_VALUES` values: their slot
+    arrays are laid end to end and peeled in one loop, so the rounds (a dozen numpy calls each,
+    a few dozen to a few hundred per filter) are paid once per group instead of once per file."""
+    out: list[tuple[FuseShape, bytes] | None] = [None] * len(key_sets)
+    group: list[int] = []
+    total = 0
+    for i, keys in enumerate(key_sets):
+        if group and total + len(keys) > _GROUP_VALUES:
+            _build_group(key_sets, fpps, group, out)
+            group, total = [], 0
+        group.append(i)
+        total += len(keys)
+    if group:
+        _build_group(key_sets, fpps, group, out)
+    return [item for item in out if item is not None]
+
+
+def _build_group(key_sets: Sequence[np.ndarray], fpps: Sequence[float], group: list[int],
+                 out: list[tuple[FuseShape, bytes] | None]) -> None:
+    shapes = {}
+    for i in group:
+        length, segments = _sizes(len(key_sets[i]))
+        shapes[i] = FuseShape(0, length, segments, fingerprint_bits(fpps[i]))
+        if not len(key_sets[i]):
+            out[i] = shapes[i], bytes(shapes[i].payload_bytes)
+    pending = [i for i in group if out[i] is None]
+    while pending:
+        keys = np.concatenate([np.asarray(key_sets[i], dtype=np.uint64) for i in pending])
+        counts = np.array([len(key_sets[i]) for i in pending])
+        sizes = np.array([shapes[i].slots for i in pending])
+        bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        params = [np.repeat(np.array([getattr(shapes[i], name) for i in pending], dtype=np.uint64), counts)
+                  for name in ("seed", "segment_length", "segments", "fingerprint_bits")]
+        slots, fingerprints = positions(keys, *params)
+        slots += np.repeat(bases, counts)[:, None]  # one slot space per filter, end to end
+        rounds, left = _peel(slots, int(sizes.sum()))
+        stuck = np.add.reduceat(left, bases) > 0
+        small = fingerprints.astype(np.uint16)
+        table = np.zeros(int(sizes.sum()), dtype=np.uint16)
+        for values, where, touched in reversed(rounds):
+            # each slot set here is used by no value set later: its XOR with the others is final
+            # (the slot itself still holds 0, so XOR-ing all four slots is the same)
+            stored = table[touched].reshape(-1, ARITY)
+            value = small[values]
+            for j in range(ARITY):
+                value ^= stored[:, j]
+            table[where] = value
+        retry = []
+        for i, base, size, failed in zip(pending, bases.tolist(), sizes.tolist(), stuck.tolist()):
+            shape = shapes[i]
+            if failed:  # unlucky: a new seed, and past a few seeds one more segment each time
+                if shape.seed + 1 >= _MAX_ATTEMPTS:
+                    raise RuntimeError(f"binary fuse filter of {len(key_sets[i])} values did not "
+                                       f"build in {_MAX_ATTEMPTS} attempts")
+                shapes[i] = FuseShape(shape.seed + 1, shape.segment_length,
+                                      shape.segments + (shape.seed >= 3), shape.fingerprint_bits)
+                retry.append(i)
+                continue
+            part = table[base:base + size]
+            spread = (part[:, None] >> np.arange(shape.fingerprint_bits, dtype=np.uint16)).astype(np.uint8)
+            out[i] = shape, np.packbits(spread.ravel() & np.uint8(1), bitorder="little").tobytes()
+        pending = retry
+
+
+def read_slots(body: np.ndarray, starts: np.ndarray, slots: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """The fingerprints at ``slots`` of filters whose packed fingerprints begin at byte ``starts``
+    of ``body`` (broadcasting); ``body`` must have two spare bytes past its last filter."""
+    bit = slots.astype(np.uint64) * bits.astype(np.uint64)
+    at = starts + (bit >> np.uint64(3)).astype(np.int64)
+    word = (body[at].astype(np.uint64) | (body[at + 1].astype(np.uint64) << np.uint64(8))
+            | (body[at + 2].astype(np.uint64) << _U16))
+    return (word >> (bit & np.uint64(7))) & ((np.uint64(1) << bits.astype(np.uint64)) - np.uint64(1))
+
+
+def may_contain(body: np.ndarray, starts: np.ndarray, shapes: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+                hashes: np.ndarray) -> np.ndarray:
+    """Per filter (``starts`` and ``shapes`` = seeds, segment lengths, segments, fingerprint
+    bits, one entry each): whether it may hold one of ``hashes``. ``body`` as for
+    :func:`read_slots`."""
+    seeds, lengths, segments, bits = shapes
+    hit = np.zeros(len(starts), dtype=bool)
+    for h in np.asarray(hashes, dtype=np.uint64):
+        slots, fingerprint = positions(h, seeds, lengths, segments, bits)
+        stored = read_slots(body, starts[:, None], slots, bits[:, None])
+        hit |= np.bitwise_xor.reduce(stored, axis=1) == fingerprint
+    return hit
