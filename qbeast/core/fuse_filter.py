@@ -68,11 +68,14 @@ def fingerprint_bits(fpp: float) -> int:
 
 
 def _sizes(n: int) -> tuple[int, int]:
-    """``(segment_length, segments)`` for ``n`` values: the sizing rule of the 4-wise binary fuse
-    filter (segment length ``2^floor(log_2.91(n) - 0.5)``, slots ``n × max(1.075, 0.77 + 0.305 ×
-    ln(600000) / ln(n))``), which peels on the first or second seed with high probability."""
+    """``(segment_length, segments)`` for ``n`` values: the slots of the 4-wise binary fuse
+    filter's sizing rule (``n × max(1.075, 0.77 + 0.305 × ln(600000) / ln(n))``) in segments
+    twice as long as its ``2^floor(log_2.91(n) - 0.5)``. Half as many segments take about half
+    the peeling rounds (175 instead of 310 at 60,000 values: the build's cost is per round) for
+    under 1% more slots, and peeled on the first seed in every trial from 50 to 200,000 values
+    (the rule's own length failed 7 of 30 at 100 values)."""
     n = max(n, 2)
-    length = 1 << min(_MAX_SEGMENT_BITS, max(0, math.floor(math.log(n) / math.log(2.91) - 0.5)))
+    length = 1 << min(_MAX_SEGMENT_BITS, max(0, math.floor(math.log(n) / math.log(2.91) - 0.5) + 1))
     factor = max(1.075, 0.77 + 0.305 * math.log(600_000) / math.log(n))
     capacity = round(n * factor)
     segments = max(1, -(-capacity // length) - (ARITY - 1))
@@ -125,7 +128,7 @@ def _peel(slots: np.ndarray, size: int) -> tuple[list[tuple[np.ndarray, np.ndarr
         first_seen[values] = order[:values.size]
         once = first_seen[values] == order[:values.size]
         values, candidates = values[once], candidates[once]
-        touched = slots[values].ravel()
+        touched = np.take(slots, values, axis=0).ravel()  # many times faster than slots[values]
         rounds.append((values, candidates, touched))
         np.subtract.at(count, touched, 1)
         np.subtract.at(total, touched, np.repeat(values, ARITY))
@@ -200,9 +203,11 @@ def _build_group(key_sets: Sequence[np.ndarray], fpps: Sequence[float], group: l
                                       shape.segments + (shape.seed >= 3), shape.fingerprint_bits)
                 retry.append(i)
                 continue
-            part = table[base:base + size]
-            spread = (part[:, None] >> np.arange(shape.fingerprint_bits, dtype=np.uint16)).astype(np.uint8)
-            out[i] = shape, np.packbits(spread.ravel() & np.uint8(1), bitorder="little").tobytes()
+            # each slot's 16 bits, low bit first (little-endian bytes), cut to the fingerprint's
+            bits16 = np.unpackbits(table[base:base + size].astype("<u2").view(np.uint8),
+                                   bitorder="little").reshape(size, 16)
+            out[i] = shape, np.packbits(bits16[:, :shape.fingerprint_bits].ravel(),
+                                        bitorder="little").tobytes()
         pending = retry
 
 

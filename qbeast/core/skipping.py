@@ -27,7 +27,6 @@ import numpy as np
 
 from qbeast.core import fuse_filter
 from qbeast.core.derived import ALLOWED, SOURCE_TYPE, Call, parse_call
-from qbeast.core.fuse_filter import FuseShape
 from qbeast.core.value_hash import HASH_NAME, INDEXABLE_TYPES, indexable
 from qbeast.errors import FormatError, InvalidOptionError
 
@@ -233,11 +232,6 @@ class Entry:
     seed: int = 0
     segment_length: int = 0
     segments: int = 0
-
-    @property
-    def fuse_shape(self) -> FuseShape:
-        """The shape of a ``fuse`` entry's filter."""
-        return FuseShape(self.seed, self.segment_length, self.segments, self.bits)
 
 
 _LOW = np.uint64(0xFFFFFFFF)

@@ -61,6 +61,22 @@ def _flat(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values
 
 
+def referenced_values(values: pa.Array | pa.ChunkedArray) -> tuple[pa.Array, bool]:
+    """The distinct values a dictionary-encoded column refers to (no nulls), and whether it
+    holds a null: what an index of a column read as a dictionary needs, without hashing and
+    sorting each row's copy of its few values."""
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    parts, has_null = [], False
+    for chunk in chunks:
+        has_null |= chunk.null_count > 0
+        used = pc.unique(pc.drop_null(chunk.indices))
+        taken = chunk.dictionary.take(used)
+        has_null |= taken.null_count > 0
+        parts.append(pc.drop_null(taken))
+    value_type = values.type.value_type
+    return (pa.concat_arrays(parts) if parts else pa.array([], value_type)), has_null
+
+
 def hash_values(values: pa.Array | pa.ChunkedArray, type_name: str) -> tuple[np.ndarray, bool]:
     """The hashes (``uint64``, one per non-null value, in order) of ``values``, a column of Spark
     type ``type_name``, and whether it holds a null."""

@@ -76,3 +76,39 @@ def test_a_declaration_is_recorded_replaced_and_removed_only_when_it_changes(tmp
     assert again.effective_metadata() is snapshot.metadata  # unchanged: no metadata action
     removed = declare(Transaction(log, log.snapshot()), "{}")
     assert removed.effective_metadata().configuration == {"team": "x"}
+
+
+@pytest.mark.parametrize("encoding", ["dictionary", "DELTA_BYTE_ARRAY", "PLAIN"])
+def test_a_value_list_holds_the_same_values_however_its_column_is_encoded(tmp_path, encoding):
+    """Dictionary-encoded string columns are read as dictionaries (only the values the rows
+    use are hashed, even when a row group's dictionary holds more); others are read plain."""
+    from qbeast.core.skipping import IndexSpec
+    from qbeast.core.value_hash import hash_values
+    from qbeast.skipping_files import _dictionary_columns, file_values
+
+    codes = pa.array(["b", None, "a", "b", "c"] * 50)
+    table = pa.table({"code": codes, "id": pa.array(range(250), pa.int64())})
+    path = str(tmp_path / "f.parquet")
+    options = ({"use_dictionary": ["code"]} if encoding == "dictionary" else
+               {"use_dictionary": False, "column_encoding": {"code": encoding}})
+    pq.write_table(table.slice(0, 200), path, row_group_size=100, **options)  # two row groups
+    as_dictionary = _dictionary_columns(pq.ParquetFile(path), {"code", "id"})
+    assert as_dictionary == (["code"] if encoding == "dictionary" else [])
+    indexes = [(IndexSpec("code", "values"), "string"), (IndexSpec("upper(code)", "values"), "string")]
+    read = file_values(None, path, indexes)
+    expected, _ = hash_values(pa.array(["a", "b", "c"]), "string")
+    assert sorted(read["code"].distinct.tolist()) == sorted(expected.tolist())
+    assert read["code"].has_null and read["upper(code)"].has_null
+    upper, _ = hash_values(pa.array(["A", "B", "C"]), "string")
+    assert sorted(read["upper(code)"].distinct.tolist()) == sorted(upper.tolist())
+
+
+def test_referenced_values_leave_out_dictionary_entries_no_row_uses():
+    from qbeast.core.value_hash import referenced_values
+
+    column = pa.chunked_array([
+        pa.DictionaryArray.from_arrays(pa.array([0, None, 0], pa.int32()), pa.array(["x", "unused"])),
+        pa.DictionaryArray.from_arrays(pa.array([1], pa.int32()), pa.array(["y", "z"])),
+    ])
+    values, has_null = referenced_values(column)
+    assert sorted(values.to_pylist()) == ["x", "z"] and has_null
