@@ -615,9 +615,11 @@ def _goals(report: dict[str, Any]) -> list[str]:
         if spread:
             mean = sum(spread) / len(spread)
             over = sum(1 for n in spread if n > limit)
-            rows.append((f"... the same for each of {len(spread)} `order_id` lookups (planned files)",
+            # a filter with false positives bounds lookups only in probability: 99 in 100 must hold
+            rows.append((f"... the same for at least 99% of {len(spread)} `order_id` lookups "
+                         "(planned files)",
                          f"mean {mean:.2f}; {over} of {len(spread)} lookups above the limit "
-                         f"(most: {max(spread)})", over == 0))
+                         f"(most: {max(spread)})", over <= len(spread) // 100))
         by_index = look.get("index_bytes_by_index") or {}
         if all(name in by_index for name in GOAL_INDEXES):
             pair = sum(by_index[name] for name in GOAL_INDEXES) / look["table_bytes"]
