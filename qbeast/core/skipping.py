@@ -500,7 +500,7 @@ def decode_index_arrays(data: bytes) -> IndexFileArrays | None:
                   for column, items in by_column.items()}
     except FormatError:
         raise
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+    except (KeyError, TypeError, AttributeError, ValueError, OverflowError) as exc:
         raise FormatError(f"skipping index file header is malformed: {exc}") from exc
     return IndexFileArrays(paths, arrays, body)
 

@@ -201,9 +201,10 @@ def test_damaged_entries_are_refused():
     fuse = build_entry(IndexSpec("c", "fuse"), "long", np.arange(1, 500, dtype=np.uint64), False)
     decode_index_arrays(encode_index_file({"a": {"c": fuse}}))  # whole, it reads
     for damaged in (replace(fuse, bits=17), replace(fuse, bits=0), replace(fuse, segment_length=3),
+                    replace(fuse, seed=-1), replace(fuse, segments=2**70),
                     replace(fuse, segments=fuse.segments + 1), replace(fuse, segments=0),
                     replace(fuse, payload=fuse.payload[:-1])):
-        with pytest.raises(FormatError, match="a/c"):
+        with pytest.raises(FormatError, match="a/c|header is malformed"):
             decode_index_arrays(encode_index_file({"a": {"c": damaged}}))
 
 
