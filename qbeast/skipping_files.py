@@ -127,7 +127,7 @@ def file_values(storage: Any, location: str,
     few = _dictionary_columns(parquet, {spec.source for spec, _ in indexes
                                         if spec.kind == "values" and spec.source in present})
     if few:  # value lists: only a dictionary's few values are hashed, not every row's copy
-        parquet = pq.ParquetFile(source, read_dictionary=few)
+        parquet = pq.ParquetFile(source, metadata=parquet.metadata, read_dictionary=few)  # footer once
     table = parquet.read(columns=sorted({spec.source for spec, _ in indexes if spec.source in present}))
     out: dict[str, ColumnValues | Entry] = {}
     for spec, type_name in indexes:

@@ -13,8 +13,8 @@ The filter: an array of ``(segments + 3) × segment_length`` ``b``-bit fingerpri
 slots equals the value's fingerprint. Building solves those equations by peeling (a slot only
 one value uses is set last); here all slots that can be peeled at once are peeled together, so
 the work is numpy rounds (about 175 for 60,000 values, about 13 ms of CPU), not a Python loop
-per value. Probing many filters for one
-value (planning asks every file of a table at once) is vectorized over the filters.
+per value. Probing many filters for one value (planning asks every file of a table at once) is
+vectorized over the filters.
 
 Plain numpy; the on-disk layout of an entry is in docs/skipping.md.
 """
@@ -33,9 +33,10 @@ ARITY = 4
 MAX_FINGERPRINT_BITS = 16
 _MAX_SEGMENT_BITS = 16  # slot offsets are 16-bit lanes of one mixed word
 _MAX_ATTEMPTS = 64
-#: Values whose filters are built in one peeling loop: small files share the rounds' fixed
-#: costs (100 files of 3,000 values build in about 60% of the time); past this size the work per
-#: value dominates and larger groups only spill the caches.
+#: Values whose filters are built in one peeling loop when a caller passes many sets (the
+#: benchmark passes a table's files; a commit passes one file's columns): small sets share the
+#: rounds' fixed costs (100 sets of 3,000 values build in about 60% of the time); past this size
+#: the work per value dominates and larger groups only spill the caches and hold more memory.
 _GROUP_VALUES = 1 << 16
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _U32 = np.uint64(32)

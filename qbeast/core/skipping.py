@@ -296,8 +296,9 @@ def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: b
 
 def build_column_entries(columns: Sequence[ColumnValues]) -> list[Entry]:
     """The entries of ``columns`` (of one or many files), in order. Fuse filters are built
-    together (:func:`qbeast.core.fuse_filter.build_many`): a commit's files share the cost of
-    building them."""
+    together (:func:`qbeast.core.fuse_filter.build_many`); a commit calls this per file
+    (:func:`qbeast.skipping_files.entries_of_file`), so only one file's fuse columns share a
+    build there."""
     out: list[Entry | None] = [None] * len(columns)
     fuse = [i for i, c in enumerate(columns) if c.spec.kind == "fuse"]
     built = fuse_filter.build_many([columns[i].distinct for i in fuse], [columns[i].spec.fpp for i in fuse])
