@@ -327,13 +327,7 @@ def compare_filters(path: str, lookups: list[int]) -> dict[str, Any]:
     identical data, which two tables written in one run cannot give."""
     import pyarrow.parquet as pq
 
-    from qbeast.core.skipping import (
-        IndexSpec,
-        build_column_entries,
-        column_values,
-        decode_index_arrays,
-        encode_index_file,
-    )
+    from qbeast.core.skipping import IndexSpec, build_entry, decode_index_arrays, encode_index_file
     from qbeast.core.skipping_pruning import IndexView
     from qbeast.core.value_hash import hash_values, literal_hashes
     from qbeast.delta.actions import resolve_file_path
@@ -347,10 +341,9 @@ def compare_filters(path: str, lookups: list[int]) -> dict[str, Any]:
     for kind, fpp in (("bloom", DEFAULT_FPP), ("fuse", DEFAULT_FUSE_FPP)):
         spec = IndexSpec("order_id", kind, fpp=fpp)
         started = time.process_time()
-        built = build_column_entries([column_values(spec, "long", hashes, nulls)
-                                      for hashes, nulls in hashed.values()])
+        entries = {name: {"order_id": build_entry(spec, "long", hashes, nulls)}
+                   for name, (hashes, nulls) in hashed.items()}
         seconds = time.process_time() - started
-        entries = {name: {"order_id": entry} for name, entry in zip(hashed, built)}
         batch = IndexView({"i": decode_index_arrays(encode_index_file(entries))}).batch("order_id", "long")
         out[kind] = {
             "fpp": fpp, "build_cpu_seconds": seconds,

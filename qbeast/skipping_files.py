@@ -37,9 +37,7 @@ from qbeast.core.skipping import (
     TAG,
     Entry,
     IndexSpec,
-    ColumnValues,
-    build_column_entries,
-    column_values,
+    build_entry,
     decode_index_arrays,
     IndexFileArrays,
     declared,
@@ -116,11 +114,11 @@ def index_location(table_path: str, name: str) -> str:
     return resolve_file_path(table_path, name)
 
 
-def file_values(storage: Any, location: str,
-                indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, ColumnValues | Entry]:
-    """What the entries of the declared ``indexes`` for the data file at ``location`` are built
-    from (:class:`ColumnValues`), or the entry itself where the index cannot hold the file's
-    values exactly (an expression not computed exactly here: "may match")."""
+def entries_of_file(storage: Any, location: str,
+                    indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, Entry]:
+    """The entries of the declared ``indexes`` for the data file at ``location`` (a local file
+    needs no ``storage``). Where the index cannot hold the file's values exactly (an expression
+    not computed exactly here) the entry says "may match"."""
     source = location if is_local_file_path(location) else io.BytesIO(storage.read_bytes(location))
     parquet = pq.ParquetFile(source)
     present = set(parquet.schema_arrow.names)
@@ -129,11 +127,11 @@ def file_values(storage: Any, location: str,
     if few:  # value lists: only a dictionary's few values are hashed, not every row's copy
         parquet = pq.ParquetFile(source, metadata=parquet.metadata, read_dictionary=few)  # footer once
     table = parquet.read(columns=sorted({spec.source for spec, _ in indexes if spec.source in present}))
-    out: dict[str, ColumnValues | Entry] = {}
+    out: dict[str, Entry] = {}
     for spec, type_name in indexes:
         if spec.source not in present:  # a column added to the table after the file was written
-            out[spec.column] = column_values(spec, type_name, np.empty(0, dtype=np.uint64),
-                                             parquet.metadata.num_rows > 0)
+            out[spec.column] = build_entry(spec, type_name, np.empty(0, dtype=np.uint64),
+                                           parquet.metadata.num_rows > 0)
             continue
         values, had_null = table.column(spec.source), False
         if pa.types.is_dictionary(values.type):
@@ -145,7 +143,7 @@ def file_values(storage: Any, location: str,
                 out[spec.column] = unknown_entry(spec, type_name, table.column(spec.source).null_count > 0)
                 continue
         hashes, has_null = hash_values(values, type_name)
-        out[spec.column] = column_values(spec, type_name, hashes, has_null or had_null)
+        out[spec.column] = build_entry(spec, type_name, hashes, has_null or had_null)
     return out
 
 
@@ -181,15 +179,6 @@ def tagged(add: AddFile, name: str) -> AddFile:
     tags.setdefault(_REVISION_TAG, "0")
     tags[TAG] = name
     return replace(add, tags=tags)
-
-
-def entries_of_file(storage: Any, location: str,
-                    indexes: Sequence[tuple[IndexSpec, str]]) -> dict[str, Entry]:
-    """The entries of the declared ``indexes`` for the data file at ``location`` (a local file
-    needs no ``storage``)."""
-    read = file_values(storage, location, indexes)
-    built = iter(build_column_entries([v for v in read.values() if isinstance(v, ColumnValues)]))
-    return {column: next(built) if isinstance(v, ColumnValues) else v for column, v in read.items()}
 
 
 def build_entries(log: Any, adds: Sequence[AddFile],

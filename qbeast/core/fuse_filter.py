@@ -12,8 +12,8 @@ The filter: an array of ``(segments + 3) × segment_length`` ``b``-bit fingerpri
 64-bit hash picks a run of four consecutive segments and one slot in each; the XOR of the four
 slots equals the value's fingerprint. Building solves those equations by peeling (a slot only
 one value uses is set last); here all slots that can be peeled at once are peeled together, so
-the work is numpy rounds (about 175 for 60,000 values, about 13 ms of CPU), not a Python loop
-per value. Probing many filters for one value (planning asks every file of a table at once) is
+the work is numpy rounds (about 200 for 60,000 values; about 10.5 ms of CPU, of which 5.5 in
+peeling), not a Python loop per value. Probing many filters for one value (planning asks every file of a table at once) is
 vectorized over the filters.
 
 Plain numpy; the on-disk layout of an entry is in docs/skipping.md.
@@ -21,7 +21,6 @@ Plain numpy; the on-disk layout of an entry is in docs/skipping.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,14 +32,10 @@ ARITY = 4
 MAX_FINGERPRINT_BITS = 16
 _MAX_SEGMENT_BITS = 16  # slot offsets are 16-bit lanes of one mixed word
 _MAX_ATTEMPTS = 64
-#: Values whose filters are built in one peeling loop when a caller passes many sets (the
-#: benchmark passes a table's files; a commit passes one file's columns): small sets share the
-#: rounds' fixed costs (100 sets of 3,000 values build in about 60% of the time); past this size
-#: the work per value dominates and larger groups only spill the caches and hold more memory.
-_GROUP_VALUES = 1 << 16
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _U32 = np.uint64(32)
 _U16 = np.uint64(16)
+_LANE = np.arange(ARITY, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -98,21 +93,20 @@ def positions(hashes: np.ndarray, seed: np.ndarray | np.uint64, segment_length: 
     """``(slots, fingerprint)`` of ``hashes`` (broadcasting over filters' parameters): slots has
     one more trailing axis of length :data:`ARITY`."""
     first, second = _remix(np.asarray(hashes, dtype=np.uint64), seed)
-    length = np.asarray(segment_length, dtype=np.uint64)
     with np.errstate(over="ignore"):
         start = ((first >> _U32) * np.asarray(segments, dtype=np.uint64)) >> _U32
         fingerprint = first & ((np.uint64(1) << np.asarray(bits, dtype=np.uint64)) - np.uint64(1))
-        mask = length - np.uint64(1)
-        lanes = np.arange(ARITY, dtype=np.uint64)
-        slots = ((start[..., None] + lanes) * length[..., None]
-                 + ((second[..., None] >> (_U16 * lanes)) & mask[..., None]))
-    return slots.astype(np.int64), fingerprint
+    # the four offsets are the 16-bit lanes of ``second``, low lane first: its little-endian
+    # uint16 view (one copy, no shifts)
+    lanes = np.ascontiguousarray(second, dtype="<u8").view("<u2").reshape(*np.shape(second), ARITY)
+    length = np.asarray(segment_length, dtype=np.int64)[..., None]
+    return (start.astype(np.int64)[..., None] + _LANE) * length + (lanes & (length - 1)), fingerprint
 
 
-def _peel(slots: np.ndarray, size: int) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], np.ndarray]:
-    """The peeling order of the values whose slots are ``slots`` (values × ARITY): rounds of
-    ``(values, the slot each is set by, their slots flattened)``, and per slot how many values
-    could not be peeled from it (all zero when every value was)."""
+def _peel(slots: np.ndarray, size: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None:
+    """The peeling order of the values whose slots are ``slots`` (values × ARITY) in a filter
+    of ``size`` slots: rounds of ``(values, the slot each is set by, their slots flattened)``;
+    None when some values cannot be peeled (the shape needs another seed)."""
     n = len(slots)
     flat = slots.ravel()
     count = np.bincount(flat, minlength=size)
@@ -123,94 +117,62 @@ def _peel(slots: np.ndarray, size: int) -> tuple[list[tuple[np.ndarray, np.ndarr
     rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     order = np.arange(size, dtype=np.int64)
     first_seen = np.empty(n, dtype=np.int64)
+    peeled = 0
     candidates = np.flatnonzero(count == 1)
     while candidates.size:
         values = total[candidates]
         # a value alone in two slots is peeled once (by the last write; no sort needed)
         first_seen[values] = order[:values.size]
         once = first_seen[values] == order[:values.size]
-        values, candidates = values[once], candidates[once]
+        if not once.all():
+            values, candidates = values[once], candidates[once]
         touched = np.take(slots, values, axis=0).ravel()  # many times faster than slots[values]
         rounds.append((values, candidates, touched))
+        peeled += values.size
         np.subtract.at(count, touched, 1)
         np.subtract.at(total, touched, np.repeat(values, ARITY))
         candidates = touched[count[touched] == 1]
-    return rounds, count
+    return rounds if peeled == n else None
+
+
+def _assign(rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]], fingerprints: np.ndarray,
+            size: int) -> np.ndarray:
+    """The slots' fingerprints (16-bit lanes), set in the reverse of the peeling order."""
+    table = np.zeros(size, dtype=np.uint16)
+    small = fingerprints.astype(np.uint16)
+    for values, where, touched in reversed(rounds):
+        # each slot set here is used by no value set later: its XOR with the others is final
+        # (the slot itself still holds 0, so XOR-ing all four slots is the same)
+        stored = table[touched].reshape(-1, ARITY)
+        table[where] = stored[:, 0] ^ stored[:, 1] ^ stored[:, 2] ^ stored[:, 3] ^ small[values]
+    return table
+
+
+def _pack(table: np.ndarray, bits: int) -> bytes:
+    """Each slot's low ``bits`` bits end to end, little-endian bit order."""
+    bits16 = np.unpackbits(table.astype("<u2").view(np.uint8), bitorder="little").reshape(len(table), 16)
+    return np.packbits(bits16[:, :bits].ravel(), bitorder="little").tobytes()
 
 
 def build(hashes: np.ndarray, fpp: float) -> tuple[FuseShape, bytes]:
     """The filter of the distinct 64-bit ``hashes`` at false-positive rate at most ``fpp``:
-    its shape and packed fingerprints (little-endian bit order, ``fingerprint_bits`` per slot)."""
-    return build_many([hashes], [fpp])[0]
+    its shape and packed fingerprints (little-endian bit order, ``fingerprint_bits`` per slot).
 
-
-def build_many(key_sets: Sequence[np.ndarray], fpps: Sequence[float]) -> list[tuple[FuseShape, bytes]]:
-    """The filters of several sets of distinct hashes (one per data file), each at its rate.
-
-    Filters are built together in groups of about :data:`_GROUP_VALUES` values: their slot
-    arrays are laid end to end and peeled in one loop, so the rounds (a dozen numpy calls each,
-    a few dozen to a few hundred per filter) are paid once per group instead of once per file."""
-    out: list[tuple[FuseShape, bytes] | None] = [None] * len(key_sets)
-    group: list[int] = []
-    total = 0
-    for i, keys in enumerate(key_sets):
-        if group and total + len(keys) > _GROUP_VALUES:
-            _build_group(key_sets, fpps, group, out)
-            group, total = [], 0
-        group.append(i)
-        total += len(keys)
-    if group:
-        _build_group(key_sets, fpps, group, out)
-    return [item for item in out if item is not None]
-
-
-def _build_group(key_sets: Sequence[np.ndarray], fpps: Sequence[float], group: list[int],
-                 out: list[tuple[FuseShape, bytes] | None]) -> None:
-    shapes = {}
-    for i in group:
-        length, segments = _sizes(len(key_sets[i]))
-        shapes[i] = FuseShape(0, length, segments, fingerprint_bits(fpps[i]))
-        if not len(key_sets[i]):
-            out[i] = shapes[i], bytes(shapes[i].payload_bytes)
-    pending = [i for i in group if out[i] is None]
-    while pending:
-        keys = np.concatenate([np.asarray(key_sets[i], dtype=np.uint64) for i in pending])
-        counts = np.array([len(key_sets[i]) for i in pending])
-        sizes = np.array([shapes[i].slots for i in pending])
-        bases = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-        params = [np.repeat(np.array([getattr(shapes[i], name) for i in pending], dtype=np.uint64), counts)
-                  for name in ("seed", "segment_length", "segments", "fingerprint_bits")]
-        slots, fingerprints = positions(keys, *params)
-        slots += np.repeat(bases, counts)[:, None]  # one slot space per filter, end to end
-        rounds, left = _peel(slots, int(sizes.sum()))
-        stuck = np.add.reduceat(left, bases) > 0
-        small = fingerprints.astype(np.uint16)
-        table = np.zeros(int(sizes.sum()), dtype=np.uint16)
-        for values, where, touched in reversed(rounds):
-            # each slot set here is used by no value set later: its XOR with the others is final
-            # (the slot itself still holds 0, so XOR-ing all four slots is the same)
-            stored = table[touched].reshape(-1, ARITY)
-            value = small[values]
-            for j in range(ARITY):
-                value ^= stored[:, j]
-            table[where] = value
-        retry = []
-        for i, base, size, failed in zip(pending, bases.tolist(), sizes.tolist(), stuck.tolist()):
-            shape = shapes[i]
-            if failed:  # unlucky: a new seed, and past a few seeds one more segment each time
-                if shape.seed + 1 >= _MAX_ATTEMPTS:
-                    raise RuntimeError(f"binary fuse filter of {len(key_sets[i])} values did not "
-                                       f"build in {_MAX_ATTEMPTS} attempts")
-                shapes[i] = FuseShape(shape.seed + 1, shape.segment_length,
-                                      shape.segments + (shape.seed >= 3), shape.fingerprint_bits)
-                retry.append(i)
-                continue
-            # each slot's 16 bits, low bit first (little-endian bytes), cut to the fingerprint's
-            bits16 = np.unpackbits(table[base:base + size].astype("<u2").view(np.uint8),
-                                   bitorder="little").reshape(size, 16)
-            out[i] = shape, np.packbits(bits16[:, :shape.fingerprint_bits].ravel(),
-                                        bitorder="little").tobytes()
-        pending = retry
+    A shape that does not peel (rare, more so for small sets) is tried again with the next
+    seed, and from the fifth seed on with one more segment per try."""
+    keys = np.asarray(hashes, dtype=np.uint64)
+    length, segments = _sizes(len(keys))
+    bits = fingerprint_bits(fpp)
+    for seed in range(_MAX_ATTEMPTS):
+        shape = FuseShape(seed, length, segments + max(0, seed - 3), bits)
+        if not len(keys):
+            return shape, bytes(shape.payload_bytes)
+        slots, fingerprints = positions(keys, np.uint64(seed), np.uint64(length),
+                                        np.uint64(shape.segments), np.uint64(bits))
+        rounds = _peel(slots, shape.slots)
+        if rounds is not None:
+            return shape, _pack(_assign(rounds, fingerprints, shape.slots), bits)
+    raise RuntimeError(f"binary fuse filter of {len(keys)} values did not build in {_MAX_ATTEMPTS} attempts")
 
 
 def read_slots(body: np.ndarray, starts: np.ndarray, slots: np.ndarray, bits: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -273,54 +273,21 @@ def _sorted_unique(hashes: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
-@dataclass(frozen=True)
-class ColumnValues:
-    """What one file's entry of ``spec`` is built from: the sorted distinct hashes of its
-    non-null values (:func:`column_values`) and whether it holds a null."""
-
-    spec: IndexSpec
-    type_name: str
-    distinct: np.ndarray
-    has_null: bool
-
-
-def column_values(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> ColumnValues:
-    """The :class:`ColumnValues` of a file whose non-null values hash to ``hashes``."""
-    return ColumnValues(spec, type_name, _sorted_unique(hashes), has_null)
-
-
 def build_entry(spec: IndexSpec, type_name: str, hashes: np.ndarray, has_null: bool) -> Entry:
     """The entry of ``spec`` for a file whose non-null values hash to ``hashes``."""
-    return build_column_entries([column_values(spec, type_name, hashes, has_null)])[0]
-
-
-def build_column_entries(columns: Sequence[ColumnValues]) -> list[Entry]:
-    """The entries of ``columns`` (of one or many files), in order. Fuse filters are built
-    together (:func:`qbeast.core.fuse_filter.build_many`); a commit calls this per file
-    (:func:`qbeast.skipping_files.entries_of_file`), so only one file's fuse columns share a
-    build there."""
-    out: list[Entry | None] = [None] * len(columns)
-    fuse = [i for i, c in enumerate(columns) if c.spec.kind == "fuse"]
-    built = fuse_filter.build_many([columns[i].distinct for i in fuse], [columns[i].spec.fpp for i in fuse])
-    for i, (shape, packed) in zip(fuse, built):
-        c = columns[i]
-        out[i] = Entry("fuse", c.type_name, c.has_null, len(c.distinct), packed, shape.fingerprint_bits,
-                       seed=shape.seed, segment_length=shape.segment_length, segments=shape.segments)
-    for i, c in enumerate(columns):
-        if c.spec.kind == "values":
-            payload = None if len(c.distinct) > c.spec.max_values else c.distinct.astype("<u8").tobytes()
-            out[i] = Entry("values", c.type_name, c.has_null, len(c.distinct), payload)
-        elif c.spec.kind == "bloom":
-            out[i] = _bloom_entry(c)
-    return [entry for entry in out if entry is not None]
-
-
-def _bloom_entry(c: ColumnValues) -> Entry:
-    bits, probes = bloom_size(len(c.distinct), c.spec.fpp)
+    distinct = _sorted_unique(hashes)
+    if spec.kind == "values":
+        payload = None if len(distinct) > spec.max_values else distinct.astype("<u8").tobytes()
+        return Entry("values", type_name, has_null, len(distinct), payload)
+    if spec.kind == "fuse":
+        shape, packed = fuse_filter.build(distinct, spec.fpp)
+        return Entry("fuse", type_name, has_null, len(distinct), packed, shape.fingerprint_bits,
+                     seed=shape.seed, segment_length=shape.segment_length, segments=shape.segments)
+    bits, probes = bloom_size(len(distinct), spec.fpp)
     array = np.zeros(bits, dtype=bool)
     for step in range(probes):
-        array[bloom_positions(c.distinct, step, np.uint64(bits))] = True
-    return Entry("bloom", c.type_name, c.has_null, len(c.distinct),
+        array[bloom_positions(distinct, step, np.uint64(bits))] = True
+    return Entry("bloom", type_name, has_null, len(distinct),
                  np.packbits(array, bitorder="little").tobytes(), bits, probes)
 
 

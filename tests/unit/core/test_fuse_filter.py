@@ -74,14 +74,33 @@ def test_many_filters_are_probed_in_one_call():
     assert ff.may_contain(view, np.array(starts), shapes, np.array([], dtype=np.uint64)).tolist() == [False] * 3
 
 
-def test_filters_built_together_equal_filters_built_alone(monkeypatch):
-    rng = np.random.default_rng(11)
-    sets = [_keys(rng, n) for n in (0, 1, 40, 3000, 70_000, 5)]
-    fpps = [0.01, 0.3, 0.002, 0.002, 2**-12, 0.5]
-    monkeypatch.setattr(ff, "_GROUP_VALUES", 1)  # each filter alone
-    alone = ff.build_many(sets, fpps)
-    monkeypatch.setattr(ff, "_GROUP_VALUES", 1 << 30)  # all in one peeling loop
-    together = ff.build_many(sets, fpps)
-    assert together == alone
-    for keys, (shape, payload) in zip(sets, together):
-        assert len(keys) == 0 or _probe(shape, payload, keys).all()
+_M64 = 2**64 - 1
+_GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _murmur_finalizer(x: int) -> int:
+    x ^= x >> 33
+    x = (x * 0xFF51AFD7ED558CCD) & _M64
+    x ^= x >> 33
+    x = (x * 0xC4CEB9FE1A85EC53) & _M64
+    return x ^ (x >> 33)
+
+
+@pytest.mark.parametrize("seed, length, segments, bits", [(0, 1024, 60, 9), (5, 2, 1, 1), (63, 65536, 3, 16)])
+def test_slots_and_fingerprints_follow_the_layout_in_the_docs(seed, length, segments, bits):
+    """The probe is the on-disk format (docs/skipping.md): pinned in plain integers, one value at
+    a time and many filters at once, so a faster derivation cannot change which slots it reads."""
+    hashes = np.random.default_rng(seed).integers(0, 2**64, 20, dtype=np.uint64)
+    expected_slots, expected_fingerprints = [], []
+    for h in hashes.tolist():
+        first = _murmur_finalizer(h ^ (seed * _GOLDEN & _M64))
+        second = _murmur_finalizer((first + _GOLDEN) & _M64)
+        start = ((first >> 32) * segments) >> 32
+        expected_slots.append([(start + j) * length + ((second >> (16 * j)) & (length - 1)) for j in range(4)])
+        expected_fingerprints.append(first & ((1 << bits) - 1))
+    slots, fingerprints = ff.positions(hashes, np.uint64(seed), np.uint64(length), np.uint64(segments),
+                                       np.uint64(bits))
+    assert slots.tolist() == expected_slots and fingerprints.tolist() == expected_fingerprints
+    params = [np.full(3, p, dtype=np.uint64) for p in (seed, length, segments, bits)]
+    one, fingerprint = ff.positions(hashes[7], *params)  # one value, three filters (planning)
+    assert one.tolist() == [expected_slots[7]] * 3 and fingerprint.tolist() == [expected_fingerprints[7]] * 3
