@@ -7,6 +7,7 @@ the same session: dbt-spark's session method calls ``SparkSession.builder.getOrC
 from __future__ import annotations
 
 import atexit
+import os
 import shutil
 import sys
 import tempfile
@@ -17,6 +18,13 @@ import pytest
 # helper modules beside this file (s3_server.py) are importable from every test module
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3_server import BUCKET, CREDENTIALS, free_port  # noqa: E402
+
+# Every JVM of the run (the shared session's, and those of the servers, clusters and dbt
+# processes the tests start, which inherit the environment) compiles with C1 only and collects
+# with one thread: test JVMs live seconds on small data, where C2's compile threads and G1's
+# workers only compete for the two cores (tests/interop: 86 s -> 52 s). What the tests check does
+# not depend on the JIT. A JAVA_TOOL_OPTIONS of the caller's own is kept as it is.
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
