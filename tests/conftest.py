@@ -17,14 +17,17 @@ import pytest
 
 # helper modules beside this file (s3_server.py) are importable from every test module
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_server import BUCKET, CREDENTIALS, free_port  # noqa: E402
+from s3_server import BUCKET, CREDENTIALS, free_port, make_puts_atomic  # noqa: E402
 
-# Every JVM of the run (the shared session's, and those of the servers, clusters and dbt
-# processes the tests start, which inherit the environment) compiles with C1 only and collects
-# with one thread: test JVMs live seconds on small data, where C2's compile threads and G1's
-# workers only compete for the two cores (tests/interop: 86 s -> 52 s). What the tests check does
-# not depend on the JIT. A JAVA_TOOL_OPTIONS of the caller's own is kept as it is.
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+# The JVMs the tests start in other processes (servers, clusters, dbt and appender processes,
+# which inherit the environment) compile with C1 only and collect with one thread: they live
+# seconds to minutes on small data, where C2's compile threads and G1's workers only compete for
+# CI's two cores (the Spark Connect and dbt process tests: 208 s -> 189 s). The shared session's
+# JVM lives for the whole run and keeps the full JIT (see _build_session): with C1 only, the
+# in-process dbt tests took up to twice as long. What the tests check does not depend on the JIT.
+# A JAVA_TOOL_OPTIONS of the caller's own is kept as it is, for every JVM.
+_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
@@ -49,7 +52,14 @@ def _build_session():
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "2",
     }
-    return get_or_create_session(conf, master="local[2]", app_name="qbeast-tests", hive=True)
+    ours = os.environ.get("JAVA_TOOL_OPTIONS") == _SHORT_LIVED_JVM_OPTIONS
+    if ours:  # the JVM starts now, from this environment: without the short-lived flags
+        del os.environ["JAVA_TOOL_OPTIONS"]
+    try:
+        return get_or_create_session(conf, master="local[2]", app_name="qbeast-tests", hive=True)
+    finally:
+        if ours:
+            os.environ["JAVA_TOOL_OPTIONS"] = _SHORT_LIVED_JVM_OPTIONS
 
 
 @pytest.fixture(scope="session")
@@ -72,6 +82,7 @@ def moto_endpoint():
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
+    make_puts_atomic()  # moto checks If-None-Match and stores in two steps; S3 in one
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
     server.start()
     host, port = server.get_host_and_port()

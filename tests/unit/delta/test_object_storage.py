@@ -3,9 +3,9 @@
 Each test session (each xdist worker) starts one moto server on a free port and talks to it over
 HTTP, so every request goes through obstore's S3 client exactly as it would to AWS: signatures,
 ``If-None-Match: *`` conditional puts, delimiter listings. moto 5.x honours ``If-None-Match: *``
-on PutObject (412 when the key exists); its existence check and its store are not under one lock,
-so it arbitrates concurrent puts by the timing of its request threads rather than atomically as
-S3 does. The race tests below count winners through the server's answers only.
+on PutObject (412 when the key exists) but checks and stores in two steps; the test server
+makes each PutObject one atomic step, as on S3 (``s3_server.make_puts_atomic``). The race tests
+below count winners through the server's answers only.
 """
 from __future__ import annotations
 
