@@ -26,7 +26,11 @@ from s3_server import BUCKET, CREDENTIALS, free_port, make_puts_atomic  # noqa: 
 # JVM lives for the whole run and keeps the full JIT (see _build_session): with C1 only, the
 # in-process dbt tests took up to twice as long. What the tests check does not depend on the JIT.
 # A JAVA_TOOL_OPTIONS of the caller's own is kept as it is, for every JVM.
-_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# C1 alone shrinks the default code cache from 240 MB to 48 MB, which a dbt process fills (the
+# example project's second run fills it at about 28 s here): the JVM then disables its compiler,
+# runs everything interpreted and one CI run failed inside Spark's code generation. The cache is
+# therefore set back to the tiered default.
+_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -51,6 +51,9 @@ def test_demo_builds_and_a_run_from_another_folder_sees_the_same_catalog(tmp_pat
         first_cwd,
     )
     assert demo.returncode == 0, demo.stdout[-4000:] + demo.stderr[-4000:]
+    # The dbt process ran on the JVM options the suite gives the processes it starts (conftest.py):
+    # their code cache holds everything this build compiles, so the JIT stayed on throughout.
+    assert "CodeCache is full" not in demo.stdout + demo.stderr, demo.stderr[-2000:]
     # the console has dbt's lines and the demo's: no engine log lines, no JSON log records
     console = (demo.stdout + demo.stderr).splitlines()
     assert not [line for line in console if " qbeast." in line and "qbeast.demo" not in line
