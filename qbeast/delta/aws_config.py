@@ -88,6 +88,21 @@ def from_hadoop(conf: Mapping[str, str]) -> dict[str, str]:
     return found
 
 
+def environment_settings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The S3 settings the ``AWS_*`` environment variables give, under obstore's keys (what
+    obstore would read from this process's environment by itself)."""
+    env = os.environ if environ is None else environ
+    found: dict[str, str] = {}
+    for key, variables in _ENV_KEYS.items():
+        value = next((env[v] for v in variables if env.get(v)), None)
+        if value:
+            found[key] = value
+    if "access_key_id" not in found:
+        for key in _CREDENTIALS:
+            found.pop(key, None)
+    return found
+
+
 def below_environment(settings: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """``settings`` without what the environment sets (credentials as a whole)."""
     env = os.environ if environ is None else environ

@@ -163,6 +163,13 @@ def _s3_settings_beside_the_environment(options: Mapping[str, object]) -> dict[s
     if "access_key_id" in session:
         files = {k: v for k, v in files.items() if k not in ("access_key_id", "secret_access_key", "session_token")}
     lower = aws_config.below_environment({**files, **session})
+    given = _s3_keys_given(options)
+    return {k: v for k, v in lower.items() if k not in given}
+
+
+def _s3_keys_given(options: Mapping[str, object]) -> set[str]:
+    """The obstore S3 keys ``options`` set, whatever their spelling; any credential counts for
+    all three (credentials are taken whole from one place)."""
     given = set()
     for key in options:
         bare = str(key).lower()
@@ -170,7 +177,7 @@ def _s3_settings_beside_the_environment(options: Mapping[str, object]) -> dict[s
         given.add(_S3_ALIASES.get(bare, bare))
     if given & {"access_key_id", "secret_access_key", "session_token"}:
         given |= {"access_key_id", "secret_access_key", "session_token"}
-    return {k: v for k, v in lower.items() if k not in given}
+    return given
 
 
 def _truthy(value: object) -> bool:
@@ -329,6 +336,21 @@ class ObjectStorage(Storage):
         except UnknownConfigurationKeyError as exc:
             raise InvalidOptionError(f"storage option not known to the {self.family} store: {exc}",
                                      option="storage_options") from exc
+
+    def for_tasks(self) -> ObjectStorage:
+        """A copy that opens the same stores in a process without this one's environment (a
+        Spark executor on another machine): for S3, the ``AWS_*`` variables obstore reads here are
+        folded into its settings, below the explicit options as they are here. GCS and Azure
+        stores take their environment where they run."""
+        copy = ObjectStorage.__new__(ObjectStorage)
+        copy.__setstate__(self.__getstate__())
+        if self.family == "s3":
+            from qbeast.delta import aws_config
+
+            given = _s3_keys_given(self._config)
+            from_env = {k: v for k, v in aws_config.environment_settings().items() if k not in given}
+            copy._config = {**from_env, **self._config}
+        return copy
 
     def __getstate__(self) -> dict[str, object]:
         # stores and the lock are rebuilt on the other side (a Spark task, a worker process)

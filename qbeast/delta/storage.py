@@ -62,6 +62,11 @@ class Storage(ABC):
         file at once; an object store with ``size`` known reads large files by ranges."""
         return io.BytesIO(self.read_bytes(path))
 
+    def for_tasks(self) -> Storage:
+        """This storage as tasks in other processes and machines use it (pickled with them):
+        settings this process found in its own environment travel inside it. Default: itself."""
+        return self
+
     def download(self, path: str, local_file: str) -> int:
         """Copy a file to ``local_file`` (a local path, replaced atomically); its size."""
         data = self.read_bytes(path)

@@ -13,9 +13,15 @@ connector for those schemes:
   a copy stays right, and every later read of the file runs at local-disk speed.
 
 Both need the driver and the executors to share one disk, which is true of ``local[*]``
-sessions (the engine's default and the dbt adapter's embedded mode). Other sessions are refused
-for object-store tables with an error that says so (:func:`check_access`); a cluster reading
-through Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
+sessions (the engine's default and the dbt adapter's embedded mode).
+
+A session whose tasks run on other machines (a ``spark://``, ``yarn`` or ``k8s://`` master)
+reads object-store tables in **Arrow tasks** instead (:func:`reads_in_tasks`,
+:mod:`qbeast.spark.read.arrow_tasks`): each task opens its files through the storage layer,
+with the store settings the driver resolved. Writes, and reads by the JVM read bridge (which
+hands Spark's parquet reader local files), are refused there with an error that says what
+works instead (:func:`check_access`); so are Spark Connect sessions. A cluster reading through
+Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
 One log line per session and scheme says which way a session reaches its tables and why.
 """
 from __future__ import annotations
@@ -34,7 +40,7 @@ from qbeast.delta.object_storage import SCHEMES, scheme_of, set_session_settings
 from qbeast.delta.stores import storage_for
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
-from qbeast.spark.shipping import is_connect_session
+from qbeast.spark.shipping import is_connect_session, tasks_leave_process
 
 logger = logging.getLogger(__name__)
 
@@ -111,25 +117,55 @@ def check_access(spark: Any, location: str) -> None:
             option="location", value=location,
         )
     master = spark.sparkContext.master if spark is not None else "local"
-    if not master.startswith("local"):
+    if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: tables on object stores need a local[*] session for now (master is "
-            f"{master!r}): the engine stages and copies their data files on this machine's disk, "
-            "which executors elsewhere cannot see; reading through Hadoop's connectors on a "
-            "cluster is not built yet (docs/cluster.md)",
+            f"{location}: writing tables on object stores, and SQL through the qbeast JVM read "
+            f"bridge, need a local[*] session for now (master is {master!r}): the engine stages "
+            "new files and keeps local copies on this machine's disk, which executors elsewhere "
+            "cannot see. On this master, read the table with the DataFrame API "
+            "(QbeastTable.to_df / sample) or in SQL with format('qbeast_python') / USING "
+            "qbeast_python: both read its files in Arrow tasks through the storage layer "
+            "(docs/cluster.md)",
             option="location", value=location,
         )
+    if _first_time(spark, scheme):
+        logger.info(
+            "%s:// tables: data files go through the engine's storage layer (master %s, %s): new "
+            "files are staged in %s and uploaded, reads open local copies kept there",
+            scheme, master, _connector_note(spark, scheme), mirror_dir(spark),
+        )
+
+
+def reads_in_tasks(spark: Any, location: str) -> bool:
+    """Whether the files of the table at ``location`` are read in Arrow tasks through the
+    storage layer rather than from local copies: an object-store table in a classic session
+    whose tasks may run on other machines (a cluster master). Says so once per session and
+    scheme."""
+    if not is_remote(location) or spark is None or is_connect_session(spark):
+        return False
+    master = spark.sparkContext.master
+    if not tasks_leave_process(master, None):
+        return False
+    scheme = scheme_of(location) or ""
+    if _first_time(spark, scheme):
+        logger.info(
+            "%s:// tables: reads run in Arrow tasks that open the files through the engine's "
+            "storage layer with the settings resolved on this driver (master %s, %s); writes "
+            "need a local[*] session", scheme, master, _connector_note(spark, scheme),
+        )
+    return True
+
+
+def _first_time(spark: Any, scheme: str) -> bool:
+    """True the first time a session reaches a scheme's tables: its Hadoop S3A settings are
+    handed to the storage layer then, before a store is built."""
     key = (_session_key(spark), scheme)
     with _lock:
         first = key not in _announced
         _announced.add(key)
     if first:
         apply_session_settings(spark)
-        logger.info(
-            "%s:// tables: data files go through the engine's storage layer (master %s, %s): new "
-            "files are staged in %s and uploaded, reads open local copies kept there",
-            scheme, master, _connector_note(spark, scheme), mirror_dir(spark),
-        )
+    return first
 
 
 def readable(spark: Any, locations: Iterable[str], sizes: Sequence[int | None] | None = None) -> list[str]:

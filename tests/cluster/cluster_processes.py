@@ -122,7 +122,9 @@ def spark_environment(base_dir: Path, python: str, extra: Mapping[str, str] | No
     """Environment of every server: loopback only, folders under ``base_dir``, small daemons."""
     conf_dir = base_dir / "conf"
     conf_dir.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+    # no AWS settings either: executors on other machines have none of the driver's, and tests
+    # of object-store reads on the cluster show that what tasks need travels with them
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_", "AWS_"))}
     env.update({
         "SPARK_HOME": str(SPARK_HOME),
         "SPARK_CONF_DIR": str(conf_dir),  # keep any machine-wide spark-defaults out

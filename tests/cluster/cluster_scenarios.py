@@ -54,8 +54,9 @@ def sql_bridge_report(spark: Any, path: str) -> dict[str, Any]:
     return bridge_report(spark, path)
 
 
-def table_counts(spark: Any, path: str) -> dict[str, int]:
-    """Full, sampled and filtered row counts (API and data source) and a sample checksum."""
+def table_counts(spark: Any, path: str, source_name: str = "qbeast") -> dict[str, int]:
+    """Full, sampled and filtered row counts (API and data source ``source_name``) and a sample
+    checksum."""
     import qbeast
     from pyspark.sql import functions as F
 
@@ -63,7 +64,7 @@ def table_counts(spark: Any, path: str) -> dict[str, int]:
     sample = table.sample(SAMPLE_FRACTION)
     checksum = sample.agg(F.sum("event_id").alias("s")).first()["s"]
     qbeast.register(spark)
-    source = spark.read.format("qbeast").load(path)
+    source = spark.read.format(source_name).load(path)
     return {
         "rows": table.to_df().count(),
         "sample_rows": sample.count(),
@@ -113,6 +114,21 @@ def worker_engine_origins(spark: Any, tasks: int = 4) -> list[str]:
     return sorted(r["origin"] for r in frame.mapInArrow(origin, "origin string").distinct().collect())
 
 
+def worker_aws_variables(spark: Any, tasks: int = 2) -> list[str]:
+    """Names of the ``AWS_*`` environment variables the executors' Python workers see."""
+
+    def names(batches):  # nested: pickled by value, runs on the executors
+        import os
+
+        import pyarrow as pa
+
+        for _ in batches:
+            yield pa.RecordBatch.from_pydict({"name": [k for k in os.environ if k.startswith("AWS_")]})
+
+    frame = spark.range(0, tasks * 10, 1, tasks)
+    return sorted({r["name"] for r in frame.mapInArrow(names, "name string").collect()})
+
+
 def session_capabilities(spark: Any) -> dict[str, int]:
     """What the classic/Connect helpers of qbeast.spark.session report for this session."""
     from qbeast.spark.runtime import default_parallelism, partition_count
@@ -160,6 +176,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="report the SQL bridge checks on the table at --table")
     parser.add_argument("--object-store-write", action="store_true",
                         help="write to --table (an s3:// location) and report the error the write gets")
+    parser.add_argument("--object-store-read", action="store_true",
+                        help="read the s3:// table at --table (API and qbeast_python source) and report "
+                             "the error SQL through the JVM bridge gets")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -182,6 +201,14 @@ def main(argv: list[str] | None = None) -> int:
                 result["object_store_write"] = "written"
             except qbeast.QbeastError as exc:
                 result["object_store_write"] = f"{type(exc).__name__}: {exc}"
+        elif args.object_store_read:
+            result["worker_aws_variables"] = worker_aws_variables(spark)
+            result["counts"] = table_counts(spark, args.table, source_name="qbeast_python")
+            try:
+                spark.read.format("qbeast").load(args.table).count()
+                result["bridge_read"] = "read"
+            except Exception as exc:  # noqa: BLE001 - the JVM's error, reported as text
+                result["bridge_read"] = f"{type(exc).__name__}: {exc}"
         elif args.sql_bridge:
             result["sql_bridge"] = sql_bridge_report(spark, args.table)
         elif args.read_only:

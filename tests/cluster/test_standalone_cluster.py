@@ -7,10 +7,13 @@ executors run a Python in which the installed engine is hidden, so every task th
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
+from s3_server import BUCKET
 
+import qbeast
 from qbeast.spark.bridge import jar_path
 
 HERE = Path(__file__).resolve().parent
@@ -22,6 +25,8 @@ from cluster_scenarios import (  # noqa: E402
     ROUND_TRIP_ROWS,
     assert_engine_was_shipped,
     driver_conf,
+    events_frame,
+    table_counts,
 )
 from sql_bridge_checks import problems  # noqa: E402 - tests/spark, on the path via cluster_scenarios
 
@@ -82,11 +87,35 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
     assert report == embedded
 
 
-def test_an_object_store_table_is_refused_with_a_cluster_master(standalone_cluster, run_scenario):
-    """Executors on other machines cannot see the driver's staging and copies: the write is
-    refused before any request, naming the master and what to use instead."""
+def test_an_object_store_write_is_refused_with_a_cluster_master(standalone_cluster, run_scenario):
+    """Executors on other machines cannot see the driver's staging: the write is refused before
+    any request, naming the master and what works instead."""
     result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
                           "--table", "s3://qbeast-tests/refused/events")
-    assert result["object_store_write"].startswith("InvalidOptionError: s3://qbeast-tests/refused/events: "
-                                                   "tables on object stores need a local[*] session")
-    assert standalone_cluster.url in result["object_store_write"]
+    message = result["object_store_write"]
+    assert message.startswith("InvalidOptionError: s3://qbeast-tests/refused/events: writing tables "
+                              "on object stores, and SQL through the qbeast JVM read bridge, need a "
+                              "local[*] session")
+    assert standalone_cluster.url in message and "qbeast_python" in message
+
+
+@pytest.mark.objectstore
+def test_an_s3_table_reads_on_a_cluster_like_embedded(spark, standalone_cluster, run_scenario,
+                                                      s3_environment, tmp_path):
+    """A table on the bucket, written here, read by a driver on the standalone master: the
+    DataFrame API and the ``qbeast_python`` source give the embedded counts and sample, read in
+    Arrow tasks by workers that have no AWS setting (the driver's travel with the tasks); SQL
+    through the JVM bridge is refused with the way that works."""
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/events"
+        qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path, columns_to_index=["user_id", "price"],
+                     cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
+        embedded = table_counts(spark, path)
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    result = run_scenario("--master", standalone_cluster.url, "--object-store-read", "--table", path)
+    assert result["worker_aws_variables"] == []  # the driver has them (s3_environment), the workers not
+    assert result["counts"] == embedded
+    assert 0 < embedded["sample_rows"] < embedded["rows"] == ROUND_TRIP_ROWS
+    assert "qbeast_python" in result["bridge_read"] and "local[*]" in result["bridge_read"]

@@ -19,7 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import readable
+from qbeast.spark.data_files import readable, reads_in_tasks
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -111,10 +111,18 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
 
     ``df.inputFiles()`` lists the planned files (for a table on an object store, their local
-    copies). ``row_filters`` are Spark Columns or SQL strings applied after the sample filter
+    copies; a session on a cluster master reads such a table in Arrow tasks instead, see
+    :mod:`qbeast.spark.read.arrow_tasks`, and lists none). ``row_filters`` are Spark Columns or SQL strings applied after the sample filter
     (the user's predicate, so that results are exact).
     """
     schema = spark_schema(plan)
+    if reads_in_tasks(spark, plan.table_path):  # a cluster: executors cannot see local copies
+        from qbeast.spark.read.arrow_tasks import tasks_dataframe
+
+        df = tasks_dataframe(spark, plan, schema)  # the sample's weight range applied in the tasks
+        for condition in row_filters:
+            df = df.filter(condition)
+        return df
     plan = opened_plan(spark, plan)
     if not plan.files:
         df = spark.createDataFrame([], schema)

@@ -51,6 +51,8 @@ from qbeast.spark.arrow_columns import conform_column, spark_arrow_types
 
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
     from qbeast.delta.scan import ScanSchema
+    from qbeast.delta.storage import Storage
+    from qbeast.spark.read.planner import ReadPlan
 
 logger = logging.getLogger("qbeast.spark.read.datasource")
 
@@ -232,6 +234,8 @@ class FilesPartition(InputPartition):
         table_schema_json: str,
         layout: ScanSchema | None = None,
         partition_values: dict[str, tuple[tuple[str, Any], ...]] | None = None,
+        sizes: Mapping[str, int] | None = None,
+        storage: Storage | None = None,
     ) -> None:
         super().__init__(tuple(paths))
         self.paths = list(paths)
@@ -240,6 +244,34 @@ class FilesPartition(InputPartition):
         self.table_schema_json = table_schema_json
         self.layout = layout
         self.partition_values = partition_values or {}
+        #: bytes of each file, from the log (an object-store file of this size or more is read
+        #: by ranges: its footer and the column chunks the task needs)
+        self.sizes = dict(sizes or {})
+        #: the store of the table's files when they are on an object store, built on the
+        #: driver: the settings it resolved there (the session's ``fs.s3a.*``, shared files)
+        #: travel with the task to executors that have none of them
+        self.storage = storage
+
+
+def plan_partitions(plan: ReadPlan, storage: Storage | None = None) -> list[FilesPartition]:
+    """The tasks that read ``plan``'s files (:func:`group_files`), each with the sample's weight
+    range: a task returns exactly the plan's rows. ``storage`` opens files on an object store
+    (default: one built here from the table's location)."""
+    from qbeast.spark.data_files import is_remote
+
+    _check_python_readable(plan.schema_json, plan.layout)
+    if storage is None and is_remote(plan.table_path):
+        from qbeast.delta.stores import storage_for
+
+        storage = storage_for(plan.table_path).for_tasks()
+    values = {f.path: f.partition_values for f in plan.files if f.partition_values}
+    sizes = {f.path: f.size for f in plan.files}
+    return [
+        FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json, plan.layout,
+                       {p: values[p] for p in group if p in values}, {p: sizes[p] for p in group},
+                       storage)
+        for group in group_files(plan.files)
+    ]
 
 
 def group_files(files: Sequence[Any], target_bytes: int | None = None) -> list[list[str]]:
@@ -284,75 +316,79 @@ class QbeastDataSourceReader(DataSourceReader):
         check_catalog_marker(self.options, snapshot.delta.metadata.id, snapshot.delta.schema,
                              self.schema)
         plan = plan_read(snapshot, fraction=self.options.sample_fraction)
-        groups = group_files(plan.files)
+        partitions = plan_partitions(plan)
         logger.info(
             "qbeast source %s: %d of %d files in %d tasks", plan.table_path, len(plan.files),
-            plan.total_files, len(groups),
+            plan.total_files, len(partitions),
         )
-        groups = groups or [[]]
-        _check_python_readable(plan.schema_json, plan.layout)
-        values = {f.path: f.partition_values for f in plan.files if f.partition_values}
-        return [
-            FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json,
-                           plan.layout, {p: values[p] for p in group if p in values})
-            for group in groups
-        ]
+        return list(partitions) or [FilesPartition([], plan.weight_range, plan.hash_columns,
+                                                   plan.schema_json, plan.layout)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
         from pyspark.sql.pandas.types import to_arrow_schema
 
         assert isinstance(partition, FilesPartition)  # what partitions() returns
-        target = to_arrow_schema(self.schema, timezone="UTC")
-        weight_range = partition.weight_range
-        hash_types = _hash_column_types(partition) if weight_range is not None else []
-        started, rows = time.monotonic(), 0
-        layout = partition.layout
-        physical = layout.physical_names if layout is not None else {}
-        for path in partition.paths:
-            constants = dict(partition.partition_values.get(path, ()))
-            parquet = pq.ParquetFile(_opened(path), coerce_int96_timestamp_unit="us")
-            by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
-            if layout is not None:  # display name -> the physical name in the file
-                by_lower = {name.lower(): by_lower.get(physical[name].lower())
-                            for name in physical if name not in constants}
-                by_lower = {k: v for k, v in by_lower.items() if v is not None}
-            hash_names = [by_lower.get(c.lower()) for c in partition.hash_columns]
-            # the indexed columns are read even when the requested schema leaves them out
-            wanted = [f.name.lower() for f in target] + [c.lower() for c in partition.hash_columns]
-            present = list(dict.fromkeys(by_lower[c] for c in wanted if c in by_lower))
-            for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present):
-                arrays = []
-                for f in target:
-                    source = by_lower.get(f.name.lower())
-                    if f.name in constants:
-                        arrays.append(pa.array([constants[f.name]] * batch.num_rows, f.type))
-                    elif source is None:
-                        arrays.append(pa.nulls(batch.num_rows, f.type))
-                    else:
-                        arrays.append(conform_column(batch.column(source), f.type))
-                out = pa.RecordBatch.from_arrays(arrays, schema=target)
-                if weight_range is not None:
-                    out = out.filter(_weight_mask(batch, hash_names, hash_types, weight_range))
-                rows += out.num_rows
-                if out.num_rows:
-                    yield out
-        logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+        yield from read_partition(partition, to_arrow_schema(self.schema, timezone="UTC"))
 
 
-def _opened(path: str) -> Any:
-    """What pyarrow opens for a planned file: its local path, or the bytes of a file on an object
-    store read through the storage layer (the task may run on any machine of the cluster)."""
+def read_partition(partition: FilesPartition, target: Any) -> Iterator[Any]:
+    """The rows of one task's files as Arrow batches of the ``target`` schema (an Arrow schema
+    whose fields are the table's columns by name, any case): the sample's weight range applied,
+    partition values filled in, physical names of a column-mapped table resolved, columns a
+    file lacks as nulls. Runs in Spark's Python workers (data source reads and Arrow tasks)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    weight_range = partition.weight_range
+    hash_types = _hash_column_types(partition) if weight_range is not None else []
+    started, rows = time.monotonic(), 0
+    layout = partition.layout
+    physical = layout.physical_names if layout is not None else {}
+    for path in partition.paths:
+        constants = dict(partition.partition_values.get(path, ()))
+        parquet = pq.ParquetFile(_opened(path, partition.sizes.get(path), partition.storage),
+                                 coerce_int96_timestamp_unit="us")
+        by_lower = {name.lower(): name for name in parquet.schema_arrow.names}
+        if layout is not None:  # display name -> the physical name in the file
+            by_lower = {name.lower(): by_lower.get(physical[name].lower())
+                        for name in physical if name not in constants}
+            by_lower = {k: v for k, v in by_lower.items() if v is not None}
+        hash_names = [by_lower.get(c.lower()) for c in partition.hash_columns]
+        # the indexed columns are read even when the requested schema leaves them out
+        wanted = [f.name.lower() for f in target] + [c.lower() for c in partition.hash_columns]
+        present = list(dict.fromkeys(by_lower[c] for c in wanted if c in by_lower))
+        for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present):
+            arrays = []
+            for f in target:
+                source = by_lower.get(f.name.lower())
+                if f.name in constants:
+                    arrays.append(pa.array([constants[f.name]] * batch.num_rows, f.type))
+                elif source is None:
+                    arrays.append(pa.nulls(batch.num_rows, f.type))
+                else:
+                    arrays.append(conform_column(batch.column(source), f.type))
+            out = pa.RecordBatch.from_arrays(arrays, schema=target)
+            if weight_range is not None:
+                out = out.filter(_weight_mask(batch, hash_names, hash_types, weight_range))
+            rows += out.num_rows
+            if out.num_rows:
+                yield out
+    logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+
+
+def _opened(path: str, size: int | None = None, storage: Storage | None = None) -> Any:
+    """What pyarrow opens for a planned file: its local path, or a file on an object store read
+    through the storage layer (the task may run on any machine of the cluster): by ranges when
+    it is large (:meth:`Storage.open_input`), else in one request."""
     from qbeast.spark.data_files import is_remote
 
     if not is_remote(path):
         return path
-    import pyarrow as pa
+    if storage is None:
+        from qbeast.delta.stores import storage_for
 
-    from qbeast.delta.stores import storage_for
-
-    return pa.BufferReader(storage_for(path).read_bytes(path))
+        storage = storage_for(path)
+    return storage.open_input(path, size)
 
 
 def _check_python_readable(schema_json: str, layout: ScanSchema | None) -> None:

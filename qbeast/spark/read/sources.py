@@ -16,7 +16,10 @@
 Both cannot hold the name ``qbeast`` in one session (Spark refuses a Python source named like a
 JVM one with ``DATA_SOURCE_ALREADY_EXISTS``), so a session where the jar is loaded always uses the
 bridge; the Python source stays available there as ``qbeast_python`` through
-:func:`qbeast.spark.read.datasource.register_python_source` (for comparisons).
+:func:`qbeast.spark.read.datasource.register_python_source` (for comparisons), and :func:`register`
+registers it under that name on sessions with a cluster master, where it is the SQL path to tables
+on object stores (its tasks open their files through the storage layer; the bridge needs local
+copies the executors cannot see, :mod:`qbeast.spark.data_files`).
 
 The choice sits in the read wing because it needs both readers; the bridge module below it knows
 only the JVM side. Which path a session took is logged under ``qbeast.spark.bridge``, as
@@ -35,9 +38,9 @@ from qbeast.spark.bridge import (
     install_planner,
     load_into_session,
 )
-from qbeast.spark.read.datasource import register_python_source
+from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, register_python_source
 from qbeast.spark.read.python_planner import python_planner
-from qbeast.spark.shipping import is_connect_session
+from qbeast.spark.shipping import is_connect_session, tasks_leave_process
 from qbeast.spark.write.sql_writer import python_writer
 
 logger = logging.getLogger("qbeast.spark.bridge")
@@ -96,6 +99,10 @@ def register(spark: Any) -> str:
         )
     install_planner(spark, bridge, python_planner(), python_writer())
     _report(JVM, "native parquet scans planned by the engine through the JVM read bridge")
+    if tasks_leave_process(spark.sparkContext.master, None):
+        # object-store tables on a cluster master: the bridge needs local copies the executors
+        # cannot see, the Python source reads them in its tasks (qbeast.spark.data_files)
+        register_python_source(spark, PYTHON_SOURCE_NAME)
     return JVM
 
 

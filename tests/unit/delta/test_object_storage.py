@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -198,6 +199,62 @@ def test_s3_settings_are_layered_options_environment_session_files(tmp_path: Any
         assert (config["access_key_id"], config["session_token"]) == ("file-id", "file-token")
     finally:
         set_session_settings("s3", {})
+
+
+_READ_IN_A_CLEAN_PROCESS = (
+    "import pickle, sys; storage = pickle.loads(sys.stdin.buffer.read()); "
+    "sys.stdout.buffer.write(storage.read_bytes(sys.argv[1]))"
+)
+
+
+def _read_elsewhere(storage: Any, path: str, home: Any) -> subprocess.CompletedProcess:
+    """Unpickle ``storage`` in a process without any AWS variable or file (an executor on another
+    machine) and read ``path`` there."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["HOME"] = str(home)  # no ~/.aws there
+    return subprocess.run([sys.executable, "-c", _READ_IN_A_CLEAN_PROCESS, path], env=env,
+                          input=pickle.dumps(storage), capture_output=True, timeout=60)
+
+
+def test_a_store_for_tasks_carries_the_settings_this_process_found(moto_endpoint: str, root: str,
+                                                                   tmp_path: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Arrow tasks on a cluster get: the driver's environment travels inside the store,
+    below explicit options; a store pickled as it is would not reach the server there."""
+    from qbeast.delta.object_storage import set_session_settings
+
+    for name in _AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    set_session_settings("s3", {})
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    storage = storage_for(root, {"timeout": "5s", "connect_timeout": "2s"})
+    target = f"{storage.resolve(root)}/for-tasks.txt"
+    storage.write_bytes(target, b"read on an executor")
+    elsewhere = _read_elsewhere(storage.for_tasks(), target, tmp_path)
+    assert elsewhere.returncode == 0, elsewhere.stderr.decode()[-2000:]
+    assert elsewhere.stdout == b"read on an executor"
+    assert _read_elsewhere(storage, target, tmp_path).returncode != 0  # no settings there
+    # explicit options keep winning over the environment they travel with
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    explicit = storage_for(root, {"aws_endpoint_url": moto_endpoint}).for_tasks()
+    assert _read_elsewhere(explicit, target, tmp_path).stdout == b"read on an executor"
+    # the session's settings (a Spark session's fs.s3a.*) travel the same way
+    for name in _AWS_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    try:
+        set_session_settings("s3", {"endpoint": moto_endpoint, "access_key_id": "testing",
+                                    "secret_access_key": "testing", "region": "us-east-1"})
+        from_session = storage_for(root).for_tasks()
+    finally:
+        set_session_settings("s3", {})
+    assert _read_elsewhere(from_session, target, tmp_path).stdout == b"read on an executor"
+    local = LocalStorage()
+    assert local.for_tasks() is local  # a local disk has nothing to carry
 
 
 def test_unknown_option_is_an_option_error(options: dict[str, Any], root: str) -> None:

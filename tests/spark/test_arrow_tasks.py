@@ -1,0 +1,107 @@
+"""Reads in Arrow tasks (the read path of object-store tables on a cluster master), on the shared
+local session: the same rows as Spark's native parquet scan of the same plan, for full, sampled
+and filtered plans, for every column type the engine writes, on a partitioned Delta table, on the
+local disk and on an S3-compatible store (moto on loopback).
+
+The end-to-end run on a standalone cluster, whose workers have no AWS settings at all, is in
+tests/cluster/test_standalone_cluster.py; here the reader itself is pinned row for row.
+"""
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from s3_server import BUCKET
+
+import qbeast
+from qbeast.spark.read.arrow_tasks import tasks_dataframe
+from qbeast.spark.read.dataframe import plan_dataframe, spark_schema
+from qbeast.spark.read.planner import load_snapshot, plan_read
+from qbeast.spark.read.predicates import user_predicate
+
+pytestmark = pytest.mark.spark
+
+_TYPED = """
+    id,
+    cast(id % 997 as int) as user_id,
+    cast(id * 7 % 1000 as double) / 10 as price,
+    case when id % 11 = 0 then null else concat('name-', id % 37) end as name,
+    date_add(date'2024-01-01', cast(id % 400 as int)) as day,
+    timestamp'2024-03-01 12:00:00' + make_interval(0, 0, 0, 0, 0, cast(id % 600 as int), 0) as ts,
+    cast(id % 1000 as decimal(12, 2)) / 8 as amount,
+    id % 3 = 0 as flag,
+    cast(id % 5 as tinyint) as small,
+    cast(cast(id as string) as binary) as raw,
+    case when id % 4 = 0 then 'a' when id % 4 = 1 then 'b' else 'c' end as region
+"""
+
+
+def _typed(spark, rows: int):
+    return spark.range(rows).selectExpr(*[c.strip() for c in _TYPED.strip().split(",\n")])
+
+
+def _rows(df) -> list[tuple]:
+    return sorted(tuple(r) for r in df.collect())
+
+
+def _same_rows_both_ways(spark, path: str, fraction: float | None = None, where: str | None = None) -> int:
+    snapshot = load_snapshot(path)
+    predicate, _ = user_predicate(snapshot, where)
+    plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
+    filters = [where] if where else []
+    native = plan_dataframe(spark, plan, filters)
+    tasks = tasks_dataframe(spark, plan, spark_schema(plan))
+    for condition in filters:
+        tasks = tasks.filter(condition)
+    expected = _rows(native)
+    assert _rows(tasks) == expected
+    # the table's columns and types (the native scan marks partition columns non-null)
+    assert [(f.name, f.dataType) for f in tasks.schema] == [(f.name, f.dataType) for f in native.schema]
+    return len(expected)
+
+
+def test_tasks_read_the_rows_of_the_native_scan(spark, tmp_path: Path) -> None:
+    path = str(tmp_path / "typed")
+    qbeast.write(_typed(spark, 12_000), path, columns_to_index="user_id,price", cube_size=1_500,
+                 mode="overwrite")
+    assert _same_rows_both_ways(spark, path) == 12_000
+    sampled = _same_rows_both_ways(spark, path, fraction=0.2)
+    assert 0 < sampled < 12_000
+    assert 0 < _same_rows_both_ways(spark, path, where="user_id < 100 and name is not null") < 12_000
+
+
+def test_tasks_fill_partition_values_of_a_table_deltalake_wrote(spark, tmp_path: Path) -> None:
+    deltalake = pytest.importorskip("deltalake", reason="delta-rs writes the partitioned Delta table")
+    import pyarrow as pa
+
+    path = str(tmp_path / "partitioned")
+    ids = list(range(6_000))
+    deltalake.write_deltalake(path, pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "user_id": pa.array([i % 997 for i in ids], pa.int32()),
+        "region": pa.array(["abc"[i % 3] for i in ids]),
+        "day": pa.array([f"2024-01-{1 + i % 28:02d}" for i in ids]).cast(pa.date32()),
+    }), partition_by=["region", "day"])
+    assert _same_rows_both_ways(spark, path) == 6_000
+    assert _same_rows_both_ways(spark, path, where="region = 'a' and day < date'2024-01-05'") > 0
+
+
+def test_an_empty_plan_is_an_empty_frame(spark, tmp_path: Path) -> None:
+    path = str(tmp_path / "narrow")
+    qbeast.write(_typed(spark, 2_000), path, columns_to_index="user_id", mode="overwrite")
+    assert _same_rows_both_ways(spark, path, where="user_id > 5000") == 0
+
+
+@pytest.mark.objectstore
+def test_tasks_read_an_s3_table_with_the_settings_the_driver_resolved(spark, s3_environment: str,
+                                                                      tmp_path: Path) -> None:
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/typed"
+        qbeast.write(_typed(spark, 8_000), path, columns_to_index="user_id,price", cube_size=1_000,
+                     mode="overwrite")
+        assert _same_rows_both_ways(spark, path, fraction=0.3) > 0
+        assert _same_rows_both_ways(spark, path, where="price between 10 and 20") > 0
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")
