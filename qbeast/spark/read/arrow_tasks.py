@@ -6,7 +6,7 @@ and its executors cannot open the local copies the driver keeps
 through the engine's storage layer instead, with the store settings the driver resolved
 (:meth:`qbeast.delta.storage.Storage.for_tasks`), and yields Arrow batches: the same reader as
 the Python data source (:func:`qbeast.spark.read.datasource.read_partition`), driven by
-``mapInArrow`` over one row per task so that it serves any plan the DataFrame API makes.
+``mapInArrow`` (:func:`qbeast.spark.write.arrow_jobs.map_in_arrow`) over one row per task so that it serves any plan the DataFrame API makes.
 
 The sample's weight range is applied in the task, as in the data source; the user's row filters
 are applied by Spark on the result, as on every path.
@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from qbeast.spark.read.datasource import plan_partitions
+from qbeast.spark.write.arrow_jobs import map_in_arrow
 
 logger = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def tasks_dataframe(spark: Any, plan: Any, schema: Any) -> Any:
                 yield from read_partition(partitions[index], target)
 
     tasks = len(partitions)
-    return spark.range(0, tasks, 1, tasks).mapInArrow(read, schema)
+    return map_in_arrow(spark.range(0, tasks, 1, tasks), read, schema)
 
 
 __all__ = ["tasks_dataframe"]
