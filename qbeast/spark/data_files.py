@@ -20,7 +20,8 @@ reads object-store tables in **Arrow tasks** instead (:func:`reads_in_tasks`,
 :mod:`qbeast.spark.read.arrow_tasks`): each task opens its files through the storage layer,
 with the store settings the driver resolved. Writes, and reads by the JVM read bridge (which
 hands Spark's parquet reader local files), are refused there with an error that says what
-works instead (:func:`check_access`); so are Spark Connect sessions. A cluster reading through
+works instead (:func:`check_access`). A Spark Connect session reads the same way: the client
+plans, the server's tasks open the files with the client's store settings. A cluster reading through
 Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
 One log line per session and scheme says which way a session reaches its tables and why.
 """
@@ -111,9 +112,11 @@ def check_access(spark: Any, location: str) -> None:
     scheme = scheme_of(location) or ""
     if spark is not None and is_connect_session(spark):
         raise InvalidOptionError(
-            f"{location}: tables on object stores are not supported over Spark Connect yet (the "
-            "server would have to read files this client copies); use a classic session "
-            "(qbeast.spark.session.get_or_create_session) on this machine",
+            f"{location}: writing tables on object stores over Spark Connect is not supported yet "
+            "(the server would have to read files this client stages); read the table with the "
+            "DataFrame API (QbeastTable.to_df / sample: Arrow tasks on the server open its files "
+            "through the storage layer), or write it from a classic session "
+            "(qbeast.spark.session.get_or_create_session)",
             option="location", value=location,
         )
     master = spark.sparkContext.master if spark is not None else "local"
@@ -138,13 +141,14 @@ def check_access(spark: Any, location: str) -> None:
 
 def reads_in_tasks(spark: Any, location: str) -> bool:
     """Whether the files of the table at ``location`` are read in Arrow tasks through the
-    storage layer rather than from local copies: an object-store table in a classic session
-    whose tasks may run on other machines (a cluster master). Says so once per session and
-    scheme."""
-    if not is_remote(location) or spark is None or is_connect_session(spark):
+    storage layer rather than from local copies: an object-store table in a session whose tasks
+    may run on other machines (a cluster master, a Spark Connect server). Says so once per
+    session and scheme."""
+    if not is_remote(location) or spark is None:
         return False
-    master = spark.sparkContext.master
-    if not tasks_leave_process(master, None):
+    connect = is_connect_session(spark)
+    master = "a Spark Connect server" if connect else spark.sparkContext.master
+    if not connect and not tasks_leave_process(master, None):
         return False
     scheme = scheme_of(location) or ""
     if _first_time(spark, scheme):
@@ -199,6 +203,8 @@ def current_session() -> Any:
 def _session_key(spark: Any) -> str:
     if spark is None:
         return "none"
+    if is_connect_session(spark):
+        return f"connect:{spark.session_id}"
     return str(spark.sparkContext.applicationId)
 
 
@@ -206,6 +212,8 @@ def _connector_note(spark: Any, scheme: str) -> str:
     """Whether Hadoop has a file system for the scheme: named in the log line, not used yet."""
     if spark is None:
         return "no session"
+    if is_connect_session(spark):
+        return "the server's Hadoop connectors are not used"
     try:
         jvm = spark.sparkContext._jvm
         conf = spark.sparkContext._jsc.hadoopConfiguration()

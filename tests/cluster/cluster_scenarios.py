@@ -54,25 +54,27 @@ def sql_bridge_report(spark: Any, path: str) -> dict[str, Any]:
     return bridge_report(spark, path)
 
 
-def table_counts(spark: Any, path: str, source_name: str = "qbeast") -> dict[str, int]:
-    """Full, sampled and filtered row counts (API and data source ``source_name``) and a sample
-    checksum."""
+def table_counts(spark: Any, path: str, source_name: str | None = "qbeast") -> dict[str, int]:
+    """Full, sampled and filtered row counts (API and data source ``source_name``; None: API
+    only) and a sample checksum."""
     import qbeast
     from pyspark.sql import functions as F
 
     table = qbeast.QbeastTable.for_path(spark, path)
     sample = table.sample(SAMPLE_FRACTION)
     checksum = sample.agg(F.sum("event_id").alias("s")).first()["s"]
-    qbeast.register(spark)
-    source = spark.read.format(source_name).load(path)
-    return {
+    counts = {
         "rows": table.to_df().count(),
         "sample_rows": sample.count(),
         "sample_id_sum": int(checksum or 0),
         "filtered_rows": table.to_df(filter=RANGE_FILTER).count(),
-        "source_rows": source.count(),
-        "source_filtered_rows": source.filter(RANGE_FILTER).count(),
     }
+    if source_name is not None:
+        qbeast.register(spark)
+        source = spark.read.format(source_name).load(path)
+        counts["source_rows"] = source.count()
+        counts["source_filtered_rows"] = source.filter(RANGE_FILTER).count()
+    return counts
 
 
 def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
@@ -203,12 +205,16 @@ def main(argv: list[str] | None = None) -> int:
                 result["object_store_write"] = f"{type(exc).__name__}: {exc}"
         elif args.object_store_read:
             result["worker_aws_variables"] = worker_aws_variables(spark)
-            result["counts"] = table_counts(spark, args.table, source_name="qbeast_python")
-            try:
-                spark.read.format("qbeast").load(args.table).count()
-                result["bridge_read"] = "read"
-            except Exception as exc:  # noqa: BLE001 - the JVM's error, reported as text
-                result["bridge_read"] = f"{type(exc).__name__}: {exc}"
+            # through Connect the data source plans in the server, which has no store settings
+            # here: the DataFrame API alone (planned by this client)
+            result["counts"] = table_counts(spark, args.table,
+                                            source_name=None if args.remote else "qbeast_python")
+            if not args.remote:
+                try:
+                    spark.read.format("qbeast").load(args.table).count()
+                    result["bridge_read"] = "read"
+                except Exception as exc:  # noqa: BLE001 - the JVM's error, reported as text
+                    result["bridge_read"] = f"{type(exc).__name__}: {exc}"
         elif args.sql_bridge:
             result["sql_bridge"] = sql_bridge_report(spark, args.table)
         elif args.read_only:

@@ -9,7 +9,13 @@ embedded run's.
 from __future__ import annotations
 
 import sys
+import uuid
 from pathlib import Path
+
+import pytest
+from s3_server import BUCKET
+
+import qbeast
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -18,6 +24,8 @@ from cluster_scenarios import (  # noqa: E402
     ROUND_TRIP_CUBE_SIZE,
     ROUND_TRIP_ROWS,
     assert_engine_was_shipped,
+    events_frame,
+    table_counts,
 )
 
 
@@ -54,9 +62,30 @@ def test_example_project_builds_through_connect_like_embedded(connect_server, bu
     assert built == embedded_dbt_build
 
 
-def test_an_object_store_table_is_refused_through_connect(connect_server, run_scenario):
+def test_an_object_store_write_is_refused_through_connect(connect_server, run_scenario):
     result = run_scenario("--remote", connect_server.url, "--object-store-write",
                           "--table", "s3://qbeast-tests/refused/events")
     assert result["object_store_write"].startswith(
-        "InvalidOptionError: s3://qbeast-tests/refused/events: tables on object stores are not "
-        "supported over Spark Connect yet")
+        "InvalidOptionError: s3://qbeast-tests/refused/events: writing tables on object stores "
+        "over Spark Connect is not supported yet")
+    assert "DataFrame API" in result["object_store_write"]
+
+
+@pytest.mark.objectstore
+def test_an_s3_table_reads_through_connect_like_embedded(spark, connect_server, run_scenario,
+                                                        s3_environment, tmp_path):
+    """A table on the bucket read by a Connect client: the client plans with its AWS settings,
+    the server's tasks (no AWS setting there) read the files with the settings they carry."""
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/events"
+        qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path, columns_to_index=["user_id", "price"],
+                     cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
+        embedded = table_counts(spark, path, source_name=None)
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    result = run_scenario("--remote", connect_server.url, "--object-store-read", "--table", path)
+    assert result["session_type"] == "pyspark.sql.connect.session"
+    assert result["worker_aws_variables"] == []
+    assert result["counts"] == embedded
+    assert 0 < embedded["sample_rows"] < embedded["rows"] == ROUND_TRIP_ROWS
