@@ -133,7 +133,11 @@ class PieceLayout:
                 return None  # a piece boundary inside a row group: not a file this layout wrote
         return None
 
-    def rows_within(self, length: int) -> int:
-        """Rows of the row groups a reader of the first ``length`` bytes reads (those that end
+    def groups_within(self, length: int) -> list[int]:
+        """Indexes of the row groups a reader of the first ``length`` bytes reads (those that end
         inside them: the prefixes of :meth:`prefix_bytes` end exactly at a row group's end)."""
-        return sum(rows for end, rows in zip(self.group_ends, self.group_rows) if end <= length)
+        return [i for i, end in enumerate(self.group_ends) if end <= length]
+
+    def rows_within(self, length: int) -> int:
+        """Rows of the row groups of :meth:`groups_within`."""
+        return sum(self.group_rows[i] for i in self.groups_within(length))

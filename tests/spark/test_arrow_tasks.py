@@ -105,3 +105,34 @@ def test_tasks_read_an_s3_table_with_the_settings_the_driver_resolved(spark, s3_
         assert _same_rows_both_ways(spark, path, where="price between 10 and 20") > 0
     finally:
         spark.conf.unset("spark.qbeast.storage.mirrorDir")
+
+
+def test_a_sampled_task_reads_only_the_row_groups_of_its_prefix(spark, tmp_path: Path) -> None:
+    """Band-piece files (the default layout) are read up to the planned prefix, as Spark's
+    reader reads them through the bridge: fewer rows read, the same rows returned."""
+    import copy
+
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from qbeast.core.band_row_groups import PieceLayout
+    from qbeast.spark.read.datasource import plan_partitions, read_partition
+
+    path = str(tmp_path / "banded")
+    qbeast.write(spark.range(40_000).selectExpr("id", "rand(7) * 100 as a", "cast(rand(8) * 1000 as int) as b"),
+                 path, columns_to_index="a,b", cube_size=1_000, mode="overwrite")
+    plan = plan_read(load_snapshot(path), fraction=0.1)
+    assert plan.prefix_reads
+    target = to_arrow_schema(spark_schema(plan), timezone="UTC")
+    read = expected = whole = 0
+    for partition in plan_partitions(plan):
+        unweighted = copy.copy(partition)
+        unweighted.weight_range = None  # every row of the row groups read, not only the sample's
+        read += sum(batch.num_rows for batch in read_partition(unweighted, target))
+        for file in partition.paths:
+            meta = pq.read_metadata(file)
+            whole += meta.num_rows
+            prefix = partition.read_sizes.get(file)
+            expected += meta.num_rows if prefix is None else PieceLayout.of(meta).rows_within(prefix)
+    assert read == expected < whole
+    assert _same_rows_both_ways(spark, path, fraction=0.1) > 0

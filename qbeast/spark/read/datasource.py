@@ -236,6 +236,7 @@ class FilesPartition(InputPartition):
         partition_values: dict[str, tuple[tuple[str, Any], ...]] | None = None,
         sizes: Mapping[str, int] | None = None,
         storage: Storage | None = None,
+        read_sizes: Mapping[str, int] | None = None,
     ) -> None:
         super().__init__(tuple(paths))
         self.paths = list(paths)
@@ -251,6 +252,9 @@ class FilesPartition(InputPartition):
         #: driver: the settings it resolved there (the session's ``fs.s3a.*``, shared files)
         #: travel with the task to executors that have none of them
         self.storage = storage
+        #: the planned prefix of a sampled file (``PlannedFile.read_size``): only the row groups
+        #: inside it are read, as Spark's reader does with the length the bridge reports
+        self.read_sizes = dict(read_sizes or {})
 
 
 def plan_partitions(plan: ReadPlan, storage: Storage | None = None) -> list[FilesPartition]:
@@ -266,10 +270,11 @@ def plan_partitions(plan: ReadPlan, storage: Storage | None = None) -> list[File
         storage = storage_for(plan.table_path).for_tasks()
     values = {f.path: f.partition_values for f in plan.files if f.partition_values}
     sizes = {f.path: f.size for f in plan.files}
+    prefixes = {f.path: f.read_size for f in plan.files if f.read_size is not None}
     return [
         FilesPartition(group, plan.weight_range, plan.hash_columns, plan.schema_json, plan.layout,
                        {p: values[p] for p in group if p in values}, {p: sizes[p] for p in group},
-                       storage)
+                       storage, {p: prefixes[p] for p in group if p in prefixes})
         for group in group_files(plan.files)
     ]
 
@@ -357,7 +362,9 @@ def read_partition(partition: FilesPartition, target: Any) -> Iterator[Any]:
         # the indexed columns are read even when the requested schema leaves them out
         wanted = [f.name.lower() for f in target] + [c.lower() for c in partition.hash_columns]
         present = list(dict.fromkeys(by_lower[c] for c in wanted if c in by_lower))
-        for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present):
+        groups = _groups_to_read(parquet, partition.read_sizes.get(path))
+        for batch in parquet.iter_batches(batch_size=ARROW_BATCH_ROWS, columns=present,
+                                          row_groups=groups):
             arrays = []
             for f in target:
                 source = by_lower.get(f.name.lower())
@@ -374,6 +381,18 @@ def read_partition(partition: FilesPartition, target: Any) -> Iterator[Any]:
             if out.num_rows:
                 yield out
     logger.debug("read %d rows in %.2fs", rows, time.monotonic() - started)
+
+
+def _groups_to_read(parquet: Any, read_size: int | None) -> list[int] | None:
+    """The row groups inside a sampled file's planned prefix (None: all of them). The rows past
+    it are heavier than the sample keeps (the planner chose the prefix from the footer's band
+    pieces), so this saves reads and never changes rows."""
+    if read_size is None:
+        return None
+    from qbeast.core.band_row_groups import PieceLayout
+
+    layout = PieceLayout.of(parquet.metadata)
+    return None if layout is None else layout.groups_within(read_size)
 
 
 def _opened(path: str, size: int | None = None, storage: Storage | None = None) -> Any:
