@@ -111,9 +111,10 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
 
     ``df.inputFiles()`` lists the planned files (for a table on an object store, their local
-    copies; a session on a cluster master reads such a table in Arrow tasks instead, see
-    :mod:`qbeast.spark.read.arrow_tasks`, and lists none). ``row_filters`` are Spark Columns or SQL strings applied after the sample filter
-    (the user's predicate, so that results are exact).
+    copies; a session on a cluster master or Spark Connect reads such a table in Arrow tasks
+    instead, :mod:`qbeast.spark.read.arrow_tasks`, and lists none). ``row_filters`` are Spark
+    Columns or SQL strings applied after the sample filter (the user's predicate, so that
+    results are exact).
     """
     schema = spark_schema(plan)
     if reads_in_tasks(spark, plan.table_path):  # a cluster: executors cannot see local copies
