@@ -15,13 +15,13 @@ connector for those schemes:
 Both need the driver and the executors to share one disk, which is true of ``local[*]``
 sessions (the engine's default and the dbt adapter's embedded mode).
 
-A session whose tasks run on other machines (a ``spark://``, ``yarn`` or ``k8s://`` master)
-reads object-store tables in **Arrow tasks** instead (:func:`reads_in_tasks`,
-:mod:`qbeast.spark.read.arrow_tasks`): each task opens its files through the storage layer,
-with the store settings the driver resolved. Writes, and reads by the JVM read bridge (which
-hands Spark's parquet reader local files), are refused there with an error that says what
-works instead (:func:`check_access`). A Spark Connect session reads the same way: the client
-plans, the server's tasks open the files with the client's store settings. A cluster reading through
+A session whose tasks run on other machines (a ``spark://``, ``yarn`` or ``k8s://`` master, or
+Spark Connect) reads and writes object-store tables in **Arrow tasks** instead
+(:func:`in_arrow_tasks`, :mod:`qbeast.spark.read.arrow_tasks`,
+:mod:`qbeast.spark.write.task_files`): each task opens or uploads its files through the storage
+layer, with the store settings the driver resolved. Optimize, row-level changes, convert and
+reads by the JVM read bridge (which hands Spark's parquet reader local files) are refused there
+with an error that says what works instead (:func:`check_access`). A cluster reading through
 Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
 One log line per session and scheme says which way a session reaches its tables and why.
 """
@@ -112,23 +112,23 @@ def check_access(spark: Any, location: str) -> None:
     scheme = scheme_of(location) or ""
     if spark is not None and is_connect_session(spark):
         raise InvalidOptionError(
-            f"{location}: writing tables on object stores over Spark Connect is not supported yet "
-            "(the server would have to read files this client stages); read the table with the "
-            "DataFrame API (QbeastTable.to_df / sample: Arrow tasks on the server open its files "
-            "through the storage layer), or write it from a classic session "
-            "(qbeast.spark.session.get_or_create_session)",
+            f"{location}: optimize, row-level changes and convert of tables on object stores are "
+            "not supported over Spark Connect yet (the server would have to read files this client "
+            "stages); qbeast.write and the DataFrame API (QbeastTable.to_df / sample) work: Arrow "
+            "tasks on the server write and read the files through the storage layer. Or run the "
+            "operation in a classic session (qbeast.spark.session.get_or_create_session)",
             option="location", value=location,
         )
     master = spark.sparkContext.master if spark is not None else "local"
     if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: writing tables on object stores, and SQL through the qbeast JVM read "
-            f"bridge, need a local[*] session for now (master is {master!r}): the engine stages "
-            "new files and keeps local copies on this machine's disk, which executors elsewhere "
-            "cannot see. On this master, read the table with the DataFrame API "
-            "(QbeastTable.to_df / sample) or in SQL with format('qbeast_python') / USING "
-            "qbeast_python: both read its files in Arrow tasks through the storage layer "
-            "(docs/cluster.md)",
+            f"{location}: optimize, row-level changes and convert of tables on object stores, "
+            f"and SQL through the qbeast JVM read bridge, need a local[*] session for now (master "
+            f"is {master!r}): they stage new files and keep local copies on this machine's disk, "
+            "which executors elsewhere cannot see. On this master, qbeast.write writes the table "
+            "and the DataFrame API (QbeastTable.to_df / sample) or SQL with "
+            "format('qbeast_python') / USING qbeast_python read it, in Arrow tasks through the "
+            "storage layer (docs/cluster.md)",
             option="location", value=location,
         )
     if _first_time(spark, scheme):
@@ -139,11 +139,11 @@ def check_access(spark: Any, location: str) -> None:
         )
 
 
-def reads_in_tasks(spark: Any, location: str) -> bool:
-    """Whether the files of the table at ``location`` are read in Arrow tasks through the
-    storage layer rather than from local copies: an object-store table in a session whose tasks
-    may run on other machines (a cluster master, a Spark Connect server). Says so once per
-    session and scheme."""
+def in_arrow_tasks(spark: Any, location: str) -> bool:
+    """Whether the data files of the table at ``location`` are read and written in Arrow tasks
+    through the storage layer (rather than staged and copied on this disk): an object-store
+    table in a session whose tasks may run on other machines (a cluster master, a Spark Connect
+    server). Says so once per session and scheme."""
     if not is_remote(location) or spark is None:
         return False
     connect = is_connect_session(spark)
@@ -153,9 +153,10 @@ def reads_in_tasks(spark: Any, location: str) -> bool:
     scheme = scheme_of(location) or ""
     if _first_time(spark, scheme):
         logger.info(
-            "%s:// tables: reads run in Arrow tasks that open the files through the engine's "
-            "storage layer with the settings resolved on this driver (master %s, %s); writes "
-            "need a local[*] session", scheme, master, _connector_note(spark, scheme),
+            "%s:// tables: reads and writes (qbeast.write) run in Arrow tasks that open and "
+            "upload the files through the engine's storage layer with the settings resolved on "
+            "this driver (master %s, %s); optimize, row-level changes, convert and SQL through "
+            "the JVM bridge need a local[*] session", scheme, master, _connector_note(spark, scheme),
         )
     return True
 

@@ -77,6 +77,16 @@ def table_counts(spark: Any, path: str, source_name: str | None = "qbeast") -> d
     return counts
 
 
+def write_and_append(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, list[int]]:
+    """The round trip's two writes (an indexed overwrite, then an append of a quarter more)."""
+    import qbeast
+
+    first = qbeast.write(events_frame(spark, rows), path, columns_to_index=["user_id", "price"],
+                         cube_size=cube_size, mode="overwrite")
+    second = qbeast.write(events_frame(spark, rows // 4, offset=rows), path)
+    return {"rows": [first.rows, second.rows], "versions": [first.version, second.version]}
+
+
 def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
     """Write (create + append), read, sample, filter and optimize the table at ``path``."""
     import qbeast
@@ -177,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sql-bridge", action="store_true",
                         help="report the SQL bridge checks on the table at --table")
     parser.add_argument("--object-store-write", action="store_true",
-                        help="write to --table (an s3:// location) and report the error the write gets")
+                        help="write and append to --table (an s3:// location), read it, and report "
+                             "the error a delete gets")
     parser.add_argument("--object-store-read", action="store_true",
                         help="read the s3:// table at --table (API and qbeast_python source) and report "
                              "the error SQL through the JVM bridge gets")
@@ -198,11 +209,15 @@ def main(argv: list[str] | None = None) -> int:
 
         result["sql_source"] = qbeast.register(spark)  # jvm (the bridge) or python (fallback)
         if args.object_store_write:
+            result["worker_aws_variables"] = worker_aws_variables(spark)
+            result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
+            result["counts"] = table_counts(spark, args.table,
+                                            source_name=None if args.remote else "qbeast_python")
             try:
-                qbeast.write(events_frame(spark, 10), args.table, "user_id")
-                result["object_store_write"] = "written"
+                qbeast.QbeastTable.for_path(spark, args.table).delete(RANGE_FILTER)
+                result["delete"] = "deleted"
             except qbeast.QbeastError as exc:
-                result["object_store_write"] = f"{type(exc).__name__}: {exc}"
+                result["delete"] = f"{type(exc).__name__}: {exc}"
         elif args.object_store_read:
             result["worker_aws_variables"] = worker_aws_variables(spark)
             # through Connect the data source plans in the server, which has no store settings

@@ -14,6 +14,7 @@ import pytest
 from s3_server import BUCKET
 
 import qbeast
+from qbeast.delta.log import DeltaLog
 from qbeast.spark.bridge import jar_path
 
 HERE = Path(__file__).resolve().parent
@@ -27,8 +28,10 @@ from cluster_scenarios import (  # noqa: E402
     driver_conf,
     events_frame,
     table_counts,
+    write_and_append,
 )
 from sql_bridge_checks import problems  # noqa: E402 - tests/spark, on the path via cluster_scenarios
+from write_checks import file_descriptions  # noqa: E402 - tests/spark, on the path via cluster_scenarios
 
 
 def _completed_app_names(ui_port: int) -> list[str]:
@@ -87,16 +90,42 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
     assert report == embedded
 
 
-def test_an_object_store_write_is_refused_with_a_cluster_master(standalone_cluster, run_scenario):
-    """Executors on other machines cannot see the driver's staging: the write is refused before
-    any request, naming the master and what works instead."""
+@pytest.mark.objectstore
+def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, standalone_cluster,
+                                                                    run_scenario, s3_environment,
+                                                                    tmp_path):
+    """The same two writes to the bucket, embedded and from a driver on the standalone master
+    whose workers have no AWS setting (Arrow tasks write and upload the files): the same files
+    (rows, stats, blocks per file), the same counts and sample, read by deltalake too; a delete
+    is refused on the cluster before any change, naming what works."""
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    embedded_path, cluster_path = f"{root}/embedded", f"{root}/cluster"
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
+    try:
+        embedded_writes = write_and_append(spark, embedded_path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE)
+        embedded = table_counts(spark, embedded_path)
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")
     result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
-                          "--table", "s3://qbeast-tests/refused/events")
-    message = result["object_store_write"]
-    assert message.startswith("InvalidOptionError: s3://qbeast-tests/refused/events: writing tables "
-                              "on object stores, and SQL through the qbeast JVM read bridge, need a "
-                              "local[*] session")
-    assert standalone_cluster.url in message and "qbeast_python" in message
+                          "--table", cluster_path)
+    assert result["worker_aws_variables"] == []
+    assert result["written"] == embedded_writes
+    assert result["counts"] == embedded
+    assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
+    assert _deltalake_ids(cluster_path, s3_environment) == _deltalake_ids(embedded_path, s3_environment)
+    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}")  # a file of it
+    assert ": optimize, row-level changes and convert of tables on object stores" in result["delete"]
+    assert standalone_cluster.url in result["delete"] and "qbeast.write" in result["delete"]
+    assert DeltaLog.for_path(cluster_path).snapshot().version == 1  # nothing committed by it
+
+
+def _deltalake_ids(path: str, endpoint: str) -> list[int]:
+    from deltalake import DeltaTable
+
+    options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
+    ids = DeltaTable(path, storage_options=options).to_pyarrow_table(columns=["event_id"])
+    return sorted(ids.column("event_id").to_pylist())
 
 
 @pytest.mark.objectstore

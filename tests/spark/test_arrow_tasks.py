@@ -8,6 +8,7 @@ tests/cluster/test_standalone_cluster.py; here the reader itself is pinned row f
 """
 from __future__ import annotations
 
+import sys
 import uuid
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from qbeast.spark.read.arrow_tasks import tasks_dataframe
 from qbeast.spark.read.dataframe import plan_dataframe, spark_schema
 from qbeast.spark.read.planner import load_snapshot, plan_read
 from qbeast.spark.read.predicates import user_predicate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_checks import file_descriptions  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -136,3 +140,85 @@ def test_a_sampled_task_reads_only_the_row_groups_of_its_prefix(spark, tmp_path:
             expected += meta.num_rows if prefix is None else PieceLayout.of(meta).rows_within(prefix)
     assert read == expected < whole
     assert _same_rows_both_ways(spark, path, fraction=0.1) > 0
+
+
+def test_a_write_in_tasks_lays_out_the_files_spark_s_writer_lays_out(spark, tmp_path: Path,
+                                                                    monkeypatch, caplog) -> None:
+    """The Arrow-task writer (object-store tables on a cluster; forced here on a local table)
+    writes the same files as Spark's writer: same rows, Delta stats and blocks per file, for
+    the first write and for an append into it."""
+    import logging
+
+    from pyspark.sql import functions as F
+
+    from qbeast.spark import data_files
+
+    native, tasks = str(tmp_path / "native"), str(tmp_path / "tasks")
+    more = _typed(spark, 9_000).withColumn("id", F.col("id") + 100_000)
+    first: dict[str, list[tuple]] = {}
+    for path in (native, tasks):
+        with monkeypatch.context() as patch, caplog.at_level(logging.INFO, "qbeast.spark.write.writer"):
+            if path == tasks:
+                patch.setattr(data_files, "in_arrow_tasks", lambda spark, location: True)
+            caplog.clear()
+            qbeast.write(_typed(spark, 12_000), path, columns_to_index="user_id,price",
+                         cube_size=1_500, mode="overwrite")
+            first[path] = file_descriptions(path)
+            qbeast.write(more, path, mode="append")
+            in_tasks = sum("write in Arrow tasks" in r.getMessage() for r in caplog.records)
+            assert in_tasks == (2 if path == tasks else 0)
+    assert first[tasks] == first[native]
+    assert len(first[tasks]) > 3
+    assert file_descriptions(tasks) == file_descriptions(native)
+    assert _rows(qbeast.QbeastTable.for_path(spark, tasks).to_df()) == \
+        _rows(qbeast.QbeastTable.for_path(spark, native).to_df())
+    assert _same_rows_both_ways(spark, tasks, fraction=0.2) > 0
+
+
+def test_a_failed_write_in_tasks_leaves_the_table_as_it_was(spark, tmp_path: Path, monkeypatch) -> None:
+    """A task fails after other tasks have uploaded their files: nothing is committed and every
+    file the write uploaded is deleted again."""
+    import os
+
+    from qbeast.delta.log import DeltaLog
+    from qbeast.delta.storage import LocalStorage
+    from qbeast.spark import data_files
+    from qbeast.spark.write import task_files
+
+    path = str(tmp_path / "table")
+    qbeast.write(_typed(spark, 6_000), path, columns_to_index="user_id,price", cube_size=1_000,
+                 mode="overwrite")
+    before = sorted(os.listdir(path))
+    removed: list[str] = []
+
+    class Failing(LocalStorage):
+        """Pickled into the tasks (defined here, so by value): the upload of the file holding id
+        29,999 fails once another file of the write is in the table; the driver's deletes are
+        recorded."""
+
+        def upload(self, local_file: str, target: str):
+            import time
+
+            import pyarrow.compute as pc
+            import pyarrow.parquet as pq
+
+            ids = pq.read_table(local_file, columns=["id"]).column("id")
+            if pc.any(pc.equal(ids, 29_999)).as_py():
+                deadline = time.monotonic() + 20
+                while time.monotonic() < deadline and not set(os.listdir(path)) - set(before):
+                    time.sleep(0.1)
+                raise OSError("upload refused for the test")
+            return super().upload(local_file, target)
+
+        def delete(self, file: str) -> None:
+            if os.path.exists(file):
+                removed.append(file)
+            super().delete(file)
+
+    monkeypatch.setattr(data_files, "in_arrow_tasks", lambda spark, location: True)
+    monkeypatch.setattr(task_files, "storage_for", lambda location: Failing())
+    with pytest.raises(Exception, match="upload refused for the test"):
+        qbeast.write(_typed(spark, 30_000), path, mode="append")
+    assert removed  # files other uploads had put in the table, deleted by the failed write
+    assert sorted(os.listdir(path)) == before
+    assert DeltaLog.for_path(path).snapshot().version == 0

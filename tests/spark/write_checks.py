@@ -181,3 +181,16 @@ def sample_count(spark, path: str, f: float) -> int:
 def active_paths(path: str) -> list[str]:
     snapshot = QbeastSnapshot.load(path)
     return [os.path.join(path, a.path) for a in snapshot.files()]
+
+
+def file_descriptions(path: str) -> list[tuple]:
+    """Each data file as (rows, Qbeast tags, Delta stats): what the log says, names left out.
+    Stats are compared as values (pyarrow records a float column's 0.0 minimum where Spark's
+    writer records -0.0: equal values, and equal for skipping)."""
+    import json
+
+    from qbeast.delta.log import DeltaLog
+
+    snapshot = DeltaLog.for_path(path).snapshot()
+    return sorted(((a.num_records, json.dumps(a.tags, sort_keys=True), json.loads(a.stats))
+                   for a in snapshot.files.values()), key=lambda d: d[:2])

@@ -19,7 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import readable, reads_in_tasks
+from qbeast.spark.data_files import in_arrow_tasks, readable
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -117,7 +117,7 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     results are exact).
     """
     schema = spark_schema(plan)
-    if reads_in_tasks(spark, plan.table_path):  # a cluster: executors cannot see local copies
+    if in_arrow_tasks(spark, plan.table_path):  # a cluster: executors cannot see local copies
         from qbeast.spark.read.arrow_tasks import tasks_dataframe
 
         df = tasks_dataframe(spark, plan, schema)  # the sample's weight range applied in the tasks

@@ -208,18 +208,12 @@ def analyze_locally(spark: Any, indexed: pa.Table, partitions: np.ndarray, revis
 def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.ndarray,
                   revision: Revision, plan: WritePlan, table_dir: str) -> list[WrittenFile]:
     """Assign the rows and write one file per output file of ``plan``; staged, then published."""
-    import pyarrow.parquet as pq
-
-    from qbeast.delta.stats import footer_stats
     from qbeast.spark.bridge import run_parquet_format
-    from qbeast.spark.write.arrow_parquet import arrow_write_options, non_finite_columns
-    from qbeast.spark.write.row_groups import write_pieces_with_arrow
     from qbeast.spark.write.staging import StagedFiles
 
     coords = table_points(revision, indexed, list(revision.columns))
     cubes, files = plan.assign(coords, weights)
     owners = plan.row_group_files
-    outputs = files if owners is None else owners[files]
     # the file id each output file reports: the bridge's run writer reports its first piece,
     # the join of staged pieces (no bridge jar) its first piece holding rows
     first_piece: dict[int, int] = {}
@@ -231,34 +225,61 @@ def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.nd
     written: list[WrittenFile] = []
     with StagedFiles(table_dir, spark) as staged:
         os.makedirs(staged.path)
-        for output in np.unique(outputs).tolist():
-            rows = np.flatnonzero(outputs == output)
-            pieces_of_rows = files[rows]
-            rows = rows[np.argsort(pieces_of_rows, kind="stable")]
-            pieces_of_rows = files[rows]
-            part = data.take(pa.array(rows))
-            record = None
-            parts = [part]
-            if owners is not None:
-                starts = np.flatnonzero(np.r_[True, pieces_of_rows[1:] != pieces_of_rows[:-1]])
-                ends = np.r_[starts[1:], len(rows)]
-                parts = [part.slice(int(s), int(e - s)) for s, e in zip(starts, ends)]
-                record = encode_pieces([Piece(int(weights[rows[s:e]].min()), int(e - s))
-                                        for s, e in zip(starts.tolist(), ends.tolist())])
-                file_id = first_piece.get(int(output), int(pieces_of_rows[0]))
-            else:
-                file_id = int(output)
-            counts = batch_blocks(np.zeros(len(rows), np.int32), cubes[rows], weights[rows])
-            blocks = tuple(plan.block(cube_id, count, low)
-                           for (_, cube_id), (count, low) in sorted(counts.items()))
+        for rows in output_rows(plan, files):
             path = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")
-            write_pieces_with_arrow(path, parts, record, **arrow_write_options(part, version))
-            stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite_columns(part))
+            file_id, stats, blocks = write_output_file(path, data, rows, files, cubes, weights, plan,
+                                                       first_piece, version)
             name, info = staged.publish(path)
             written.append(WrittenFile(file_id, name, info.size, info.mtime_ms, len(rows),
                                        stats, blocks))
     return written
 
 
+def output_rows(plan: WritePlan, files: np.ndarray) -> list[np.ndarray]:
+    """The rows of each output file, for rows assigned to the plan's ``files`` (a band piece's
+    rows go to the output file that owns the piece), in output file order."""
+    owners = plan.row_group_files
+    outputs = files if owners is None else owners[files]
+    return [np.flatnonzero(outputs == output) for output in np.unique(outputs).tolist()]
+
+
+def write_output_file(path: str, data: pa.Table, rows: np.ndarray, files: np.ndarray,
+                      cubes: np.ndarray, weights: np.ndarray, plan: WritePlan,
+                      first_piece: dict[int, int], version: str) -> tuple[int, str, tuple[Any, ...]]:
+    """Write the ``rows`` of one output file (indexes into ``data`` and the per-row ``files``,
+    ``cubes`` and ``weights``) to the local ``path`` with pyarrow in the session's encodings:
+    band pieces as row groups with the piece record in the footer, as the bridge's run writer
+    records them. Returns the file id it reports, its Delta stats and its blocks."""
+    import pyarrow.parquet as pq
+
+    from qbeast.delta.stats import footer_stats
+    from qbeast.spark.write.arrow_parquet import arrow_write_options, non_finite_columns
+    from qbeast.spark.write.row_groups import write_pieces_with_arrow
+
+    owners = plan.row_group_files
+    pieces_of_rows = files[rows]
+    rows = rows[np.argsort(pieces_of_rows, kind="stable")]
+    pieces_of_rows = files[rows]
+    part = data.take(pa.array(rows))
+    record = None
+    parts = [part]
+    if owners is not None:
+        starts = np.flatnonzero(np.r_[True, pieces_of_rows[1:] != pieces_of_rows[:-1]])
+        ends = np.r_[starts[1:], len(rows)]
+        parts = [part.slice(int(s), int(e - s)) for s, e in zip(starts, ends)]
+        record = encode_pieces([Piece(int(weights[rows[s:e]].min()), int(e - s))
+                                for s, e in zip(starts.tolist(), ends.tolist())])
+        output = int(owners[pieces_of_rows[0]])
+        file_id = first_piece.get(output, int(pieces_of_rows[0]))
+    else:
+        file_id = int(pieces_of_rows[0])
+    counts = batch_blocks(np.zeros(len(rows), np.int32), cubes[rows], weights[rows])
+    blocks = tuple(plan.block(cube_id, count, low)
+                   for (_, cube_id), (count, low) in sorted(counts.items()))
+    write_pieces_with_arrow(path, parts, record, **arrow_write_options(part, version))
+    stats = footer_stats(pq.ParquetFile(path).metadata, non_finite=non_finite_columns(part))
+    return file_id, stats, blocks
+
+
 __all__ = ["NotLocal", "analyze_locally", "choose_revision_locally", "collect_rows",
-           "indexed_table", "local_stats", "write_locally"]
+           "indexed_table", "local_stats", "output_rows", "write_locally", "write_output_file"]

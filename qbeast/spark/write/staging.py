@@ -185,7 +185,7 @@ def write_plan_files(
         out.cleanup()
 
 
-def _assigned(data: Any, plan: WritePlan, revision: Revision, *, tally: Any, flags: Any,
+def assigned_rows(data: Any, plan: WritePlan, revision: Revision, *, tally: Any, flags: Any,
               keep_weight: bool = False) -> Any:
     """``data``'s user columns, then each row's plan file (:data:`STAGING_FILE_COLUMN`), then,
     with ``keep_weight``, its weight (:data:`WEIGHT_COLUMN`, computed once for both uses)."""
@@ -214,12 +214,12 @@ def _write_staged(data: Any, plan: WritePlan, staging: str, *, revision: Revisio
     from pyspark.sql import functions as F
 
     spark = data.sparkSession
-    assigned = _assigned(data, plan, revision, tally=tally, flags=flags)
+    assigned = assigned_rows(data, plan, revision, tally=tally, flags=flags)
     options = parquet_options(spark)
     with scoped_confs(spark, _WRITE_CONFS):
         if plan.row_group_files is not None and not plain:
             # the pieces of one output file in one task, each piece a file of its own
-            owner = _owner(plan, F.col(STAGING_FILE_COLUMN))
+            owner = owner_column(plan, F.col(STAGING_FILE_COLUMN))
             if tasks == plan.output_file_count:
                 owner = _task_of(owner, tasks)
             (assigned.repartition(tasks, owner)
@@ -248,10 +248,10 @@ def _write_runs(data: Any, plan: WritePlan, staging: str, runs_format: str, *,
     from pyspark.sql import functions as F
 
     spark = data.sparkSession
-    assigned = _assigned(data, plan, revision, tally=tally, flags=flags, keep_weight=True)
+    assigned = assigned_rows(data, plan, revision, tally=tally, flags=flags, keep_weight=True)
     user = [F.col(quote_identifier(c)) for c in data.columns]
     piece, weight = F.col(STAGING_FILE_COLUMN), F.col(WEIGHT_COLUMN)
-    owner = _owner(plan, piece)
+    owner = owner_column(plan, piece)
     options = {**parquet_options(spark), RUN_FOOTER_KEY_OPTION: FOOTER_KEY}
     with scoped_confs(spark, _WRITE_CONFS):
         if plain:
@@ -269,7 +269,7 @@ def _write_runs(data: Any, plan: WritePlan, staging: str, runs_format: str, *,
              .partitionBy(STAGING_FILE_COLUMN).save(staging))
 
 
-def _owner(plan: WritePlan, piece: Any) -> Any:
+def owner_column(plan: WritePlan, piece: Any) -> Any:
     """The output file of a band piece column (:attr:`WritePlan.row_group_files`)."""
     from pyspark.sql import functions as F
 

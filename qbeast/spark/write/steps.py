@@ -162,12 +162,20 @@ def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
 
 
 def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, *,
-                rows: int | None = None) -> list[WrittenFile]:
+                rows: int | None = None, in_tasks: bool = False) -> list[WrittenFile]:
     """Assignment, shuffle by file and Spark's parquet writer; returns one description per file.
 
     See ``qbeast.spark.write.staging``: only the indexed columns and the weight cross to Python.
-    ``rows`` (the input's row count, when known) lets large files get one task each.
+    ``rows`` (the input's row count, when known) lets large files get one task each. With
+    ``in_tasks`` (an object-store table seen from a cluster, :func:`qbeast.spark.data_files.
+    in_arrow_tasks`) the files are written and uploaded by Arrow tasks instead
+    (:mod:`qbeast.spark.write.task_files`).
     """
+    if in_tasks:
+        from qbeast.spark.write.task_files import write_files_in_tasks
+
+        return write_files_in_tasks(data, revision, plan, table_dir,
+                                    tasks=write_tasks(data.sparkSession, plan, rows))
     tally = new_block_tally(data.sparkSession)
     # float columns can hold NaN or infinities, which parquet footers do not reliably show
     flags = (new_flag_tally(data.sparkSession)

@@ -153,7 +153,10 @@ def write(
         raise InvalidOptionError(f"path must be a non-empty string, got {path!r}")
     check_storable_schema(df.schema)
     spark = df.sparkSession
-    data_files.check_access(spark, path)  # before the log is read: a store's settings may be the session's
+    # before the log is read: a store's settings may be the session's
+    in_tasks = data_files.in_arrow_tasks(spark, path)  # an object store seen from a cluster
+    if not in_tasks:
+        data_files.check_access(spark, path)
 
     state = TableState.load(path)
     skipped = props.done_before(state.snapshot)
@@ -182,7 +185,7 @@ def write(
     table_dir = state.log.table_path  # a plain folder (the log resolved any file: URI) or a URI
     kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
     local = None
-    if base is not None and mode == "append":
+    if base is not None and mode == "append" and not in_tasks:
         # a small append: collected once and indexed on the driver (qbeast.spark.write.local)
         try:
             local = index_locally(spark, data, base, spec, table_dir, path=path,
@@ -222,7 +225,7 @@ def write(
                            existing=existing, options=opts, path=path, table_rows=kept_rows + count)
             phase = write_phase(path, "write", spark)
             try:
-                written = write_files(data, revision, plan, table_dir, rows=count)
+                written = write_files(data, revision, plan, table_dir, rows=count, in_tasks=in_tasks)
             except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...
                 if isinstance(exc, QbeastError):
                     raise
