@@ -16,13 +16,13 @@ import io
 import os
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from qbeast.errors import InvalidOptionError
+from qbeast.errors import InvalidOptionError, QbeastError
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,13 @@ class Storage(ABC):
         """This storage as tasks in other processes and machines use it (pickled with them):
         settings this process found in its own environment travel inside it. Default: itself."""
         return self
+
+    def signed_urls(self, paths: Sequence[str], seconds: int) -> list[str]:
+        """HTTP(S) URLs that let their holder GET each file (ranges too) for ``seconds``, with
+        no credentials of its own: how a reader that has no client for this storage (Spark's
+        JVM without a Hadoop connector) reads its files. Only object stores sign URLs."""
+        raise QbeastError(f"{type(self).__name__} cannot sign URLs: only object-store files "
+                          "(s3://, gs://, abfss://) are read by signed URL")
 
     def download(self, path: str, local_file: str) -> int:
         """Copy a file to ``local_file`` (a local path, replaced atomically); its size."""

@@ -16,17 +16,25 @@ Both need the driver and the executors to share one disk, which is true of ``loc
 sessions (the engine's default and the dbt adapter's embedded mode).
 
 A session whose tasks run on other machines (a ``spark://``, ``yarn`` or ``k8s://`` master, or
-Spark Connect) reads and writes object-store tables in **Arrow tasks** instead
-(:func:`in_arrow_tasks`, :mod:`qbeast.spark.read.arrow_tasks`,
-:mod:`qbeast.spark.write.task_files`): each task opens or uploads its files through the storage
-layer, with the store settings the driver resolved. Optimize, row-level changes, convert and
-reads by the JVM read bridge (which hands Spark's parquet reader local files) are refused there
-with an error that says what works instead (:func:`check_access`). A cluster reading through
-Hadoop's own connectors (hadoop-aws, gcs-connector, hadoop-azure) is not built yet.
-One log line per session and scheme says which way a session reaches its tables and why.
+Spark Connect) cannot use this disk:
+
+* Spark's own parquet reader (SQL through the JVM read bridge, and the DataFrame API of a
+  session that has the bridge) reads **by signed URL** (:func:`bridge_readable`,
+  ``spark.qbeast.storage.bridgeFiles``): the planner signs a GET URL per file with the store's
+  credentials and hands Spark a path of the bridge's ``qbeasthttp`` file system, which fetches
+  byte ranges of it on the executors;
+* otherwise reads, and every ``qbeast.write``, run in **Arrow tasks** (:func:`in_arrow_tasks`,
+  :mod:`qbeast.spark.read.arrow_tasks`, :mod:`qbeast.spark.write.task_files`): each task opens
+  or uploads its files through the storage layer, with the store settings the driver resolved.
+
+Optimize, row-level changes and convert are refused there with an error that says what works
+instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
+gcs-connector, hadoop-azure) is not built yet. One log line per session and scheme says which
+way a session reaches its tables and why.
 """
 from __future__ import annotations
 
+import base64
 import getpass
 import logging
 import os
@@ -122,13 +130,12 @@ def check_access(spark: Any, location: str) -> None:
     master = spark.sparkContext.master if spark is not None else "local"
     if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: optimize, row-level changes and convert of tables on object stores, "
-            f"and SQL through the qbeast JVM read bridge, need a local[*] session for now (master "
-            f"is {master!r}): they stage new files and keep local copies on this machine's disk, "
-            "which executors elsewhere cannot see. On this master, qbeast.write writes the table "
-            "and the DataFrame API (QbeastTable.to_df / sample) or SQL with "
-            "format('qbeast_python') / USING qbeast_python read it, in Arrow tasks through the "
-            "storage layer (docs/cluster.md)",
+            f"{location}: optimize, row-level changes and convert of tables on object stores "
+            f"need a local[*] session for now (master is {master!r}): they stage new files and "
+            "read local copies on this machine's disk, which executors elsewhere cannot see. On "
+            "this master, qbeast.write writes the table in Arrow tasks, and SQL and the "
+            "DataFrame API (QbeastTable.to_df / sample) read it (by signed URL with the JVM read "
+            "bridge, else in Arrow tasks; docs/cluster.md)",
             option="location", value=location,
         )
     if _first_time(spark, scheme):
@@ -153,10 +160,11 @@ def in_arrow_tasks(spark: Any, location: str) -> bool:
     scheme = scheme_of(location) or ""
     if _first_time(spark, scheme):
         logger.info(
-            "%s:// tables: reads and writes (qbeast.write) run in Arrow tasks that open and "
-            "upload the files through the engine's storage layer with the settings resolved on "
-            "this driver (master %s, %s); optimize, row-level changes, convert and SQL through "
-            "the JVM bridge need a local[*] session", scheme, master, _connector_note(spark, scheme),
+            "%s:// tables: writes (qbeast.write), and reads where the JVM read bridge cannot read "
+            "signed URLs, run in Arrow tasks that open and upload the files through the engine's "
+            "storage layer with the settings resolved on this driver (master %s, %s); optimize, "
+            "row-level changes and convert need a local[*] session", scheme, master,
+            _connector_note(spark, scheme),
         )
     return True
 
@@ -192,6 +200,81 @@ def readable(spark: Any, locations: Iterable[str], sizes: Sequence[int | None] |
         for i, path in zip(indexes, local.fetch(storage, files)):
             out[i] = path
     return out
+
+
+#: the URI scheme of the bridge's read-only Hadoop file system over signed URLs
+#: (``io.dbtqbeast.bridge.SignedUrlFileSystem``; the path layout is that class's)
+SIGNED_SCHEME = "qbeasthttp"
+
+
+def bridge_files_mode(spark: Any) -> str:
+    """How Spark's own parquet reader (the JVM read bridge) opens object-store files in this
+    session: ``copies`` (local copies in the mirror) or ``signed`` (signed URLs): see
+    ``spark.qbeast.storage.bridgeFiles``; ``auto`` means copies where tasks share this disk."""
+    configured = settings.BRIDGE_FILES.read(spark)
+    if configured != "auto":
+        return str(configured)
+    master = spark.sparkContext.master if spark is not None and not is_connect_session(spark) else "local"
+    return "signed" if tasks_leave_process(master, None) else "copies"
+
+
+def signed_native_reads(spark: Any) -> bool:
+    """Whether Spark's own parquet reader in this session opens object-store files by signed
+    URL: a classic session whose JVM read bridge (and its file system) is loaded, in ``signed``
+    mode (:func:`bridge_files_mode`). The DataFrame API then reads such tables natively, as SQL
+    does, instead of in Arrow tasks."""
+    if spark is None or is_connect_session(spark) or bridge_files_mode(spark) != "signed":
+        return False
+    from qbeast.spark.bridge import bridge_active
+
+    return bridge_active(spark)
+
+
+def check_bridge_access(spark: Any, location: str) -> None:
+    """Whether the JVM read bridge can read the object-store table at ``location`` in this
+    session (it always can with signed URLs); says once how its files are opened."""
+    if not is_remote(location):
+        return
+    if bridge_files_mode(spark) == "copies":
+        check_access(spark, location)
+        return
+    scheme = scheme_of(location) or ""
+    if _first_time(spark, f"{scheme}+signed"):
+        logger.info(
+            "%s:// tables in SQL: Spark's parquet reader opens their files by ranged GETs on URLs "
+            "signed on this driver, valid %d s (executors need no Hadoop connector and no "
+            "credentials; %s)", scheme, settings.SIGNED_URL_SECONDS.read(spark),
+            _connector_note(spark, scheme))
+
+
+def bridge_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | None]) -> list[str]:
+    """``locations`` as the JVM read bridge hands them to Spark's parquet reader: local paths
+    unchanged; object-store files as local copies (:func:`readable`) or, in ``signed`` mode,
+    as paths of the bridge's signed-URL file system that carry each file's size and URL."""
+    remote = [i for i, location in enumerate(locations) if is_remote(location)]
+    if not remote or bridge_files_mode(spark) == "copies":
+        return readable(spark, locations, sizes)
+    check_bridge_access(spark, locations[remote[0]])
+    seconds = settings.SIGNED_URL_SECONDS.read(spark)
+    out = list(locations)
+    by_store: dict[str, list[int]] = {}
+    for i in remote:
+        by_store.setdefault(scheme_of(locations[i]) or "", []).append(i)
+    for indexes in by_store.values():
+        storage = storage_for(locations[indexes[0]])
+        known = [size if size is not None else storage.stat(locations[i]).size
+                 for i in indexes for size in (sizes[i],)]
+        urls = storage.signed_urls([locations[i] for i in indexes], seconds)
+        for i, size, url in zip(indexes, known, urls):
+            out[i] = signed_path(url, size, locations[i].rsplit("/", 1)[-1])
+    return out
+
+
+def signed_path(url: str, size: int, name: str) -> str:
+    """The path under which the bridge's signed-URL file system reads the ``size`` bytes at
+    ``url`` (``name`` is a label): ``qbeasthttp://signed/<size>/<url in base64url>/<name>``."""
+    encoded = base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
+    return f"{SIGNED_SCHEME}://signed/{int(size)}/{encoded}/{name}"
 
 
 def current_session() -> Any:

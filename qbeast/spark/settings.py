@@ -41,6 +41,8 @@ class Setting:
     choices: tuple[str, ...] | None = None
     #: what a free-text setting holds (e.g. "a local folder"); None: a number or a choice
     text: str | None = None
+    #: the largest integer allowed (None: no bound)
+    maximum: int | None = None
 
     def parse(self, value: Any) -> Any:
         """The setting's value from its text (``None``: unset, the default)."""
@@ -64,8 +66,12 @@ class Setting:
             number: Any = int(value)
         except ValueError:
             number = value  # not an integer: the check reports the text as given
-        return check_int_at_least(self.key, number, self.minimum if self.minimum is not None else 1,
-                                  what=f"Spark conf {self.key}")
+        number = check_int_at_least(self.key, number, self.minimum if self.minimum is not None else 1,
+                                    what=f"Spark conf {self.key}")
+        if self.maximum is not None and number > self.maximum:
+            raise InvalidOptionError(f"Spark conf {self.key} is {number}; allowed: {self.allowed}",
+                                     option=self.key, value=value, allowed=self.allowed)
+        return number
 
     def read(self, spark: Any) -> Any:
         """The value in ``spark``'s session (a ``SparkSession``, or ``None``: the default)."""
@@ -82,6 +88,8 @@ class Setting:
             return ", ".join(self.choices)
         if self.text is not None:
             return self.text
+        if self.maximum is not None:
+            return f"integer from {self.minimum if self.minimum is not None else 1} to {self.maximum}"
         return "integer >= 0" if self.minimum == 0 else "positive integer"
 
 
@@ -192,12 +200,31 @@ MIRROR_MAX_BYTES = Setting(
     "used copies are removed (never one used in the last 10 minutes). Default 20 GiB.",
     minimum=0,
 )
+BRIDGE_FILES = Setting(
+    "spark.qbeast.storage.bridgeFiles", "auto",
+    "How Spark's own parquet reader (SQL through the JVM read bridge) opens the data files of a "
+    "table on an object store: copies (local copies kept in spark.qbeast.storage.mirrorDir, "
+    "for sessions whose executors share this disk), signed (ranged GETs on URLs the planner "
+    "signs with the store's credentials, which executors on other machines can use without a "
+    "Hadoop connector or credentials), auto (copies in local[*] sessions, signed where tasks "
+    "run elsewhere).",
+    choices=("auto", "copies", "signed"),
+)
+SIGNED_URL_SECONDS = Setting(
+    "spark.qbeast.storage.signedUrlSeconds", 6 * 3600,
+    "How long a signed URL of spark.qbeast.storage.bridgeFiles=signed reads stays valid, in "
+    "seconds (signed when a scan is planned; a scan that runs longer fails with a message "
+    "naming this setting). At most 604800 (7 days, S3's limit); temporary credentials end "
+    "their URLs sooner. Default 6 hours.",
+    minimum=60, maximum=7 * 24 * 3600,
+)
 
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
                                  REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION,
                                  SHIPPED_SOURCE_ROWS, LOCAL_ROWS, APPROX_LOCAL_READ_BYTES, SHIP_ENGINE,
-                                 SQL_BRIDGE, MIRROR_DIR, MIRROR_MAX_BYTES)
+                                 SQL_BRIDGE, MIRROR_DIR, MIRROR_MAX_BYTES, BRIDGE_FILES,
+                                 SIGNED_URL_SECONDS)
 
 
 def check_write_settings(spark: Any) -> None:

@@ -129,22 +129,37 @@ def _deltalake_ids(path: str, endpoint: str) -> list[int]:
 
 
 @pytest.mark.objectstore
-def test_an_s3_table_reads_on_a_cluster_like_embedded(spark, standalone_cluster, run_scenario,
-                                                      s3_environment, tmp_path):
-    """A table on the bucket, written here, read by a driver on the standalone master: the
-    DataFrame API and the ``qbeast_python`` source give the embedded counts and sample, read in
-    Arrow tasks by workers that have no AWS setting (the driver's travel with the tasks); SQL
-    through the JVM bridge is refused with the way that works."""
+@pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
+def test_s3_tables_read_on_a_cluster_like_embedded(spark, standalone_cluster, run_scenario,
+                                                   s3_environment, tmp_path):
+    """Tables on the bucket, written here, read by a driver on the standalone master whose
+    workers have no AWS setting and no Hadoop connector for s3:
+
+    * the DataFrame API and the ``qbeast_python`` source give the embedded counts and sample;
+    * SQL through the JVM read bridge passes every SQL bridge check (pruning per filter kind,
+      samples, native scans, rows equal to the engine's and to plain parquet) with the embedded
+      report: Spark's parquet reader on the workers reads the files by signed URL, where the
+      embedded session reads local copies.
+    """
+    from sql_bridge_checks import bridge_report, write_table
+
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    path, bridge_path = f"{root}/events", f"{root}/bridge"
     spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
     try:
-        path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/events"
         qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path, columns_to_index=["user_id", "price"],
                      cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
         embedded = table_counts(spark, path)
+        write_table(spark, bridge_path)
+        embedded_report = bridge_report(spark, bridge_path, python_source=False)
     finally:
         spark.conf.unset("spark.qbeast.storage.mirrorDir")
-    result = run_scenario("--master", standalone_cluster.url, "--object-store-read", "--table", path)
+    assert not problems(embedded_report), problems(embedded_report)
+    result = run_scenario("--master", standalone_cluster.url, "--object-store-read", "--table", path,
+                          "--bridge-table", bridge_path)
     assert result["worker_aws_variables"] == []  # the driver has them (s3_environment), the workers not
     assert result["counts"] == embedded
     assert 0 < embedded["sample_rows"] < embedded["rows"] == ROUND_TRIP_ROWS
-    assert "qbeast_python" in result["bridge_read"] and "local[*]" in result["bridge_read"]
+    assert result["sql_bridge"] == embedded_report
+    assert result["opened_files"] and all(f.startswith("qbeasthttp://signed/")
+                                          for f in result["opened_files"])

@@ -44,6 +44,14 @@ def test_settings_parse_values_and_name_the_allowed_ones():
     with pytest.raises(InvalidOptionError) as raised:
         cube.parse("-3")
     assert (raised.value.option, raised.value.value, raised.value.allowed) == (cube.key, -3, "a positive integer")
+    seconds = settings.SIGNED_URL_SECONDS
+    assert seconds.parse("604800") == 604800
+    with pytest.raises(InvalidOptionError, match=f"Spark conf {seconds.key} is 604801; allowed: integer "
+                                                 "from 60 to 604800") as raised:
+        seconds.parse("604801")
+    assert raised.value.allowed == "integer from 60 to 604800"
+    with pytest.raises(InvalidOptionError, match="must be an integer >= 60, got 59"):
+        seconds.parse("59")
     session = _Session(spark_qbeast_index_defaultCubeSize="42")
     assert cube.read(session) == 42 and settings.BUFFER_CAPACITY.read(session) == 100_000
 

@@ -19,7 +19,12 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import in_arrow_tasks, readable
+from qbeast.spark.data_files import (
+    bridge_readable,
+    in_arrow_tasks,
+    readable,
+    signed_native_reads,
+)
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -98,9 +103,13 @@ def _partition_literal(value: Any):
 
 
 def opened_plan(spark: Any, plan: ReadPlan) -> ReadPlan:
-    """``plan`` with each file's path as Spark opens it: unchanged on a local disk, the local
-    copy of a file on an object store (:func:`qbeast.spark.data_files.readable`)."""
-    opened = readable(spark, plan.paths, [f.size for f in plan.files])
+    """``plan`` with each file's path as Spark opens it: unchanged on a local disk; for a file
+    on an object store, its local copy (:func:`qbeast.spark.data_files.readable`) or, where
+    the session reads by signed URL, its signed-URL path
+    (:func:`qbeast.spark.data_files.bridge_readable`)."""
+    sizes = [f.size for f in plan.files]
+    opened = (bridge_readable(spark, plan.paths, sizes) if signed_native_reads(spark)
+              else readable(spark, plan.paths, sizes))
     if opened == plan.paths:
         return plan
     files = tuple(dataclasses.replace(f, path=p) for f, p in zip(plan.files, opened))
@@ -111,13 +120,16 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
 
     ``df.inputFiles()`` lists the planned files (for a table on an object store, their local
-    copies; a session on a cluster master or Spark Connect reads such a table in Arrow tasks
-    instead, :mod:`qbeast.spark.read.arrow_tasks`, and lists none). ``row_filters`` are Spark
+    copies or signed-URL paths, :func:`opened_plan`; a Spark Connect session, or a cluster
+    session without the JVM read bridge, reads such a table in Arrow tasks instead,
+    :mod:`qbeast.spark.read.arrow_tasks`, and lists none). ``row_filters`` are Spark
     Columns or SQL strings applied after the sample filter (the user's predicate, so that
     results are exact).
     """
     schema = spark_schema(plan)
-    if in_arrow_tasks(spark, plan.table_path):  # a cluster: executors cannot see local copies
+    if not signed_native_reads(spark) and in_arrow_tasks(spark, plan.table_path):
+        # a cluster (or Connect) whose parquet reader cannot take signed URLs: executors cannot
+        # see local copies
         from qbeast.spark.read.arrow_tasks import tasks_dataframe
 
         df = tasks_dataframe(spark, plan, schema)  # the sample's weight range applied in the tasks

@@ -60,7 +60,7 @@ class PythonPlanner:
             location = described.table.location
             if data_files.is_remote(location):  # Spark opens local copies (listFiles)
                 session = data_files.current_session()
-                data_files.check_access(session, location)
+                data_files.check_bridge_access(session, location)
                 location = data_files.mirror(session).files_dir
             return {
                 "table": json.dumps(described.table.to_json()),
@@ -80,8 +80,8 @@ class PythonPlanner:
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             files = sql_planner.list_files(table, json.loads(filters_json), time_zone)
-            opened = data_files.readable(data_files.current_session(), [f.path for f in files],
-                                         [f.size for f in files])
+            opened = data_files.bridge_readable(data_files.current_session(),
+                                                [f.path for f in files], [f.size for f in files])
             return {"files": [[file_uri(p), f.bytes_to_read, f.modification_time]
                               for p, f in zip(opened, files)]}
 

@@ -99,6 +99,10 @@ public final class Bridge {
 
   static void ruleInstalled(SparkSession session) {
     RULE_SESSIONS.put(session, Boolean.TRUE);
+    // the planner may hand Spark signed-URL files (on a cluster without a connector for the
+    // table's store); scans copy this setting to the executors with the rest of the Hadoop conf
+    session.sparkContext().hadoopConfiguration()
+        .setIfUnset(SignedUrlFileSystem.IMPL_KEY, SignedUrlFileSystem.class.getName());
   }
 
   /** True when the session's optimizer runs {@link QbeastRule}. */
