@@ -27,8 +27,10 @@ Spark Connect) cannot use this disk:
   :mod:`qbeast.spark.read.arrow_tasks`, :mod:`qbeast.spark.write.task_files`): each task opens
   or uploads its files through the storage layer, with the store settings the driver resolved.
 
-Optimize, row-level changes and convert are refused there with an error that says what works
-instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
+Row-level changes read the old files by signed URL and their tasks upload the rewritten files
+(:class:`qbeast.spark.write.staging.TaskUploads`). Optimize and convert, which stage files with
+Spark's writer, are refused there with an error that says what works instead
+(:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
 gcs-connector, hadoop-azure) is not built yet. One log line per session and scheme says which
 way a session reaches its tables and why.
 """
@@ -130,12 +132,13 @@ def check_access(spark: Any, location: str) -> None:
     master = spark.sparkContext.master if spark is not None else "local"
     if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: optimize, row-level changes and convert of tables on object stores "
-            f"need a local[*] session for now (master is {master!r}): they stage new files and "
-            "read local copies on this machine's disk, which executors elsewhere cannot see. On "
-            "this master, qbeast.write writes the table in Arrow tasks, and SQL and the "
-            "DataFrame API (QbeastTable.to_df / sample) read it (by signed URL with the JVM read "
-            "bridge, else in Arrow tasks; docs/cluster.md)",
+            f"{location}: optimize and convert of tables on object stores need a local[*] "
+            f"session for now (master is {master!r}): they stage new files with Spark's writer "
+            "on this machine's disk, which executors elsewhere cannot see. Row-level changes "
+            "(delete, update, merge) work on this master when Spark reads the files by signed "
+            "URL (the JVM read bridge loaded, spark.qbeast.storage.bridgeFiles not 'copies'). "
+            "qbeast.write writes the table in Arrow tasks, and SQL and the DataFrame API "
+            "(QbeastTable.to_df / sample) read it (docs/cluster.md)",
             option="location", value=location,
         )
     if _first_time(spark, scheme):
@@ -160,10 +163,10 @@ def in_arrow_tasks(spark: Any, location: str) -> bool:
     scheme = scheme_of(location) or ""
     if _first_time(spark, scheme):
         logger.info(
-            "%s:// tables: writes (qbeast.write), and reads where the JVM read bridge cannot read "
-            "signed URLs, run in Arrow tasks that open and upload the files through the engine's "
-            "storage layer with the settings resolved on this driver (master %s, %s); optimize, "
-            "row-level changes and convert need a local[*] session", scheme, master,
+            "%s:// tables: writes (qbeast.write), the rewrites of row-level changes, and reads "
+            "where the JVM read bridge cannot read signed URLs, run in tasks that open and upload "
+            "the files through the engine's storage layer with the settings resolved on this "
+            "driver (master %s, %s); optimize and convert need a local[*] session", scheme, master,
             _connector_note(spark, scheme),
         )
     return True

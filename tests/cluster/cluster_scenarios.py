@@ -87,6 +87,35 @@ def write_and_append(spark: Any, path: str, rows: int, cube_size: int) -> dict[s
     return {"rows": [first.rows, second.rows], "versions": [first.version, second.version]}
 
 
+def row_level_changes(spark: Any, path: str, rows: int) -> dict[str, Any]:
+    """A delete, an update in place, an update that moves rows (an indexed column changes), a
+    key merge with updates and inserts and a delete+insert on the table :func:`write_and_append`
+    wrote; each change's counts and the table's counts after all of them."""
+    import qbeast
+
+    table = qbeast.QbeastTable.for_path(spark, path)
+
+    def counts(result: Any) -> list[int]:
+        return [result.rows_deleted, result.rows_updated, result.rows_inserted]
+
+    source = events_frame(spark, 300, offset=rows - 100).selectExpr(
+        "event_id", "user_id", "price * 2 as price", "'merged' as device")
+    replaced = events_frame(spark, 50, offset=rows // 2).selectExpr(
+        "event_id", "user_id", "price", "'replaced' as device")
+    done = {
+        "delete": counts(table.delete(RANGE_FILTER)),
+        "update_in_place": counts(table.update("user_id between 1000 and 1200",
+                                               set={"device": "'updated'"})),
+        "update_moving": counts(table.update("user_id between 2000 and 2100",
+                                             set={"price": "price / 2"})),
+        "merge": counts(table.merge(source, on=["event_id"])),
+        "delete_insert": counts(table.delete_insert(replaced, on=["event_id"])),
+    }
+    devices = {r["device"]: r["n"] for r in table.to_df().groupBy("device").count()
+               .withColumnRenamed("count", "n").collect()}
+    return {"changes": done, "devices": devices, "counts": table_counts(spark, path, source_name=None)}
+
+
 def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
     """Write (create + append), read, sample, filter and optimize the table at ``path``."""
     import qbeast
@@ -187,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sql-bridge", action="store_true",
                         help="report the SQL bridge checks on the table at --table")
     parser.add_argument("--object-store-write", action="store_true",
-                        help="write and append to --table (an s3:// location), read it, and report "
-                             "the error a delete gets")
+                        help="write and append to --table (an s3:// location), read it, change "
+                             "rows (on a master; through Connect: the error a delete gets) and "
+                             "report the error optimize gets")
     parser.add_argument("--object-store-read", action="store_true",
                         help="read the s3:// table at --table (API and qbeast_python source) and "
                              "run the SQL bridge checks on the one at --bridge-table")
@@ -214,11 +244,19 @@ def main(argv: list[str] | None = None) -> int:
             result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
             result["counts"] = table_counts(spark, args.table,
                                             source_name=None if args.remote else "qbeast_python")
+            if args.remote:  # Connect: row-level changes are refused, with what works
+                try:
+                    qbeast.QbeastTable.for_path(spark, args.table).delete(RANGE_FILTER)
+                    result["delete"] = "deleted"
+                except qbeast.QbeastError as exc:
+                    result["delete"] = f"{type(exc).__name__}: {exc}"
+            else:
+                result["row_level"] = row_level_changes(spark, args.table, args.rows)
             try:
-                qbeast.QbeastTable.for_path(spark, args.table).delete(RANGE_FILTER)
-                result["delete"] = "deleted"
+                qbeast.QbeastTable.for_path(spark, args.table).optimize()
+                result["optimize"] = "optimized"
             except qbeast.QbeastError as exc:
-                result["delete"] = f"{type(exc).__name__}: {exc}"
+                result["optimize"] = f"{type(exc).__name__}: {exc}"
         elif args.object_store_read:
             result["worker_aws_variables"] = worker_aws_variables(spark)
             # through Connect the data source plans in the server, which has no store settings

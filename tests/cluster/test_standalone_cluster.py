@@ -27,6 +27,7 @@ from cluster_scenarios import (  # noqa: E402
     assert_engine_was_shipped,
     driver_conf,
     events_frame,
+    row_level_changes,
     table_counts,
     write_and_append,
 )
@@ -94,29 +95,34 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
 def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, standalone_cluster,
                                                                     run_scenario, s3_environment,
                                                                     tmp_path):
-    """The same two writes to the bucket, embedded and from a driver on the standalone master
-    whose workers have no AWS setting (Arrow tasks write and upload the files): the same files
-    (rows, stats, blocks per file), the same counts and sample, read by deltalake too; a delete
-    is refused on the cluster before any change, naming what works."""
+    """The same writes and row-level changes on the bucket, embedded and from a driver on the
+    standalone master whose workers have no AWS setting: Arrow tasks write and upload the new
+    files, the changes read the old ones by signed URL and their tasks upload the rewritten
+    ones. The same files (rows, stats, blocks per file), the same counts, sample and change
+    counts, read by deltalake too; optimize is refused on the cluster before any change, naming
+    what works."""
     root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
     embedded_path, cluster_path = f"{root}/embedded", f"{root}/cluster"
     spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
     try:
         embedded_writes = write_and_append(spark, embedded_path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE)
         embedded = table_counts(spark, embedded_path)
+        embedded_changes = row_level_changes(spark, embedded_path, ROUND_TRIP_ROWS)
     finally:
         spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    assert all(any(counts) for counts in embedded_changes["changes"].values()), embedded_changes
     result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
                           "--table", cluster_path)
     assert result["worker_aws_variables"] == []
     assert result["written"] == embedded_writes
     assert result["counts"] == embedded
+    assert result["row_level"] == embedded_changes
     assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
     assert _deltalake_ids(cluster_path, s3_environment) == _deltalake_ids(embedded_path, s3_environment)
-    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}")  # a file of it
-    assert ": optimize, row-level changes and convert of tables on object stores" in result["delete"]
-    assert standalone_cluster.url in result["delete"] and "qbeast.write" in result["delete"]
-    assert DeltaLog.for_path(cluster_path).snapshot().version == 1  # nothing committed by it
+    assert result["optimize"].startswith(f"InvalidOptionError: {cluster_path}")
+    assert ": optimize and convert of tables on object stores need a local[*]" in result["optimize"]
+    assert standalone_cluster.url in result["optimize"] and "qbeast.write" in result["optimize"]
+    assert DeltaLog.for_path(cluster_path).snapshot().version == 6  # 2 writes, 5 changes: no optimize
 
 
 def _deltalake_ids(path: str, endpoint: str) -> list[int]:

@@ -7,8 +7,9 @@ into Python twice. Here the source (small, :mod:`qbeast.spark.changes.shipped_so
 every task; the candidate files are spread over a few tasks per core (:func:`task_groups`), and
 for each of its files a task:
 
-1. reads the file's key columns with pyarrow (the file itself, or the local copy of a file on an
-   object store: :func:`qbeast.spark.data_files.readable`) and matches them against the
+1. reads the file's key columns with pyarrow (the file itself, the local copy of a file on an
+   object store, :func:`qbeast.spark.data_files.readable`, or, from a cluster, the object
+   through the storage layer) and matches them against the
    source's keys (:mod:`qbeast.spark.changes.key_match`); a file without a matched row returns
    only the source rows it matched (none), is not read further and not rewritten;
 2. otherwise reads the whole file, applies the fates (delete, update in place, move) and writes
@@ -19,7 +20,8 @@ for each of its files a task:
    and the rows that move to the indexed append (Arrow IPC).
 
 The replacements are published (moved to the table, or uploaded) when every task succeeded;
-nothing is committed here.
+from a cluster the tasks upload them under names the driver chose
+(:meth:`qbeast.spark.write.staging.StagedFiles.task_uploads`). Nothing is committed here.
 """
 from __future__ import annotations
 
@@ -37,10 +39,16 @@ from qbeast.core.revision import Revision
 from qbeast.delta.actions import AddFile
 from qbeast.spark import data_files, settings
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
-from qbeast.spark.changes.rewrite import InPlace, RewriteTarget, published
+from qbeast.spark.changes.rewrite import (
+    InPlace,
+    RewriteTarget,
+    published,
+    task_uploads_wanted,
+    uploaded,
+)
 from qbeast.spark.changes.scan import ChangeScan
 from qbeast.spark.changes.shipped_source import SOURCE_ROW, ShippedSource, table_arrow_schema
-from qbeast.spark.write.staging import StagedFiles
+from qbeast.spark.write.staging import StagedFiles, TaskUploads
 from qbeast.spark.write.steps import parallelism
 
 #: What a matched row becomes: deleted, updated with the source's values, or nothing (the
@@ -69,6 +77,8 @@ class _JobSpec:
     moving: tuple[str, ...]
     staging: str
     version: str
+    #: set when tasks read the files from the store and upload their replacements themselves
+    uploads: TaskUploads | None = None
 
 
 @dataclass
@@ -104,16 +114,20 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
     snapshot = job.snapshot
     table_dir = snapshot.delta.log.table_path
     sizes = [int(a.size) if a.size else None for a in candidates]
-    locations = data_files.readable(spark, [snapshot.delta.file_path(a) for a in candidates],
-                                    sizes)
+    in_tasks = task_uploads_wanted(spark, table_dir)
+    locations = [snapshot.delta.file_path(a) for a in candidates]
+    if not in_tasks:  # tasks share this disk: they open local copies of object-store files
+        locations = data_files.readable(spark, locations, sizes)
     files = tuple(
         _FileTask(RewriteTarget.of(i, a, snapshot), location)
         for i, (a, location) in enumerate(zip(candidates, locations)))
     values = list(updated) if action == "update" else []
     keys = shipped.key_table(values, distinct=distinct_keys)
     indexed = {c for r in snapshot.revisions.values() for c in r.columns}
-    with StagedFiles(table_dir, spark) as staged:
-        os.makedirs(staged.path)
+    with StagedFiles(table_dir, spark, writers="tasks" if in_tasks else "spark") as staged:
+        uploads = staged.task_uploads(range(len(files))) if in_tasks else None
+        if uploads is None:
+            os.makedirs(staged.path)
         groups = task_groups(sizes, 4 * parallelism(spark))
         spec = _JobSpec(
             files=files, groups=groups,
@@ -121,7 +135,7 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
                        for t in files if t.target.revision_id > 0},
             schema=table_arrow_schema(job), keys=shipped.keys, source=_ipc(keys),
             action=action, moving=tuple(c for c in values if c in indexed),
-            staging=staged.path, version=settings.PARQUET_VERSION.read(spark))
+            staging=staged.path, version=settings.PARQUET_VERSION.read(spark), uploads=uploads)
         described = (spark.range(0, len(groups), 1, len(groups))
                      .mapInArrow(_merge_task(spec), from_arrow_schema(_RESULT_ARROW)).collect())
         matched: list[np.ndarray] = []
@@ -224,7 +238,9 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
     from qbeast.spark.changes.rewrite import write_replacement
 
     target = task.target
-    parquet = pq.ParquetFile(task.location, coerce_int96_timestamp_unit="us")
+    opened = (spec.uploads.open(task.location, target.size) if spec.uploads is not None
+              else task.location)
+    parquet = pq.ParquetFile(opened, coerce_int96_timestamp_unit="us")
     rows, source_rows = match_rows(read_columns(parquet, spec.schema, spec.keys), source,
                                    spec.keys, SOURCE_ROW)
     if len(rows) == 0:
@@ -246,10 +262,19 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
     if change.moved.num_rows:
         row["moved_rows"] = _ipc(change.moved)
     if change.remaining.num_rows:
-        row.update(write_replacement(change.remaining, target,
-                                     spec.revisions.get(target.revision_id), spec.staging,
+        def replace(staging: str) -> dict[str, Any]:
+            return write_replacement(change.remaining, target,
+                                     spec.revisions.get(target.revision_id), staging,
                                      parquet.metadata, spec.version,
-                                     in_place=_in_place(change, data, spec, target)))
+                                     in_place=_in_place(change, data, spec, target))
+
+        if spec.uploads is None:
+            row.update(replace(spec.staging))
+        else:
+            import tempfile
+
+            with tempfile.TemporaryDirectory(prefix="qbeast-merge-") as local:
+                row.update(uploaded(replace(local), local, spec.uploads))
     return row
 
 

@@ -35,7 +35,7 @@ from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import AddFile, resolve_file_path
 from qbeast.spark import data_files, settings
-from qbeast.spark.write.staging import StagedFiles
+from qbeast.spark.write.staging import StagedFiles, TaskUploads
 from qbeast.spark.write.options import WEIGHT_COLUMN
 
 #: Internal column naming the old file (its index in the list of targets) a row comes from.
@@ -65,12 +65,38 @@ class RewriteTarget:
 
 def published(staged: StagedFiles, description: Any) -> WrittenFile:
     """The replacement a task described (a row with the fields :func:`write_replacement`
-    returns), published from the staging folder to the table."""
-    name, info = staged.publish(os.path.join(staged.path, description["name"]))
+    returns), published from the staging folder to the table (or, when tasks uploaded their
+    files themselves, :meth:`StagedFiles.task_uploads`, as the task named it)."""
     blocks = tuple(Block(c, lo, hi, n, rep)
                    for c, lo, hi, n, rep in json.loads(description["blocks"]))
-    return WrittenFile(int(description["origin"]), name, info.size, info.mtime_ms,
+    if staged.uploads is not None:
+        name, size, mtime = description["name"], int(description["size"]), int(description["mtime"])
+    else:
+        name, info = staged.publish(os.path.join(staged.path, description["name"]))
+        size, mtime = info.size, info.mtime_ms
+    return WrittenFile(int(description["origin"]), name, size, mtime,
                        int(description["rows"]), description["stats"], blocks)
+
+
+def uploaded(described: dict[str, Any], staging: str, uploads: TaskUploads) -> dict[str, Any]:
+    """A replacement a task wrote into its own temporary folder ``staging``, uploaded to the
+    table under the name the driver chose for its origin; its description with that name, the
+    object's size and time. Runs in tasks on machines that do not share the driver's disk."""
+    name, stat = uploads.upload(os.path.join(staging, described["name"]), int(described["origin"]))
+    os.remove(os.path.join(staging, described["name"]))
+    return {**described, "name": name, "size": stat.size, "mtime": stat.mtime_ms}
+
+
+def task_uploads_wanted(spark: Any, table_dir: str) -> bool:
+    """Whether a rewrite's tasks upload their files themselves: an object-store table seen from
+    a session whose tasks run elsewhere (they cannot write into this machine's staging folder).
+    Such a session reads the old files by signed URL; without that (no bridge jar, Spark Connect)
+    the operation is refused with what works."""
+    if not data_files.in_arrow_tasks(spark, table_dir):
+        return False
+    if not data_files.signed_native_reads(spark):
+        data_files.check_access(spark, table_dir)  # raises, naming what works
+    return True
 
 
 def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision]) -> Any:
@@ -107,16 +133,19 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
     by_origin = {t.origin: t for t in targets}
     needed = {t.revision_id: revisions[t.revision_id] for t in targets if t.revision_id > 0}
     columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
-    with StagedFiles(table_dir, rows.sparkSession) as staged:
-        os.makedirs(staged.path)
-        version = settings.PARQUET_VERSION.read(rows.sparkSession)
-        # where each task reads its old file's footer: the file itself, or (object stores) the
-        # local copy the scan of its rows made, so tasks need no store credentials
-        olds = data_files.readable(rows.sparkSession,
-                                   [resolve_file_path(table_dir, t.path) for t in targets],
-                                   [t.size for t in targets])
+    spark = rows.sparkSession
+    in_tasks = task_uploads_wanted(spark, table_dir)
+    with StagedFiles(table_dir, spark, writers="tasks" if in_tasks else "spark") as staged:
+        version = settings.PARQUET_VERSION.read(spark)
+        olds = [resolve_file_path(table_dir, t.path) for t in targets]
+        uploads = staged.task_uploads([t.origin for t in targets]) if in_tasks else None
+        if uploads is None:
+            os.makedirs(staged.path)
+            # where each task reads its old file's footer: the file itself, or (object stores)
+            # the local copy the scan of its rows made, so tasks need no store credentials
+            olds = data_files.readable(spark, olds, [t.size for t in targets])
         footers = {t.origin: old for t, old in zip(targets, olds)}
-        task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version)
+        task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version, uploads)
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
         described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
@@ -140,7 +169,7 @@ def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
     from qbeast.delta.stats import footer_stats
 
     arrow = to_arrow_schema(schema)
-    with StagedFiles(table_dir, spark) as staged:
+    with StagedFiles(table_dir, spark, writers="driver") as staged:
         os.makedirs(staged.path)
         local = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")
         pq.write_table(pa.Table.from_batches([], arrow), local, compression="snappy")
@@ -150,10 +179,14 @@ def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
 
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
-                  columns: list[str], staging: str, footers: dict[int, str], version: str):
-    """The grouped Arrow function: all remaining rows of one old file -> its description row."""
+                  columns: list[str], staging: str, footers: dict[int, str], version: str,
+                  uploads: TaskUploads | None = None):
+    """The grouped Arrow function: all remaining rows of one old file -> its description row.
+    With ``uploads`` the task reads the old footer from the store and uploads its file."""
 
     def rewrite(table):
+        import tempfile
+
         import numpy as np
 
         origin = int(table.column(ORIGIN_COLUMN)[0].as_py())
@@ -163,10 +196,17 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
         from qbeast.spark.write.row_groups import read_data_footer
 
-        described = write_replacement(table.select(columns), target,
-                                      revisions.get(target.revision_id), staging,
-                                      read_data_footer(footers[origin], target.size), version,
-                                      weights=weights)
+        if uploads is None:
+            described = write_replacement(table.select(columns), target,
+                                          revisions.get(target.revision_id), staging,
+                                          read_data_footer(footers[origin], target.size), version,
+                                          weights=weights)
+        else:
+            with tempfile.TemporaryDirectory(prefix="qbeast-rewrite-") as local:
+                described = uploaded(write_replacement(
+                    table.select(columns), target, revisions.get(target.revision_id), local,
+                    uploads.footer(footers[origin], target.size), version, weights=weights),
+                    local, uploads)
         return pa.table({k: [v] for k, v in described.items()}, schema=DESCRIPTION_ARROW)
 
     return rewrite

@@ -17,7 +17,7 @@ from qbeast.delta.actions import AddFile
 from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
-from qbeast.spark.data_files import readable
+from qbeast.spark.data_files import bridge_readable, readable, signed_native_reads
 from qbeast.spark.read.files import read_files
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
@@ -42,6 +42,7 @@ class ChangeScan:
         self._persisted: list[Any] = []
         self._by_path: dict[str, AddFile] | None = None
         self._opened: dict[str, AddFile] = {}  # the path Spark opened -> its file
+        self._path_of: dict[str, str] = {}  # a file's path in the log -> the path Spark opens
 
     @property
     def columns(self) -> list[str]:
@@ -78,15 +79,28 @@ class ChangeScan:
             if row_index:
                 extra.append(F.lit(None).cast("long").alias(ROW_COLUMN))
             return self.spark.createDataFrame([], self.schema).select("*", *extra)
-        # an object-store table's files are opened as local copies: remember which is which
-        opened = readable(self.spark, [self.snapshot.delta.file_path(a) for a in files],
-                          [int(a.size) if a.size else None for a in files])
+        opened = self._open(files)
         self._opened.update((os.path.normpath(p), a) for p, a in zip(opened, files))
         df = read_files(self.spark, self.schema, opened)
         extra = [F.col("_metadata.file_path").alias(URI_COLUMN)]
         if row_index:
             extra.append(F.col("_metadata.row_index").alias(ROW_COLUMN))
         return df.select(*[F.col(quote_identifier(c)) for c in self.columns], *extra)
+
+    def _open(self, files: Sequence[AddFile]) -> list[str]:
+        """Where Spark opens each file: local paths as they are; an object-store file as its
+        local copy, or by signed URL where tasks run elsewhere. A file keeps the path it was
+        first opened by for the whole change: the affected files are found by the path a scan
+        reports and joined with a later scan's rows by it, and a URL signed again differs (its
+        time and signature), so a second signing would match none of the file's rows."""
+        missing = [a for a in files if a.path not in self._path_of]
+        if missing:
+            locations = [self.snapshot.delta.file_path(a) for a in missing]
+            sizes = [int(a.size) if a.size else None for a in missing]
+            opened = (bridge_readable(self.spark, locations, sizes)
+                      if signed_native_reads(self.spark) else readable(self.spark, locations, sizes))
+            self._path_of.update((a.path, p) for a, p in zip(missing, opened))
+        return [self._path_of[a.path] for a in files]
 
     def file_uris(self, matching: Any) -> list[str]:
         """The files (as the scan names them) holding at least one row of ``matching``."""

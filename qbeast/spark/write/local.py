@@ -223,7 +223,7 @@ def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.nd
     version = settings.PARQUET_VERSION.read(spark)
     data = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
     written: list[WrittenFile] = []
-    with StagedFiles(table_dir, spark) as staged:
+    with StagedFiles(table_dir, spark, writers="driver") as staged:
         os.makedirs(staged.path)
         for rows in output_rows(plan, files):
             path = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")

@@ -38,6 +38,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -50,7 +51,7 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.stats import footer_stats
-from qbeast.delta.storage import FileStat
+from qbeast.delta.storage import FileStat, Storage
 from qbeast.delta.stores import storage_for
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
@@ -358,13 +359,23 @@ class StagedFiles:
     :meth:`cleanup` always removes the staging folder. As a context manager it does both.
     """
 
-    def __init__(self, table_dir: str, spark: Any = None) -> None:
+    #: Who writes into the staging folder: ``spark`` (Spark's tasks, which must share this disk:
+    #: an object-store table is refused on a cluster), ``driver`` (this process only), ``tasks``
+    #: (tasks elsewhere, each uploading its own files: :meth:`task_uploads`).
+    WRITERS = ("spark", "driver", "tasks")
+
+    def __init__(self, table_dir: str, spark: Any = None, writers: str = "spark") -> None:
+        if writers not in self.WRITERS:
+            raise ValueError(f"writers must be one of {self.WRITERS}, got {writers!r}")
         self.table_dir = table_dir
         self.remote = data_files.is_remote(table_dir)
         name = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
         self.published: list[str] = []
+        self.uploads: TaskUploads | None = None
+        self.writers = writers
         if self.remote:
-            data_files.check_access(spark, table_dir)
+            if writers == "spark":
+                data_files.check_access(spark, table_dir)
             self.storage = storage_for(table_dir)
             self.mirror = data_files.mirror(spark)
             self.path = os.path.join(self.mirror.root, "staging", name)
@@ -385,6 +396,19 @@ class StagedFiles:
         info = os.stat(target)
         return name, FileStat(info.st_size, int(info.st_mtime * 1000), target)
 
+    def task_uploads(self, keys: Sequence[int]) -> TaskUploads:
+        """What tasks on other machines need to upload this operation's new files of an
+        object-store table: the store (with this process's settings, :meth:`Storage.for_tasks`),
+        the table root and one file name per key (a task's retry replaces its own file; a failed
+        operation deletes every name, uploaded or not)."""
+        if not self.remote or self.writers != "tasks":
+            raise ValueError("task uploads are for object-store tables staged with writers='tasks'")
+        root = self.table_dir.rstrip("/")
+        names = {int(key): f"{uuid.uuid4()}.parquet" for key in keys}
+        self.published.extend(f"{root}/{name}" for name in names.values())
+        self.uploads = TaskUploads(self.storage.for_tasks(), self.storage.resolve(root), names)
+        return self.uploads
+
     def discard(self) -> None:
         for path in self.published:
             with contextlib.suppress(OSError):
@@ -403,6 +427,35 @@ class StagedFiles:
         if exc_type is not None:
             self.discard()
         self.cleanup()
+
+
+@dataclass(frozen=True)
+class TaskUploads:
+    """How a task on another machine reads an object-store table's files and uploads a new one
+    (pickled with the task; made by :meth:`StagedFiles.task_uploads`)."""
+
+    storage: Storage
+    root: str
+    names: dict[int, str]
+
+    def open(self, location: str, size: int | None) -> Any:
+        """A seekable reader of a data file (large files by ranged requests)."""
+        return self.storage.open_input(location, size)
+
+    def footer(self, location: str, size: int | None) -> Any:
+        """The parquet footer of a data file, by ranged requests; None when it cannot be read."""
+        from qbeast.delta.parquet_footer import read_footer
+
+        try:
+            return read_footer(self.storage, location, size)
+        except (OSError, ValueError) as exc:
+            logger.debug("footer of %s not read (%s)", location, exc)
+            return None
+
+    def upload(self, local_file: str, key: int) -> tuple[str, FileStat]:
+        """Upload a finished file as key's new data file; (its name in the table, its stat)."""
+        name = self.names[key]
+        return name, self.storage.upload(local_file, f"{self.root}/{name}")
 
 
 def partition_keys(count: int) -> list[int]:

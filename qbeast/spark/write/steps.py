@@ -35,7 +35,7 @@ from qbeast.index.estimation import (
 )
 from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
-from qbeast.spark import settings
+from qbeast.spark import data_files, settings
 from qbeast.spark.write.arrow_jobs import map_in_arrow
 from qbeast.spark.progress import task_monitor
 from qbeast.spark.runtime import scoped_confs
@@ -255,7 +255,8 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                        path=path,
                        table_rows=(snapshot.delta.num_records or 0) + (0 if rows_already_in_table else count))
         phase = write_phase(path, "write", spark)
-        written = write_files(data, revision, plan, table_dir, rows=count)
+        written = write_files(data, revision, plan, table_dir, rows=count,
+                              in_tasks=data_files.in_arrow_tasks(spark, table_dir))
     written = with_threshold_markers(written, plan, existing)
     phase.done(files=len(written), rows=count)
     return IndexedRows(revision, is_new, tuple(written), count)
