@@ -27,10 +27,11 @@ Spark Connect) cannot use this disk:
   :mod:`qbeast.spark.read.arrow_tasks`, :mod:`qbeast.spark.write.task_files`): each task opens
   or uploads its files through the storage layer, with the store settings the driver resolved.
 
-Row-level changes read the old files by signed URL and their tasks upload the rewritten files
-(:class:`qbeast.spark.write.staging.TaskUploads`). Optimize and convert, which stage files with
-Spark's writer, are refused there with an error that says what works instead
-(:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
+Row-level changes and optimize read the old files by signed URL (:func:`spark_readable`); their
+new files are written in Arrow tasks or by tasks that upload their rewrites
+(:class:`qbeast.spark.write.staging.TaskUploads`). Convert, which reads local copies, and every
+operation of a session without signed reads are refused there with an error that says what
+works instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
 gcs-connector, hadoop-azure) is not built yet. One log line per session and scheme says which
 way a session reaches its tables and why.
 """
@@ -132,13 +133,13 @@ def check_access(spark: Any, location: str) -> None:
     master = spark.sparkContext.master if spark is not None else "local"
     if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: optimize and convert of tables on object stores need a local[*] "
-            f"session for now (master is {master!r}): they stage new files with Spark's writer "
-            "on this machine's disk, which executors elsewhere cannot see. Row-level changes "
-            "(delete, update, merge) work on this master when Spark reads the files by signed "
-            "URL (the JVM read bridge loaded, spark.qbeast.storage.bridgeFiles not 'copies'). "
-            "qbeast.write writes the table in Arrow tasks, and SQL and the DataFrame API "
-            "(QbeastTable.to_df / sample) read it (docs/cluster.md)",
+            f"{location}: this operation on a table on an object store needs local copies of "
+            f"its files, which executors elsewhere cannot see (master is {master!r}): convert "
+            "needs a local[*] session for now; row-level changes (delete, update, merge) and "
+            "optimize need Spark to read the files by signed URL here (the JVM read bridge "
+            "loaded, spark.qbeast.storage.bridgeFiles not 'copies'). qbeast.write writes the "
+            "table in Arrow tasks, and the DataFrame API (QbeastTable.to_df / sample) reads it "
+            "(docs/cluster.md)",
             option="location", value=location,
         )
     if _first_time(spark, scheme):
@@ -163,10 +164,10 @@ def in_arrow_tasks(spark: Any, location: str) -> bool:
     scheme = scheme_of(location) or ""
     if _first_time(spark, scheme):
         logger.info(
-            "%s:// tables: writes (qbeast.write), the rewrites of row-level changes, and reads "
-            "where the JVM read bridge cannot read signed URLs, run in tasks that open and upload "
-            "the files through the engine's storage layer with the settings resolved on this "
-            "driver (master %s, %s); optimize and convert need a local[*] session", scheme, master,
+            "%s:// tables: writes (qbeast.write, optimize), the rewrites of row-level changes, "
+            "and reads where the JVM read bridge cannot read signed URLs, run in tasks that open "
+            "and upload the files through the engine's storage layer with the settings resolved "
+            "on this driver (master %s, %s); convert needs a local[*] session", scheme, master,
             _connector_note(spark, scheme),
         )
     return True
@@ -231,6 +232,17 @@ def signed_native_reads(spark: Any) -> bool:
     from qbeast.spark.bridge import bridge_active
 
     return bridge_active(spark)
+
+
+def spark_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | None]) -> list[str]:
+    """``locations`` as Spark's own parquet reader opens them in this session (the engine's
+    native scans: DataFrame reads, the scans of row-level changes and optimize): local paths as
+    they are; object-store files as local copies (:func:`readable`) or, where this session
+    reads by signed URL (:func:`signed_native_reads`), as signed-URL paths. Each call signs
+    anew: a caller that matches paths across scans keeps the first ones."""
+    if signed_native_reads(spark) and any(is_remote(location) for location in locations):
+        return bridge_readable(spark, locations, sizes)
+    return readable(spark, locations, sizes)
 
 
 def check_bridge_access(spark: Any, location: str) -> None:

@@ -123,12 +123,16 @@ def build_example_project(cluster_dir: Path, worker_python: str):
     """
 
     def build(name: str, server_side_parameters: dict[str, str] | None = None,
-              measure_remote: str | None = None, **fields: Any) -> dict[str, Any]:
+              measure_remote: str | None = None, location_root: str | None = None,
+              runs: int = 1, **fields: Any) -> dict[str, Any]:
         project = copy_project(cluster_dir / f"dbt-{name}",
                                {name: qbeast_target(server_side_parameters, **fields)})
-        measured = ["--measure-remote", measure_remote] if measure_remote else []
+        extra = ["--measure-remote", measure_remote] if measure_remote else []
+        if location_root:
+            extra += ["--location-root", location_root]
         out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name,
-                             *measured], driver_environment(worker_python), project)
+                             "--runs", str(runs), *extra], driver_environment(worker_python),
+                            project)
         return json.loads(out.strip().splitlines()[-1])["models"]
 
     return build

@@ -17,7 +17,7 @@ from qbeast.delta.actions import AddFile
 from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
-from qbeast.spark.data_files import bridge_readable, readable, signed_native_reads
+from qbeast.spark.data_files import spark_readable
 from qbeast.spark.read.files import read_files
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
@@ -97,8 +97,7 @@ class ChangeScan:
         if missing:
             locations = [self.snapshot.delta.file_path(a) for a in missing]
             sizes = [int(a.size) if a.size else None for a in missing]
-            opened = (bridge_readable(self.spark, locations, sizes)
-                      if signed_native_reads(self.spark) else readable(self.spark, locations, sizes))
+            opened = spark_readable(self.spark, locations, sizes)
             self._path_of.update((a.path, p) for a, p in zip(missing, opened))
         return [self._path_of[a.path] for a in files]
 

@@ -19,12 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import (
-    bridge_readable,
-    in_arrow_tasks,
-    readable,
-    signed_native_reads,
-)
+from qbeast.spark.data_files import in_arrow_tasks, signed_native_reads, spark_readable
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -107,9 +102,7 @@ def opened_plan(spark: Any, plan: ReadPlan) -> ReadPlan:
     on an object store, its local copy (:func:`qbeast.spark.data_files.readable`) or, where
     the session reads by signed URL, its signed-URL path
     (:func:`qbeast.spark.data_files.bridge_readable`)."""
-    sizes = [f.size for f in plan.files]
-    opened = (bridge_readable(spark, plan.paths, sizes) if signed_native_reads(spark)
-              else readable(spark, plan.paths, sizes))
+    opened = spark_readable(spark, plan.paths, [f.size for f in plan.files])
     if opened == plan.paths:
         return plan
     files = tuple(dataclasses.replace(f, path=p) for f, p in zip(plan.files, opened))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from qbeast.spark.data_files import readable
+from qbeast.spark.data_files import readable, spark_readable
 
 _GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
 
@@ -29,12 +29,14 @@ def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[
                sizes: Sequence[int | None] | None = None) -> Any:
     """A native parquet scan of exactly ``locations`` with ``schema`` (a Spark ``StructType`` or
     its JSON form); columns a file lacks read as null. Files on an object store are read from
-    local copies (:func:`qbeast.spark.data_files.readable`; ``sizes``, from the log, check them)."""
+    local copies or by signed URL (:func:`qbeast.spark.data_files.spark_readable`; ``sizes``,
+    from the log, check the copies and size the signed reads)."""
     from pyspark.sql.types import StructType
 
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
-    opened = readable(spark, locations, sizes)
+    locations = list(locations)
+    opened = spark_readable(spark, locations, sizes if sizes is not None else [None] * len(locations))
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 

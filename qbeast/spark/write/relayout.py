@@ -19,6 +19,7 @@ from qbeast.core.cube_id import CubeId
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.index.assignment import build_write_plan
+from qbeast.spark import data_files
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.write.options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
 from qbeast.spark.write.steps import weight_bands, write_files
@@ -64,7 +65,8 @@ def rewrite_with_sizes(data: Any, revision: Revision, thresholds: Mapping[CubeId
     plan = build_write_plan(revision.dimension_count, dict(thresholds), dict(sizes),
                             revision.desired_cube_size,
                             weight_bands=weight_bands(data.sparkSession), table_rows=table_rows)
-    return write_files(data, revision, plan, table_dir)
+    return write_files(data, revision, plan, table_dir,
+                       in_tasks=data_files.in_arrow_tasks(data.sparkSession, table_dir))
 
 
 __all__ = ["exact_cube_sizes", "rewrite_with_sizes"]
