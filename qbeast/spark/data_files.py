@@ -27,11 +27,11 @@ Spark Connect) cannot use this disk:
   :mod:`qbeast.spark.read.arrow_tasks`, :mod:`qbeast.spark.write.task_files`): each task opens
   or uploads its files through the storage layer, with the store settings the driver resolved.
 
-Row-level changes and optimize read the old files by signed URL (:func:`spark_readable`); their
-new files are written in Arrow tasks or by tasks that upload their rewrites
-(:class:`qbeast.spark.write.staging.TaskUploads`). Convert, which reads local copies, and every
-operation of a session without signed reads are refused there with an error that says what
-works instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
+Row-level changes, optimize and convert read the old files by signed URL
+(:func:`spark_readable`); their new files are written in Arrow tasks or by tasks that upload
+their rewrites (:class:`qbeast.spark.write.staging.TaskUploads`). A session without signed reads
+(no bridge jar, ``bridgeFiles=copies``) is refused them with an error that says what works
+instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
 gcs-connector, hadoop-azure) is not built yet. One log line per session and scheme says which
 way a session reaches its tables and why.
 """
@@ -133,13 +133,13 @@ def check_access(spark: Any, location: str) -> None:
     master = spark.sparkContext.master if spark is not None else "local"
     if tasks_leave_process(master, None):
         raise InvalidOptionError(
-            f"{location}: this operation on a table on an object store needs local copies of "
-            f"its files, which executors elsewhere cannot see (master is {master!r}): convert "
-            "needs a local[*] session for now; row-level changes (delete, update, merge) and "
-            "optimize need Spark to read the files by signed URL here (the JVM read bridge "
-            "loaded, spark.qbeast.storage.bridgeFiles not 'copies'). qbeast.write writes the "
-            "table in Arrow tasks, and the DataFrame API (QbeastTable.to_df / sample) reads it "
-            "(docs/cluster.md)",
+            f"{location}: row-level changes (delete, update, merge), optimize and convert of "
+            "tables on an object store read their files with Spark's parquet reader, which on "
+            f"this master (master is {master!r}) cannot use local copies: executors elsewhere "
+            "cannot see them. They need the files read by signed URL: the JVM read bridge "
+            "loaded (qbeast.register) and spark.qbeast.storage.bridgeFiles not 'copies'. "
+            "qbeast.write writes the table in Arrow tasks, and the DataFrame API "
+            "(QbeastTable.to_df / sample) reads it, without either (docs/cluster.md)",
             option="location", value=location,
         )
     if _first_time(spark, scheme):
@@ -167,7 +167,7 @@ def in_arrow_tasks(spark: Any, location: str) -> bool:
             "%s:// tables: writes (qbeast.write, optimize), the rewrites of row-level changes, "
             "and reads where the JVM read bridge cannot read signed URLs, run in tasks that open "
             "and upload the files through the engine's storage layer with the settings resolved "
-            "on this driver (master %s, %s); convert needs a local[*] session", scheme, master,
+            "on this driver (master %s, %s)", scheme, master,
             _connector_note(spark, scheme),
         )
     return True

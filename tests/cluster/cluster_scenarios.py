@@ -119,6 +119,34 @@ def row_level_changes(spark: Any, path: str, rows: int) -> dict[str, Any]:
     return {"changes": done, "devices": devices, "counts": table_counts(spark, path, source_name=None)}
 
 
+def convert_and_index(spark: Any, folder: str) -> dict[str, Any]:
+    """A plain parquet folder written at ``folder`` (an object-store location; three files made
+    with pyarrow, the same bytes every time), converted to Qbeast and its files indexed by
+    optimize; what came out."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import qbeast
+    from qbeast.delta.stores import storage_for
+
+    storage = storage_for(folder)
+    for part in range(3):
+        ids = list(range(part * 2_000, (part + 1) * 2_000))
+        buffer = io.BytesIO()
+        pq.write_table(pa.table({"id": ids, "k": [i * 7919 % 101 for i in ids]}), buffer)
+        storage.write_bytes(f"{folder}/part-{part}.parquet", buffer.getvalue())
+    converted = qbeast.convert_to_qbeast(spark, folder, ["id", "k"], cube_size=1_000)
+    table = qbeast.QbeastTable.for_path(spark, folder)
+    table.optimize(revision_id=0)  # the converted (staging) files indexed into revision 1
+    return {"converted": [converted.version, converted.file_count],
+            "revision_ids": table.revision_ids(),
+            "rows": table.to_df().count(),
+            "sample_rows": table.sample(SAMPLE_FRACTION).count(),
+            "k_3_rows": table.to_df(filter="k = 3").count()}
+
+
 def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
     """Write (create + append), read, sample, filter and optimize the table at ``path``."""
     import qbeast
@@ -255,6 +283,16 @@ def main(argv: list[str] | None = None) -> int:
                     result["delete"] = f"{type(exc).__name__}: {exc}"
             else:
                 result["row_level"] = row_level_changes(spark, args.table, args.rows)
+                result["converted"] = convert_and_index(spark, f"{args.table}-plain")
+                # without signed reads: a change is refused, reads fall back to Arrow tasks
+                spark.conf.set("spark.qbeast.storage.bridgeFiles", "copies")
+                table = qbeast.QbeastTable.for_path(spark, args.table)
+                result["copies_rows"] = table.to_df().count()
+                try:
+                    table.delete(RANGE_FILTER)
+                    result["delete"] = "deleted"
+                except qbeast.QbeastError as exc:
+                    result["delete"] = f"{type(exc).__name__}: {exc}"
         elif args.object_store_read:
             result["worker_aws_variables"] = worker_aws_variables(spark)
             # through Connect the data source plans in the server, which has no store settings

@@ -26,6 +26,7 @@ from cluster_scenarios import (  # noqa: E402
     ROUND_TRIP_ROWS,
     assert_engine_was_shipped,
     driver_conf,
+    convert_and_index,
     events_frame,
     row_level_changes,
     table_counts,
@@ -127,11 +128,12 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
 def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, standalone_cluster,
                                                                     run_scenario, s3_environment,
                                                                     tmp_path):
-    """The same writes, row-level changes and optimize on the bucket, embedded and from a driver
-    on the standalone master whose workers have no AWS setting: Arrow tasks write and upload the
-    new files, the changes and optimize read the old ones by signed URL, the rewrite tasks
-    upload theirs. The same files (rows, stats, blocks per file), the same counts, sample and
-    change counts, read by deltalake too."""
+    """The same writes, row-level changes, optimize, and convert of a parquet folder then its
+    indexing, on the bucket, embedded and from a driver on the standalone master whose workers
+    have no AWS setting: Arrow tasks write and upload the new files, the changes, optimize and
+    convert read the old ones by signed URL, the rewrite tasks upload theirs. The same files
+    (rows, stats, blocks per file), the same counts, sample and change counts, read by
+    deltalake too. Without signed reads a change is refused, naming what works."""
     root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
     embedded_path, cluster_path = f"{root}/embedded", f"{root}/cluster"
     spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
@@ -139,6 +141,7 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, stand
         embedded_writes = write_and_append(spark, embedded_path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE)
         embedded = table_counts(spark, embedded_path)
         embedded_changes = row_level_changes(spark, embedded_path, ROUND_TRIP_ROWS)
+        embedded_converted = convert_and_index(spark, f"{embedded_path}-plain")
     finally:
         spark.conf.unset("spark.qbeast.storage.mirrorDir")
     assert all(any(counts) for counts in embedded_changes["changes"].values()), embedded_changes
@@ -148,6 +151,15 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, stand
     assert result["written"] == embedded_writes
     assert result["counts"] == embedded
     assert result["row_level"] == embedded_changes
+    assert result["converted"] == embedded_converted
+    assert embedded_converted["rows"] == 6_000 and embedded_converted["revision_ids"] == [0, 1]
+    assert file_descriptions(f"{cluster_path}-plain") == file_descriptions(f"{embedded_path}-plain")
+    # with spark.qbeast.storage.bridgeFiles=copies the same driver reads in Arrow tasks and is
+    # refused a change, before anything is written, with what works
+    assert result["copies_rows"] == embedded_changes["counts"]["rows"]
+    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}")
+    assert "need the files read by signed URL" in result["delete"]
+    assert standalone_cluster.url in result["delete"] and "bridgeFiles not 'copies'" in result["delete"]
     assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
     assert _deltalake_ids(cluster_path, s3_environment) == _deltalake_ids(embedded_path, s3_environment)
     assert embedded_changes["changes"]["optimize_commits"] != [0]

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from qbeast.spark.data_files import readable, spark_readable
+from qbeast.spark.data_files import spark_readable
 
 _GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
 
@@ -57,8 +57,9 @@ def infer_parquet_schema(spark: Any, files: Sequence[str],
     from qbeast.errors import InvalidOptionError, root_cause
 
     try:
+        opened = spark_readable(spark, files, sizes if sizes is not None else [None] * len(files))
         inferred = spark.read.option("mergeSchema", "true").parquet(
-            *[spark_path(f) for f in readable(spark, files, sizes)]).schema.jsonValue()
+            *[spark_path(f) for f in opened]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])
         raise InvalidOptionError(
