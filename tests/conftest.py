@@ -17,7 +17,7 @@ import pytest
 
 # helper modules beside this file (s3_server.py) are importable from every test module
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_server import BUCKET, CREDENTIALS, free_port, make_puts_atomic  # noqa: E402
+from s3_server import BUCKET, aws_environment, free_port, make_puts_atomic  # noqa: E402
 
 # The JVMs the tests start in other processes (servers, clusters, dbt and appender processes,
 # which inherit the environment) compile with C1 only and collect with one thread: they live
@@ -101,10 +101,8 @@ def moto_endpoint():
 def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The AWS environment variables pointing at the test server (what a user sets for an
     S3-compatible store); the endpoint."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["access_key_id"])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["secret_access_key"])
-    monkeypatch.setenv("AWS_REGION", CREDENTIALS["region"])
+    for key, value in aws_environment(moto_endpoint).items():
+        monkeypatch.setenv(key, value)
     return moto_endpoint
 
 

@@ -10,6 +10,14 @@ BUCKET = "qbeast-tests"
 CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "testing", "region": "us-east-1"}
 
 
+def aws_environment(endpoint: str) -> dict[str, str]:
+    """The AWS environment variables that point the engine at the test server (what a user
+    sets for an S3-compatible store)."""
+    return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": CREDENTIALS["access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": CREDENTIALS["secret_access_key"],
+            "AWS_REGION": CREDENTIALS["region"]}
+
+
 def free_port() -> int:
     """A TCP port free on loopback right now."""
     with socket.socket() as sock:

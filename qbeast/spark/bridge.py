@@ -50,6 +50,11 @@ PROCEDURES_INTERFACE = f"{PACKAGE}.Procedures"
 PROCEDURES_CATALOG_CLASS = f"{PACKAGE}.QbeastProcedures"
 PROCEDURES_CATALOG = "qbeast_system"
 PROCEDURES_CATALOG_KEY = f"spark.sql.catalog.{PROCEDURES_CATALOG}"
+#: The bridge's read-only Hadoop file system over signed URLs (scheme ``qbeasthttp``), and the
+#: session setting that installs it in every Hadoop configuration of the driver and executors.
+#: A Spark Connect client reads this setting to learn that the server can read signed URLs.
+SIGNED_FS_CLASS = f"{PACKAGE}.SignedUrlFileSystem"
+SIGNED_FS_KEY = "spark.hadoop.fs.qbeasthttp.impl"
 
 _lock = threading.Lock()
 
@@ -74,7 +79,8 @@ def _append(existing: str | None, item: str) -> str:
 
 
 def session_conf(conf: Mapping[str, str]) -> dict[str, str]:
-    """``conf`` plus the jar on ``spark.jars`` and the rule on ``spark.sql.extensions``.
+    """``conf`` plus the jar on ``spark.jars``, the rule on ``spark.sql.extensions`` and the
+    signed-URL file system (:data:`SIGNED_FS_KEY`).
 
     Unchanged for Spark Connect (``spark.remote``: the server's launch decides its jars), when
     :data:`SQL_BRIDGE_KEY` is ``false`` and when the installation has no jar.
@@ -85,6 +91,7 @@ def session_conf(conf: Mapping[str, str]) -> dict[str, str]:
         return merged
     merged["spark.jars"] = _append(merged.get("spark.jars"), str(jar))
     merged["spark.sql.extensions"] = _append(merged.get("spark.sql.extensions"), EXTENSIONS_CLASS)
+    merged.setdefault(SIGNED_FS_KEY, SIGNED_FS_CLASS)
     return merged
 
 

@@ -57,6 +57,8 @@ from qbeast.spark.shipping import is_connect_session, tasks_leave_process
 logger = logging.getLogger(__name__)
 
 _announced: set[tuple[str, str]] = set()
+#: per Spark Connect client session: whether its server reads signed URLs
+_server_signed: dict[str, bool] = {}
 #: the Hadoop S3A settings the storage layer takes from a session
 _HADOOP_S3A_KEYS = ("fs.s3a.access.key", "fs.s3a.secret.key", "fs.s3a.session.token",
                     "fs.s3a.endpoint", "fs.s3a.endpoint.region", "fs.s3a.path.style.access",
@@ -122,12 +124,16 @@ def check_access(spark: Any, location: str) -> None:
         return
     scheme = scheme_of(location) or ""
     if spark is not None and is_connect_session(spark):
+        from qbeast.spark.bridge import SIGNED_FS_CLASS, SIGNED_FS_KEY
+
         raise InvalidOptionError(
-            f"{location}: optimize, row-level changes and convert of tables on object stores are "
-            "not supported over Spark Connect yet (the server would have to read files this client "
-            "stages); qbeast.write and the DataFrame API (QbeastTable.to_df / sample) work: Arrow "
-            "tasks on the server write and read the files through the storage layer. Or run the "
-            "operation in a classic session (qbeast.spark.session.get_or_create_session)",
+            f"{location}: row-level changes (delete, update, merge), optimize and convert of "
+            "tables on an object store through Spark Connect need a server that reads their "
+            "files by signed URL: `qbeast serve`, whose launch installs the bridge's file "
+            f"system ({SIGNED_FS_KEY}={SIGNED_FS_CLASS}), and spark.qbeast.storage.bridgeFiles "
+            "not 'copies'. qbeast.write and the DataFrame API "
+            "(QbeastTable.to_df / sample) work without: Arrow tasks on the server write and read "
+            "the files through the storage layer (docs/cluster.md)",
             option="location", value=location,
         )
     master = spark.sparkContext.master if spark is not None else "local"
@@ -218,20 +224,45 @@ def bridge_files_mode(spark: Any) -> str:
     configured = settings.BRIDGE_FILES.read(spark)
     if configured != "auto":
         return str(configured)
-    master = spark.sparkContext.master if spark is not None and not is_connect_session(spark) else "local"
+    if spark is not None and is_connect_session(spark):
+        return "signed"  # the server's tasks never see this client's disk
+    master = spark.sparkContext.master if spark is not None else "local"
     return "signed" if tasks_leave_process(master, None) else "copies"
 
 
 def signed_native_reads(spark: Any) -> bool:
     """Whether Spark's own parquet reader in this session opens object-store files by signed
-    URL: a classic session whose JVM read bridge (and its file system) is loaded, in ``signed``
-    mode (:func:`bridge_files_mode`). The DataFrame API then reads such tables natively, as SQL
-    does, instead of in Arrow tasks."""
-    if spark is None or is_connect_session(spark) or bridge_files_mode(spark) != "signed":
+    URL, in ``signed`` mode (:func:`bridge_files_mode`): a classic session whose JVM read bridge
+    (and its file system) is loaded, or a Spark Connect session whose server has the bridge's
+    file system installed (:func:`server_reads_signed_urls`; ``qbeast serve`` does). The
+    DataFrame API then reads such tables natively, as SQL does, instead of in Arrow tasks."""
+    if spark is None or bridge_files_mode(spark) != "signed":
         return False
+    if is_connect_session(spark):
+        return server_reads_signed_urls(spark)
     from qbeast.spark.bridge import bridge_active
 
     return bridge_active(spark)
+
+
+def server_reads_signed_urls(spark: Any) -> bool:
+    """Whether the Spark Connect server behind ``spark`` resolves signed-URL paths: its launch
+    installed the bridge's file system (``spark.hadoop.fs.qbeasthttp.impl``, set with the
+    bridge jar by :func:`qbeast.spark.bridge.session_conf`, so by ``qbeast serve``). Asked once
+    per client session."""
+    from qbeast.spark.bridge import SIGNED_FS_CLASS, SIGNED_FS_KEY
+
+    key = _session_key(spark)
+    with _lock:
+        known = _server_signed.get(key)
+    if known is None:
+        try:
+            known = spark.conf.get(SIGNED_FS_KEY, None) == SIGNED_FS_CLASS
+        except Exception:  # noqa: BLE001 - a server that will not say cannot be relied on
+            known = False
+        with _lock:
+            _server_signed[key] = known
+    return known
 
 
 def spark_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | None]) -> list[str]:

@@ -147,6 +147,59 @@ def convert_and_index(spark: Any, folder: str) -> dict[str, Any]:
             "k_3_rows": table.to_df(filter="k = 3").count()}
 
 
+def embedded_bucket_run(spark: Any, path: str, mirror: Path, changes: bool = True,
+                        source_name: str | None = None) -> dict[str, Any]:
+    """What ``--object-store-write`` does, run on the test's own ``local[*]`` session at the
+    bucket location ``path`` (local copies under ``mirror``): the baseline a remote driver must
+    equal. ``changes`` adds the row-level changes, optimize and the convert of ``path-plain``."""
+    spark.conf.set("spark.qbeast.storage.mirrorDir", str(mirror))
+    try:
+        out: dict[str, Any] = {
+            "written": write_and_append(spark, path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE),
+            "counts": table_counts(spark, path, source_name=source_name)}
+        from write_checks import file_descriptions  # tests/spark, on the path (above)
+
+        out["files_after_writes"] = len(file_descriptions(path))
+        if changes:
+            out["row_level"] = row_level_changes(spark, path, ROUND_TRIP_ROWS)
+            out["converted"] = convert_and_index(spark, f"{path}-plain")
+    finally:
+        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    return out
+
+
+def api_counts(counts: dict[str, int]) -> dict[str, int]:
+    """:func:`table_counts` without the data source's counts (what a Connect client reports)."""
+    return {key: value for key, value in counts.items() if not key.startswith("source_")}
+
+
+def deltalake_event_ids(path: str, endpoint: str) -> list[int]:
+    """The ``event_id`` values of the table at ``path`` on the test bucket, as deltalake reads
+    them (an independent reader of what the engine wrote)."""
+    from deltalake import DeltaTable
+    from s3_server import CREDENTIALS
+
+    options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": CREDENTIALS["access_key_id"],
+               "AWS_SECRET_ACCESS_KEY": CREDENTIALS["secret_access_key"],
+               "AWS_REGION": CREDENTIALS["region"], "AWS_ALLOW_HTTP": "true"}
+    ids = DeltaTable(path, storage_options=options).to_pyarrow_table(columns=["event_id"])
+    return sorted(ids.column("event_id").to_pylist())
+
+
+def local_copy(path: str, target: Path) -> str:
+    """Download every object of the bucket table at ``path`` into the folder ``target`` (for
+    checks that read a table folder on disk); the folder."""
+    from qbeast.delta.stores import storage_for
+
+    storage = storage_for(path)
+    prefix = storage.resolve(path).rstrip("/") + "/"
+    for stat in storage.walk(path):
+        file = target / stat.path[len(prefix):]
+        file.parent.mkdir(parents=True, exist_ok=True)
+        storage.download(stat.path, str(file))
+    return str(target)
+
+
 def engine_round_trip(spark: Any, path: str, rows: int, cube_size: int) -> dict[str, Any]:
     """Write (create + append), read, sample, filter and optimize the table at ``path``."""
     import qbeast
@@ -275,7 +328,10 @@ def main(argv: list[str] | None = None) -> int:
             result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
             result["counts"] = table_counts(spark, args.table,
                                             source_name=None if args.remote else "qbeast_python")
-            if args.remote:  # Connect: row-level changes are refused, with what works
+            from qbeast.spark.data_files import signed_native_reads
+
+            result["signed_reads"] = signed_native_reads(spark)
+            if not result["signed_reads"]:  # no signed reads: changes are refused, with what works
                 try:
                     qbeast.QbeastTable.for_path(spark, args.table).delete(RANGE_FILTER)
                     result["delete"] = "deleted"

@@ -7,8 +7,9 @@
 * ``worker_python``: the Python every executor and the Connect server's workers run: this
   interpreter with the installed ``qbeast`` hidden, so a task only finds the engine if the engine
   shipped itself (as it must on a cluster where nobody installed it);
-* ``embedded_round_trip`` / ``embedded_dbt_build``: the engine round trip and the example project
-  built on the shared local session, the baselines the cluster results are compared with.
+* ``embedded_round_trip`` / ``embedded_dbt_build`` / ``embedded_bucket_baseline``: the engine
+  round trip, the example project and the bucket scenario run on the shared local session, the
+  baselines the cluster results are compared with.
 
 Servers are stopped when their module is done and also when their start fails. The tests are
 skipped (with the reason) only when no TCP port can be opened on 127.0.0.1.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +41,12 @@ from cluster_processes import (  # noqa: E402 - needs the path above
 )
 
 from cluster_dbt import build_and_measure, copy_project, qbeast_target  # noqa: E402
-from cluster_scenarios import ROUND_TRIP_CUBE_SIZE, ROUND_TRIP_ROWS, engine_round_trip  # noqa: E402
+from cluster_scenarios import (  # noqa: E402
+    ROUND_TRIP_CUBE_SIZE,
+    ROUND_TRIP_ROWS,
+    embedded_bucket_run,
+    engine_round_trip,
+)
 
 SCENARIO_SCRIPT = HERE / "cluster_scenarios.py"
 DBT_SCRIPT = HERE / "cluster_dbt.py"
@@ -149,6 +156,21 @@ def embedded_dbt_build(spark, cluster_dir: Path) -> dict[str, Any]:
     # partitions); put back what the rest of the test run expects.
     with restored_confs(spark, [key for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)]):
         return build_and_measure(project, "embedded", lambda: spark)
+
+
+@pytest.fixture(scope="session")
+def embedded_bucket_baseline(spark, moto_endpoint: str, tmp_path_factory) -> tuple[str, dict[str, Any]]:
+    """``--object-store-write``'s steps (writes, counts with the ``qbeast`` source, row-level
+    changes, optimize, convert) run once on the shared local session at a fresh prefix of the
+    test bucket: its location and results, which every remote driver's run must equal."""
+    from s3_server import BUCKET, aws_environment
+
+    path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/embedded"
+    with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
+        for key, value in aws_environment(moto_endpoint).items():
+            patch.setenv(key, value)
+        return path, embedded_bucket_run(spark, path, tmp_path_factory.mktemp("baseline-mirror"),
+                                         source_name="qbeast")
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,13 @@ import pytest
 
 import qbeast
 from cluster_processes import free_loopback_port
+from cluster_scenarios import (
+    api_counts,
+    deltalake_event_ids,
+    local_copy,
+)
+from s3_server import BUCKET
+from write_checks import check_index  # tests/spark, on the path via cluster_scenarios
 
 QBEAST = str(Path(sys.executable).with_name("qbeast"))
 BEELINE = Path(__import__("pyspark").__file__).parent / "bin" / "beeline"
@@ -265,6 +272,44 @@ def test_each_sql_client_creates_appends_merges_and_samples(spark, served, tmp_p
         assert list(rows) == want_total, name
         expected = table.sample(0.1).selectExpr("count(*)", "sum(id)").first()
         assert sample == list(expected), name
+
+
+@pytest.mark.objectstore
+def test_a_connect_client_changes_an_s3_table_through_the_server_like_embedded(
+        spark, served, run_scenario, s3_environment, embedded_bucket_baseline, tmp_path):
+    """A Spark Connect client of the server writes a table on the bucket, deletes, updates,
+    merges, optimizes, and converts a parquet folder there: the client plans and signs (the
+    server has no AWS setting), the server's parquet reader opens the old files by signed URL
+    (the bridge's file system the server installed), its tasks upload the new files. The same
+    rows, counts, samples and change counts as the embedded run, a valid index in the files,
+    and the same rows read by deltalake. With spark.qbeast.storage.bridgeFiles=copies the
+    client reads in Arrow tasks and is refused a change, naming what works."""
+    server, _ = served
+    embedded_path, embedded = embedded_bucket_baseline
+    connect_path = f"s3://{BUCKET}/{os.urandom(6).hex()}/connect"
+    result = run_scenario("--remote", f"sc://127.0.0.1:{server.connect_port}", "--object-store-write",
+                          "--table", connect_path)
+
+    assert result["session_type"] == "pyspark.sql.connect.session"
+    # no credential or endpoint on the server (a machine-wide CA bundle is neither): it reads
+    # only what the client signed, its tasks upload with the settings the client shipped
+    assert set(result["worker_aws_variables"]) <= {"AWS_CA_BUNDLE"}
+    assert result["signed_reads"] is True
+    assert result["counts"] == api_counts(embedded["counts"])
+    for step in ("written", "row_level", "converted"):
+        assert result[step] == embedded[step], step
+    changes = embedded["row_level"]["changes"]
+    assert all(any(counts) for counts in changes.values()), changes
+    assert embedded["converted"]["rows"] == 6_000 and embedded["converted"]["revision_ids"] == [0, 1]
+    assert result["copies_rows"] == embedded["row_level"]["counts"]["rows"]
+    assert result["delete"].startswith(f"InvalidOptionError: {connect_path}")
+    assert "through Spark Connect need a server that reads their files by signed URL" in result["delete"]
+    # the server's tasks estimate over other partitions than embedded, so cube thresholds may
+    # differ: the files must hold a valid index (checked on a copy of the bucket's objects)
+    check_index(spark, local_copy(connect_path, tmp_path / "copy"))
+    check_index(spark, local_copy(f"{connect_path}-plain", tmp_path / "copy-plain"))
+    assert (deltalake_event_ids(connect_path, s3_environment)
+            == deltalake_event_ids(embedded_path, s3_environment))
 
 
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):

@@ -17,18 +17,18 @@ from s3_server import BUCKET
 
 import qbeast
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.stores import storage_for
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from cluster_scenarios import (  # noqa: E402
+    api_counts,
     ROUND_TRIP_CUBE_SIZE,
     ROUND_TRIP_ROWS,
     assert_engine_was_shipped,
     events_frame,
+    local_copy,
     table_counts,
-    write_and_append,
 )
 from write_checks import check_index, file_descriptions  # noqa: E402 - tests/spark, on the path via cluster_scenarios
 
@@ -67,39 +67,29 @@ def test_example_project_builds_through_connect_like_embedded(connect_server, bu
 
 
 @pytest.mark.objectstore
-def test_an_s3_table_written_through_connect_equals_the_embedded_write(spark, connect_server,
-                                                                       run_scenario, s3_environment,
-                                                                       tmp_path):
+def test_an_s3_table_written_through_connect_equals_the_embedded_write(
+        spark, connect_server, run_scenario, s3_environment, embedded_bucket_baseline, tmp_path):
     """The same two writes to the bucket, embedded and from a Connect client: the server's tasks
     (no AWS setting there) write and upload files holding a valid index with the embedded
-    counts and sample; a delete is refused, naming what works."""
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
-    embedded_path, connect_path = f"{root}/embedded", f"{root}/connect"
-    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
-    try:
-        embedded_writes = write_and_append(spark, embedded_path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE)
-        embedded = table_counts(spark, embedded_path, source_name=None)
-    finally:
-        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    counts and sample; a delete is refused, naming what the server lacks."""
+    embedded = embedded_bucket_baseline[1]
+    connect_path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/connect"
     result = run_scenario("--remote", connect_server.url, "--object-store-write", "--table", connect_path)
     assert result["worker_aws_variables"] == []
-    assert result["written"] == embedded_writes
-    assert result["counts"] == embedded
+    assert result["written"] == embedded["written"]
+    assert result["counts"] == api_counts(embedded["counts"])
     # the estimation runs through Connect over other partitions than embedded, so the cube
     # thresholds may differ (the round trip compares counts only): the files the server's tasks
     # uploaded must hold a valid index (checked on a copy of the bucket's objects)
-    storage = storage_for(connect_path)
-    prefix = storage.resolve(connect_path).rstrip("/") + "/"
-    copy = tmp_path / "copy"
-    for stat in storage.walk(connect_path):
-        target = copy / stat.path[len(prefix):]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        storage.download(stat.path, str(target))
-    check_index(spark, str(copy))
-    assert len(file_descriptions(connect_path)) == len(file_descriptions(embedded_path))
+    check_index(spark, local_copy(connect_path, tmp_path / "copy"))
+    assert len(file_descriptions(connect_path)) == embedded["files_after_writes"]
     assert result["delete"].startswith(f"InvalidOptionError: {connect_path}")
-    assert ("optimize, row-level changes and convert of tables on object stores are not supported "
-            "over Spark Connect yet") in result["delete"]
+    # a server started without the bridge's signed-URL file system cannot read what the
+    # client would sign: the message names the server that can
+    assert result["signed_reads"] is False
+    assert "through Spark Connect need a server that reads their files by signed URL" in result["delete"]
+    assert "`qbeast serve`" in result["delete"]
+    assert "spark.hadoop.fs.qbeasthttp.impl=io.dbtqbeast.bridge.SignedUrlFileSystem" in result["delete"]
     assert DeltaLog.for_path(connect_path).snapshot().version == 1
 
 

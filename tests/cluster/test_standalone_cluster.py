@@ -26,11 +26,9 @@ from cluster_scenarios import (  # noqa: E402
     ROUND_TRIP_ROWS,
     assert_engine_was_shipped,
     driver_conf,
-    convert_and_index,
+    deltalake_event_ids,
     events_frame,
-    row_level_changes,
     table_counts,
-    write_and_append,
 )
 from sql_bridge_checks import problems  # noqa: E402 - tests/spark, on the path via cluster_scenarios
 from write_checks import file_descriptions  # noqa: E402 - tests/spark, on the path via cluster_scenarios
@@ -125,34 +123,24 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
 
 
 @pytest.mark.objectstore
-def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, standalone_cluster,
-                                                                    run_scenario, s3_environment,
-                                                                    tmp_path):
+def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(
+        standalone_cluster, run_scenario, s3_environment, embedded_bucket_baseline):
     """The same writes, row-level changes, optimize, and convert of a parquet folder then its
     indexing, on the bucket, embedded and from a driver on the standalone master whose workers
     have no AWS setting: Arrow tasks write and upload the new files, the changes, optimize and
     convert read the old ones by signed URL, the rewrite tasks upload theirs. The same files
     (rows, stats, blocks per file), the same counts, sample and change counts, read by
     deltalake too. Without signed reads a change is refused, naming what works."""
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
-    embedded_path, cluster_path = f"{root}/embedded", f"{root}/cluster"
-    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
-    try:
-        embedded_writes = write_and_append(spark, embedded_path, ROUND_TRIP_ROWS, ROUND_TRIP_CUBE_SIZE)
-        embedded = table_counts(spark, embedded_path)
-        embedded_changes = row_level_changes(spark, embedded_path, ROUND_TRIP_ROWS)
-        embedded_converted = convert_and_index(spark, f"{embedded_path}-plain")
-    finally:
-        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    embedded_path, embedded = embedded_bucket_baseline
+    cluster_path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/cluster"
+    embedded_changes = embedded["row_level"]
     assert all(any(counts) for counts in embedded_changes["changes"].values()), embedded_changes
     result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
                           "--table", cluster_path)
     assert result["worker_aws_variables"] == []
-    assert result["written"] == embedded_writes
-    assert result["counts"] == embedded
-    assert result["row_level"] == embedded_changes
-    assert result["converted"] == embedded_converted
-    assert embedded_converted["rows"] == 6_000 and embedded_converted["revision_ids"] == [0, 1]
+    for step in ("written", "counts", "row_level", "converted"):
+        assert result[step] == embedded[step], step
+    assert embedded["converted"]["rows"] == 6_000 and embedded["converted"]["revision_ids"] == [0, 1]
     assert file_descriptions(f"{cluster_path}-plain") == file_descriptions(f"{embedded_path}-plain")
     # with spark.qbeast.storage.bridgeFiles=copies the same driver reads in Arrow tasks and is
     # refused a change, before anything is written, with what works
@@ -161,17 +149,8 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(spark, stand
     assert "need the files read by signed URL" in result["delete"]
     assert standalone_cluster.url in result["delete"] and "bridgeFiles not 'copies'" in result["delete"]
     assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
-    assert _deltalake_ids(cluster_path, s3_environment) == _deltalake_ids(embedded_path, s3_environment)
+    assert deltalake_event_ids(cluster_path, s3_environment) == deltalake_event_ids(embedded_path, s3_environment)
     assert embedded_changes["changes"]["optimize_commits"] != [0]
-
-
-def _deltalake_ids(path: str, endpoint: str) -> list[int]:
-    from deltalake import DeltaTable
-
-    options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}
-    ids = DeltaTable(path, storage_options=options).to_pyarrow_table(columns=["event_id"])
-    return sorted(ids.column("event_id").to_pylist())
 
 
 @pytest.mark.objectstore

@@ -1,0 +1,62 @@
+"""Which sessions read object-store files by signed URL, and how a Connect client learns that its
+server can (the server-side reads themselves: tests/cluster/test_qbeast_serve.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from qbeast.spark import bridge, data_files
+
+
+class _Conf:
+    def __init__(self, values: dict[str, str]) -> None:
+        self.values = values
+        self.asked: list[str] = []
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.asked.append(key)
+        return self.values.get(key, default)
+
+
+class ConnectSession:
+    """What the decision reads of a Spark Connect session: its type's module, id and conf."""
+
+    def __init__(self, values: dict[str, str], session_id: str) -> None:
+        self.conf = _Conf(values)
+        self.session_id = session_id
+
+
+ConnectSession.__module__ = "pyspark.sql.connect.session"
+
+
+def test_sessions_built_with_the_jar_install_the_signed_url_file_system(monkeypatch, tmp_path):
+    jar = tmp_path / "qbeast-bridge.jar"
+    jar.write_bytes(b"")
+    monkeypatch.setattr(bridge, "JAR_PATH", jar)
+    conf = bridge.session_conf({"spark.master": "local[2]"})
+    assert conf[bridge.SIGNED_FS_KEY] == bridge.SIGNED_FS_CLASS == "io.dbtqbeast.bridge.SignedUrlFileSystem"
+    assert bridge.SIGNED_FS_KEY == f"spark.hadoop.fs.{data_files.SIGNED_SCHEME}.impl"
+    # a user's own choice stays; a Connect client's settings and a session without the bridge
+    # get nothing (the server's launch decides)
+    assert bridge.session_conf({bridge.SIGNED_FS_KEY: "my.Fs"})[bridge.SIGNED_FS_KEY] == "my.Fs"
+    assert bridge.SIGNED_FS_KEY not in bridge.session_conf({"spark.remote": "sc://h:1"})
+    assert bridge.SIGNED_FS_KEY not in bridge.session_conf({bridge.SQL_BRIDGE_KEY: "false"})
+
+
+@pytest.mark.parametrize(("server", "mode", "signed"), [
+    ({bridge.SIGNED_FS_KEY: bridge.SIGNED_FS_CLASS}, None, True),  # qbeast serve
+    ({}, None, False),  # a plain Connect server
+    ({bridge.SIGNED_FS_KEY: "org.example.OtherFs"}, None, False),
+    ({bridge.SIGNED_FS_KEY: bridge.SIGNED_FS_CLASS}, "copies", False),  # the user's choice
+])
+def test_a_connect_client_signs_only_for_a_server_that_reads_signed_urls(server, mode, signed):
+    values = dict(server)
+    if mode is not None:
+        values["spark.qbeast.storage.bridgeFiles"] = mode
+    session = ConnectSession(values, f"session-{len(values)}-{mode}-{signed}-{sorted(server.values())}")
+    assert data_files.bridge_files_mode(session) == (mode or "signed")  # auto: never local copies
+    assert data_files.signed_native_reads(session) is signed
+    # asked once per client session, not on every read
+    data_files.signed_native_reads(session)
+    assert session.conf.asked.count(bridge.SIGNED_FS_KEY) <= 1
