@@ -547,3 +547,41 @@ def test_signed_urls_let_a_plain_http_client_read_ranges(options: dict[str, Any]
             assert part.status == 206 and part.read() == content[3:7]
     with pytest.raises(QbeastError, match="LocalStorage cannot sign URLs"):
         LocalStorage().signed_urls([str(tmp_path / "x")], 60)
+
+
+@pytest.mark.parametrize("token", [None, "FwoGZXIvYXdzEXAMPLETOKEN/+="])
+def test_s3_signed_urls_carry_the_signature_botocore_computes(monkeypatch: pytest.MonkeyPatch,
+                                                              token: str | None) -> None:
+    """The test server does not check signatures, so a URL it serves proves nothing about AWS.
+    botocore, the AWS SDK's own SigV4 signer, is an independent implementation: for the same
+    object, credentials, region, time and lifetime it must compute the same query signature
+    (keys needing percent-encoding and a session token included), which is what S3 checks."""
+    from datetime import datetime
+    from urllib.parse import parse_qs, urlsplit
+
+    import botocore.auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    key, secret, region = "AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "eu-west-3"
+    options = {"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": region}
+    if token is not None:
+        options["AWS_SESSION_TOKEN"] = token
+    storage = storage_for("s3://lake-bucket/t", options)
+    paths = ["s3://lake-bucket/t/part=a b/x+y%z.parquet", "s3://lake-bucket/t/plain.parquet"]
+    for url in storage.signed_urls(paths, 900):
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        assert parts.scheme == "https" and "lake-bucket" in url and query["X-Amz-Expires"] == ["900"]
+        assert query.get("X-Amz-Security-Token") == ([token] if token else None)
+        signed_at = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ")
+        monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda at=signed_at: at)
+        request = AWSRequest(method="GET", url=f"{parts.scheme}://{parts.netloc}{parts.path}")
+        botocore.auth.S3SigV4QueryAuth(Credentials(key, secret, token), "s3", region,
+                                       expires=900).add_auth(request)
+        expected = parse_qs(urlsplit(request.url).query)
+        assert query["X-Amz-Credential"] == expected["X-Amz-Credential"]
+        assert query["X-Amz-SignedHeaders"] == expected["X-Amz-SignedHeaders"]
+        assert query["X-Amz-Signature"] == expected["X-Amz-Signature"], url
