@@ -41,6 +41,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.spark import settings
+from qbeast.spark.data_files import check_native_access
 from qbeast.spark.read.files import infer_parquet_schema
 
 logger = logging.getLogger("qbeast.operations.convert")
@@ -240,6 +241,7 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
         is_folder = False
     if not is_folder:
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
+    check_native_access(spark, root)  # the schema is read with Spark's parquet reader
     phase = Phase(logger, "convert", log.table_path, "listing parquet files")
     files = list_parquet_files(storage, root)
     phase.done(files=len(files))

@@ -50,6 +50,7 @@ from qbeast.operations.tiering import (
     received_since_layout,
 )
 from qbeast.progress import Phase
+from qbeast.spark.data_files import check_native_access
 from qbeast.spark.progress import task_monitor
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
@@ -483,6 +484,7 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
 
 def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
     """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
+    check_native_access(spark, snapshot.delta.table_path)
     return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files],
                       [int(f.size) if f.size else None for f in files])
 

@@ -244,6 +244,8 @@ __all__ = [
     "load_jar",
     "RUN_FOOTER_KEY_OPTION",
     "RUN_PARQUET_FORMAT",
+    "SIGNED_FS_CLASS",
+    "SIGNED_FS_KEY",
     "prefix_scan",
     "run_parquet_format",
     "session_conf",

@@ -179,6 +179,16 @@ def in_arrow_tasks(spark: Any, location: str) -> bool:
     return True
 
 
+def check_native_access(spark: Any, location: str) -> None:
+    """Refuse, naming the table at ``location``, an operation that reads its old files with
+    Spark's own parquet reader (row-level changes, optimize, convert) in a session that cannot
+    hand them to it: an object-store table seen from tasks elsewhere (a cluster master, a Spark
+    Connect server) without signed reads (:func:`signed_native_reads`). Called before anything
+    is read or written."""
+    if in_arrow_tasks(spark, location) and not signed_native_reads(spark):
+        check_access(spark, location)  # raises, naming what works
+
+
 def _first_time(spark: Any, scheme: str) -> bool:
     """True the first time a session reaches a scheme's tables: its Hadoop S3A settings are
     handed to the storage layer then, before a store is built."""

@@ -207,7 +207,8 @@ BRIDGE_FILES = Setting(
     "for sessions whose executors share this disk), signed (ranged GETs on URLs the planner "
     "signs with the store's credentials, which executors on other machines can use without a "
     "Hadoop connector or credentials), auto (copies in local[*] sessions, signed where tasks "
-    "run elsewhere).",
+    "run elsewhere: a cluster master, or a Spark Connect server that installed the bridge's "
+    "file system, as qbeast serve does).",
     choices=("auto", "copies", "signed"),
 )
 SIGNED_URL_SECONDS = Setting(

@@ -7,9 +7,10 @@
 * ``worker_python``: the Python every executor and the Connect server's workers run: this
   interpreter with the installed ``qbeast`` hidden, so a task only finds the engine if the engine
   shipped itself (as it must on a cluster where nobody installed it);
-* ``embedded_round_trip`` / ``embedded_dbt_build`` / ``embedded_bucket_baseline``: the engine
-  round trip, the example project and the bucket scenario run on the shared local session, the
-  baselines the cluster results are compared with.
+* ``embedded_round_trip`` / ``embedded_dbt_build`` / ``embedded_bucket_baseline`` /
+  ``embedded_bucket_dbt_build``: the engine round trip, the example project, the bucket scenario
+  and the example project on the bucket run on the shared local session, the baselines the
+  cluster results are compared with.
 
 Servers are stopped when their module is done and also when their start fails. The tests are
 skipped (with the reason) only when no TCP port can be opened on 127.0.0.1.
@@ -171,6 +172,35 @@ def embedded_bucket_baseline(spark, moto_endpoint: str, tmp_path_factory) -> tup
             patch.setenv(key, value)
         return path, embedded_bucket_run(spark, path, tmp_path_factory.mktemp("baseline-mirror"),
                                          source_name="qbeast")
+
+
+@pytest.fixture(scope="session")
+def embedded_bucket_dbt_build(spark, cluster_dir: Path, moto_endpoint: str,
+                              tmp_path_factory) -> tuple[str, dict[str, Any]]:
+    """The example project with its Qbeast models at a fresh prefix of the test bucket, built
+    and run a second time (the click stream's incremental merge) on the shared local session:
+    the prefix, and the models as measured (the baseline of the remote bucket builds)."""
+    from cluster_dbt import put_qbeast_models_at
+    from s3_server import BUCKET, aws_environment
+
+    from qbeast.spark.runtime import restored_confs
+    from qbeast.spark.session import ENGINE_DEFAULTS
+
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    project = copy_project(cluster_dir / "dbt-bucket-embedded", {"embedded": qbeast_target()})
+    put_qbeast_models_at(project, f"{root}/embedded")
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in aws_environment(moto_endpoint).items():
+            patch.setenv(key, value)
+        spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path_factory.mktemp("dbt-mirror")))
+        try:
+            with restored_confs(spark, [key for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)]):
+                built = build_and_measure(project, "embedded", lambda: spark, runs=2)
+        finally:
+            spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    qbeast_models = {k: v for k, v in built.items() if v["materialized"] == "qbeast"}
+    assert qbeast_models and all(0 < m["sample_rows"] < m["rows"] for m in qbeast_models.values())
+    return root, built
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import qbeast
+from qbeast.delta.log import DeltaLog
 from cluster_processes import free_loopback_port
 from cluster_scenarios import (
     api_counts,
@@ -302,7 +303,7 @@ def test_a_connect_client_changes_an_s3_table_through_the_server_like_embedded(
     assert all(any(counts) for counts in changes.values()), changes
     assert embedded["converted"]["rows"] == 6_000 and embedded["converted"]["revision_ids"] == [0, 1]
     assert result["copies_rows"] == embedded["row_level"]["counts"]["rows"]
-    assert result["delete"].startswith(f"InvalidOptionError: {connect_path}")
+    assert result["delete"].startswith(f"InvalidOptionError: {connect_path}: ")  # the table
     assert "through Spark Connect need a server that reads their files by signed URL" in result["delete"]
     # the server's tasks estimate over other partitions than embedded, so cube thresholds may
     # differ: the files must hold a valid index (checked on a copy of the bucket's objects)
@@ -310,6 +311,39 @@ def test_a_connect_client_changes_an_s3_table_through_the_server_like_embedded(
     check_index(spark, local_copy(f"{connect_path}-plain", tmp_path / "copy-plain"))
     assert (deltalake_event_ids(connect_path, s3_environment)
             == deltalake_event_ids(embedded_path, s3_environment))
+
+
+@pytest.fixture(scope="module")
+def bucket_server(tmp_path_factory, moto_endpoint):
+    """A server (Spark Connect only) whose driver has the test bucket's AWS settings: what
+    it plans itself (SQL over bucket tables, the catalog's entries for them) reads the bucket
+    with them."""
+    from s3_server import aws_environment
+
+    base = tmp_path_factory.mktemp("serve-bucket")
+    server = Server(base / "catalog", base / "serve.log", free_loopback_port(), 0,
+                    env=aws_environment(moto_endpoint))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.mark.objectstore
+def test_example_project_on_a_bucket_builds_and_merges_through_the_server(
+        bucket_server, build_example_project, s3_environment, embedded_bucket_dbt_build):
+    """dbt with `method: connect` to the server and the Qbeast models on the bucket, built and
+    run a second time: the same models, rows, revisions and samples as embedded. The models
+    write from dbt's process (Arrow tasks on the server), the click stream's incremental merge
+    reads its files by URLs dbt's process signed, the marts read it in SQL planned by the
+    server."""
+    root, embedded = embedded_bucket_dbt_build
+    built = build_example_project("serve-bucket", method="connect",
+                                  host=f"sc://127.0.0.1:{bucket_server.connect_port}",
+                                  schema="served_bucket", location_root=f"{root}/served", runs=2)
+    assert built == embedded
+    assert DeltaLog.for_path(f"{root}/served/events").snapshot().version >= 1  # merged into
 
 
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):

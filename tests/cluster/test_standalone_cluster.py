@@ -76,29 +76,13 @@ def test_example_project_builds_on_standalone_cluster_like_embedded(
 @pytest.mark.objectstore
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
 def test_example_project_on_a_bucket_builds_and_merges_on_standalone_cluster_like_embedded(
-        spark, standalone_cluster, build_example_project, cluster_dir, s3_environment, tmp_path):
+        standalone_cluster, build_example_project, s3_environment, embedded_bucket_dbt_build):
     """The example project with its Qbeast models at ``location_root: s3://...``, built and run
     a second time (the click stream's incremental merge) embedded and on the standalone master
     whose workers have no AWS setting: the same models, rows, revisions and samples. On the
     cluster the models write in Arrow tasks, the marts read the click stream in SQL by signed
     URL and the merge rewrites its files in tasks that upload them."""
-    from cluster_dbt import build_and_measure, copy_project, put_qbeast_models_at, qbeast_target
-
-    from qbeast.spark.runtime import restored_confs
-    from qbeast.spark.session import ENGINE_DEFAULTS
-
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
-    project = copy_project(cluster_dir / "dbt-bucket-embedded", {"embedded": qbeast_target()})
-    put_qbeast_models_at(project, f"{root}/embedded")
-    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
-    try:
-        with restored_confs(spark, [key for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)]):
-            embedded = build_and_measure(project, "embedded", lambda: spark, runs=2)
-    finally:
-        spark.conf.unset("spark.qbeast.storage.mirrorDir")
-    qbeast_models = {k: v for k, v in embedded.items() if v["materialized"] == "qbeast"}
-    assert qbeast_models and all(0 < m["sample_rows"] < m["rows"] for m in qbeast_models.values())
-
+    root, embedded = embedded_bucket_dbt_build
     built = build_example_project("standalone-bucket", driver_conf(standalone_cluster.url, None),
                                   location_root=f"{root}/cluster", runs=2)
     assert built == embedded
@@ -145,7 +129,7 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(
     # with spark.qbeast.storage.bridgeFiles=copies the same driver reads in Arrow tasks and is
     # refused a change, before anything is written, with what works
     assert result["copies_rows"] == embedded_changes["counts"]["rows"]
-    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}")
+    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}: ")  # the table
     assert "need the files read by signed URL" in result["delete"]
     assert standalone_cluster.url in result["delete"] and "bridgeFiles not 'copies'" in result["delete"]
     assert file_descriptions(cluster_path) == file_descriptions(embedded_path)

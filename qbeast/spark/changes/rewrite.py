@@ -94,8 +94,7 @@ def task_uploads_wanted(spark: Any, table_dir: str) -> bool:
     the operation is refused with what works."""
     if not data_files.in_arrow_tasks(spark, table_dir):
         return False
-    if not data_files.signed_native_reads(spark):
-        data_files.check_access(spark, table_dir)  # raises, naming what works
+    data_files.check_native_access(spark, table_dir)
     return True
 
 

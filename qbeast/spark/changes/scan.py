@@ -17,7 +17,7 @@ from qbeast.delta.actions import AddFile
 from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
-from qbeast.spark.data_files import spark_readable
+from qbeast.spark.data_files import check_native_access, spark_readable
 from qbeast.spark.read.files import read_files
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
@@ -35,6 +35,7 @@ class ChangeScan:
     def __init__(self, spark: Any, snapshot: QbeastSnapshot) -> None:
         from pyspark.sql.types import StructType
 
+        check_native_access(spark, snapshot.delta.table_path)  # before the first scan
         self.spark = spark
         self.snapshot = snapshot
         self.schema = StructType.fromJson(snapshot.delta.schema)
