@@ -130,7 +130,7 @@ def check_access(spark: Any, location: str) -> None:
             f"{location}: row-level changes (delete, update, merge), optimize and convert of "
             "tables on an object store through Spark Connect need a server that reads their "
             "files by signed URL: `qbeast serve`, whose launch installs the bridge's file "
-            f"system ({SIGNED_FS_KEY}={SIGNED_FS_CLASS}), and spark.qbeast.storage.bridgeFiles "
+            f"system ({SIGNED_FS_KEY}={SIGNED_FS_CLASS}), and {settings.BRIDGE_FILES.key} "
             "not 'copies'. qbeast.write and the DataFrame API "
             "(QbeastTable.to_df / sample) work without: Arrow tasks on the server write and read "
             "the files through the storage layer (docs/cluster.md)",
@@ -143,7 +143,7 @@ def check_access(spark: Any, location: str) -> None:
             "tables on an object store read their files with Spark's parquet reader, which on "
             f"this master (master is {master!r}) cannot use local copies: executors elsewhere "
             "cannot see them. They need the files read by signed URL: the JVM read bridge "
-            "loaded (qbeast.register) and spark.qbeast.storage.bridgeFiles not 'copies'. "
+            f"loaded (qbeast.register) and {settings.BRIDGE_FILES.key} not 'copies'. "
             "qbeast.write writes the table in Arrow tasks, and the DataFrame API "
             "(QbeastTable.to_df / sample) reads it, without either (docs/cluster.md)",
             option="location", value=location,
@@ -275,12 +275,16 @@ def server_reads_signed_urls(spark: Any) -> bool:
     return known
 
 
-def spark_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | None]) -> list[str]:
+def spark_readable(spark: Any, locations: Sequence[str],
+                   sizes: Sequence[int | None] | None = None) -> list[str]:
     """``locations`` as Spark's own parquet reader opens them in this session (the engine's
-    native scans: DataFrame reads, the scans of row-level changes and optimize): local paths as
-    they are; object-store files as local copies (:func:`readable`) or, where this session
-    reads by signed URL (:func:`signed_native_reads`), as signed-URL paths. Each call signs
-    anew: a caller that matches paths across scans keeps the first ones."""
+    native scans: DataFrame reads, the scans of row-level changes, optimize and convert): local
+    paths as they are; object-store files as local copies (:func:`readable`) or, where this
+    session reads by signed URL (:func:`signed_native_reads`), as signed-URL paths. ``sizes``
+    (from the log; unknown ones are looked up) check the copies and size the signed reads. Each
+    call signs anew: a caller that matches paths across scans keeps the first ones."""
+    if sizes is None:
+        sizes = [None] * len(locations)
     if signed_native_reads(spark) and any(is_remote(location) for location in locations):
         return bridge_readable(spark, locations, sizes)
     return readable(spark, locations, sizes)

@@ -36,7 +36,7 @@ def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
     locations = list(locations)
-    opened = spark_readable(spark, locations, sizes if sizes is not None else [None] * len(locations))
+    opened = spark_readable(spark, locations, sizes)
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 
@@ -57,7 +57,7 @@ def infer_parquet_schema(spark: Any, files: Sequence[str],
     from qbeast.errors import InvalidOptionError, root_cause
 
     try:
-        opened = spark_readable(spark, files, sizes if sizes is not None else [None] * len(files))
+        opened = spark_readable(spark, files, sizes)
         inferred = spark.read.option("mergeSchema", "true").parquet(
             *[spark_path(f) for f in opened]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
