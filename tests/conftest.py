@@ -97,6 +97,19 @@ def moto_endpoint():
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def hadoop_aws() -> list[str]:
+    """The jars of Hadoop's S3A connector (hadoop-aws and the AWS SDK bundle); the tests that
+    read through a real Hadoop connector are skipped, saying why, where they were not fetched."""
+    from s3_server import HADOOP_AWS_DIR, hadoop_aws_jars
+
+    jars = hadoop_aws_jars()
+    if not jars:
+        pytest.skip(f"the Hadoop connector tests need hadoop-aws in {HADOOP_AWS_DIR}: "
+                    "`make hadoop-aws` fetches it from PyPI (jvm/fetch_hadoop_aws.py)")
+    return jars
+
+
 @pytest.fixture
 def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The AWS environment variables pointing at the test server (what a user sets for an

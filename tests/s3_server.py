@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from pathlib import Path
 
 BUCKET = "qbeast-tests"
 CREDENTIALS = {"access_key_id": "testing", "secret_access_key": "testing", "region": "us-east-1"}
@@ -16,6 +17,51 @@ def aws_environment(endpoint: str) -> dict[str, str]:
     return {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": CREDENTIALS["access_key_id"],
             "AWS_SECRET_ACCESS_KEY": CREDENTIALS["secret_access_key"],
             "AWS_REGION": CREDENTIALS["region"]}
+
+
+#: where ``make hadoop-aws`` puts Hadoop's S3A connector (jvm/fetch_hadoop_aws.py)
+HADOOP_AWS_DIR = Path(__file__).resolve().parents[1] / ".venv" / "hadoop-aws"
+
+#: hadoop-aws 3.3.1 (the Apache build that PyPI carries) runs on the Hadoop 3.5 client of
+#: Spark 4 only with these: Hadoop 3.5's defaults write durations with units ("60s") where 3.3.1
+#: parses plain numbers, and name AWS SDK v2 credential providers that the v1 SDK it calls
+#: lacks. A cluster whose hadoop-aws matches its Hadoop needs none of them.
+_HADOOP_AWS_331_ON_HADOOP_35 = {
+    "fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    "fs.s3a.threads.keepalivetime": "60",
+    "fs.s3a.connection.establish.timeout": "30000",
+    "fs.s3a.connection.timeout": "200000",
+    "fs.s3a.connection.ttl": "300000",
+    "fs.s3a.connection.idle.time": "60000",
+    "fs.s3a.connection.acquisition.timeout": "60000",
+    "fs.s3a.connection.request.timeout": "0",
+    "fs.s3a.multipart.purge.age": "86400",
+}
+
+
+def hadoop_aws_jars() -> list[str]:
+    """The jars of Hadoop's S3A connector fetched by ``make hadoop-aws``; empty without them."""
+    jars = sorted(str(p) for p in HADOOP_AWS_DIR.glob("*.jar"))
+    return jars if len(jars) == 2 else []
+
+
+def s3a_session_conf(endpoint: str, jars: list[str]) -> dict[str, str]:
+    """Session settings of a driver whose executors and itself have hadoop-aws on their class
+    path (a cluster with the jars installed on every node), with Hadoop's S3A client pointed at
+    the test server through its own ``fs.s3a.*`` settings (what a cluster's core-site.xml
+    holds; the executors get no AWS environment variable)."""
+    classpath = ":".join(jars)
+    hadoop = {
+        "fs.s3a.endpoint": endpoint,
+        "fs.s3a.access.key": CREDENTIALS["access_key_id"],
+        "fs.s3a.secret.key": CREDENTIALS["secret_access_key"],
+        "fs.s3a.endpoint.region": CREDENTIALS["region"],
+        "fs.s3a.path.style.access": "true",
+        "fs.s3a.connection.ssl.enabled": "false",
+        **_HADOOP_AWS_331_ON_HADOOP_35,
+    }
+    return {"spark.driver.extraClassPath": classpath, "spark.executor.extraClassPath": classpath,
+            **{f"spark.hadoop.{key}": value for key, value in hadoop.items()}}
 
 
 def free_port() -> int:

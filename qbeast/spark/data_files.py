@@ -31,9 +31,16 @@ Row-level changes, optimize and convert read the old files by signed URL
 (:func:`spark_readable`); their new files are written in Arrow tasks or by tasks that upload
 their rewrites (:class:`qbeast.spark.write.staging.TaskUploads`). A session without signed reads
 (no bridge jar, ``bridgeFiles=copies``) is refused them with an error that says what works
-instead (:func:`check_access`). A cluster reading through Hadoop's own connectors (hadoop-aws,
-gcs-connector, hadoop-azure) is not built yet. One log line per session and scheme says which
-way a session reaches its tables and why.
+instead (:func:`check_access`).
+
+A session whose Hadoop has a file system for the scheme (a cluster with hadoop-aws,
+gcs-connector or hadoop-azure on its class path: :func:`hadoop_file_system`) lets Spark's
+parquet reader open the files through it instead, on any master (``bridgeFiles=hadoop``, what
+``auto`` picks there): no copies, no signed URLs, the executors use the session's ``fs.*``
+settings. New files are still written through the storage layer (staged and uploaded, or
+uploaded by Arrow tasks): each lands once under its final name, where Spark's own writer on
+an object store would rename, which S3 does by copying. One log line per session and scheme
+says which way a session reaches its tables and why.
 """
 from __future__ import annotations
 
@@ -57,6 +64,12 @@ from qbeast.spark.shipping import is_connect_session, tasks_leave_process
 logger = logging.getLogger(__name__)
 
 _announced: set[tuple[str, str]] = set()
+#: per classic session and scheme: (scheme, class) of the Hadoop file system that serves it
+_hadoop_found: dict[tuple[str, str], tuple[str, str] | None] = {}
+#: the schemes a Hadoop file system may serve an object-store scheme under, in order of
+#: preference: an ``s3`` file system where a cluster has one (EMR's), else hadoop-aws's ``s3a``
+#: (the same bucket and key)
+_HADOOP_SCHEMES = {"s3": ("s3", "s3a"), "s3a": ("s3a",), "gs": ("gs",), "abfss": ("abfss",)}
 #: per Spark Connect client session: whether its server reads signed URLs
 _server_signed: dict[str, bool] = {}
 #: the Hadoop S3A settings the storage layer takes from a session
@@ -142,8 +155,10 @@ def check_access(spark: Any, location: str) -> None:
             f"{location}: row-level changes (delete, update, merge), optimize and convert of "
             "tables on an object store read their files with Spark's parquet reader, which on "
             f"this master (master is {master!r}) cannot use local copies: executors elsewhere "
-            "cannot see them. They need the files read by signed URL: the JVM read bridge "
-            f"loaded (qbeast.register) and {settings.BRIDGE_FILES.key} not 'copies'. "
+            "cannot see them. They need the files read through a Hadoop connector for "
+            f"{scheme}:// on the driver's and executors' class paths, or by signed URL (the JVM "
+            f"read bridge loaded: qbeast.register), and {settings.BRIDGE_FILES.key} not "
+            "'copies'. "
             "qbeast.write writes the table in Arrow tasks, and the DataFrame API "
             "(QbeastTable.to_df / sample) reads it, without either (docs/cluster.md)",
             option="location", value=location,
@@ -151,8 +166,8 @@ def check_access(spark: Any, location: str) -> None:
     if _first_time(spark, scheme):
         logger.info(
             "%s:// tables: data files go through the engine's storage layer (master %s, %s): new "
-            "files are staged in %s and uploaded, reads open local copies kept there",
-            scheme, master, _connector_note(spark, scheme), mirror_dir(spark),
+            "files are staged in %s and uploaded, reads open local copies kept there unless "
+            "Hadoop reads them", scheme, master, _connector_note(spark, scheme), mirror_dir(spark),
         )
 
 
@@ -183,9 +198,9 @@ def check_native_access(spark: Any, location: str) -> None:
     """Refuse, naming the table at ``location``, an operation that reads its old files with
     Spark's own parquet reader (row-level changes, optimize, convert) in a session that cannot
     hand them to it: an object-store table seen from tasks elsewhere (a cluster master, a Spark
-    Connect server) without signed reads (:func:`signed_native_reads`). Called before anything
-    is read or written."""
-    if in_arrow_tasks(spark, location) and not signed_native_reads(spark):
+    Connect server) read neither through Hadoop nor by signed URL (:func:`native_reads`).
+    Called before anything is read or written."""
+    if in_arrow_tasks(spark, location) and not native_reads(spark, location):
         check_access(spark, location)  # raises, naming what works
 
 
@@ -227,17 +242,135 @@ def readable(spark: Any, locations: Iterable[str], sizes: Sequence[int | None] |
 SIGNED_SCHEME = "qbeasthttp"
 
 
-def bridge_files_mode(spark: Any) -> str:
-    """How Spark's own parquet reader (the JVM read bridge) opens object-store files in this
-    session: ``copies`` (local copies in the mirror) or ``signed`` (signed URLs): see
-    ``spark.qbeast.storage.bridgeFiles``; ``auto`` means copies where tasks share this disk."""
+def bridge_files_mode(spark: Any, scheme: str | None = None) -> str:
+    """How Spark's own parquet reader (the JVM read bridge, DataFrame reads, the scans of
+    changes) opens object-store files in this session: ``hadoop`` (through the Hadoop file
+    system the session has for ``scheme``), ``copies`` (local copies in the mirror) or
+    ``signed`` (signed URLs): see ``spark.qbeast.storage.bridgeFiles``. ``auto`` means hadoop
+    where the session's Hadoop has a file system for ``scheme``, else copies where tasks share
+    this disk. Without ``scheme``, only whether the session reads copies or signed URLs where
+    it has no such file system. ``hadoop`` for a scheme without one is refused, naming it."""
     configured = settings.BRIDGE_FILES.read(spark)
-    if configured != "auto":
+    if scheme is not None and configured in ("auto", "hadoop"):
+        if hadoop_file_system(spark, scheme) is not None:
+            return "hadoop"
+        if configured == "hadoop":
+            raise InvalidOptionError(
+                f"{settings.BRIDGE_FILES.key}=hadoop, but {_no_hadoop_reason(spark, scheme)}. "
+                "Put the connector's jars on the driver's and executors' class paths (for s3: "
+                "hadoop-aws and the AWS SDK bundle of the cluster's Hadoop version; "
+                "docs/cluster.md), or choose one of auto, copies, signed",
+                option=settings.BRIDGE_FILES.key, value="hadoop")
+    if configured not in ("auto", "hadoop"):
         return str(configured)
     if spark is not None and is_connect_session(spark):
         return "signed"  # the server's tasks never see this client's disk
     master = spark.sparkContext.master if spark is not None else "local"
     return "signed" if tasks_leave_process(master, None) else "copies"
+
+
+def hadoop_file_system(spark: Any, scheme: str) -> tuple[str, str] | None:
+    """The Hadoop file system this session has for object-store tables at ``scheme``: (the
+    scheme it serves, its class), e.g. ``("s3a", "org.apache.hadoop.fs.s3a.S3AFileSystem")``
+    for ``s3://`` tables where hadoop-aws is on the class path; None without one. Classic
+    sessions only (a Spark Connect client cannot see its server's class path). Looked up once
+    per session and scheme: a class that does not load counts as none."""
+    if spark is None or is_connect_session(spark) or scheme not in _HADOOP_SCHEMES:
+        return None
+    key = (_session_key(spark), scheme)
+    with _lock:
+        if key in _hadoop_found:
+            return _hadoop_found[key]
+    found: tuple[str, str] | None = None
+    try:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001 - classic sessions
+        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
+        for candidate in _HADOOP_SCHEMES[scheme]:
+            try:
+                cls = jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(candidate, conf)
+            except Exception:  # noqa: BLE001 - UnsupportedFileSystemException, a class not found
+                continue
+            found = (candidate, str(cls.getName()))
+            break
+    except Exception:  # noqa: BLE001 - no JVM handle: no Hadoop file system to use
+        found = None
+    with _lock:
+        _hadoop_found[key] = found
+    return found
+
+
+def hadoop_path(spark: Any, location: str) -> str:
+    """``location`` (an object-store file or folder) as this session's Hadoop file system for
+    its scheme names it: the same bucket and key, under the scheme that file system serves
+    (``s3://b/k`` is ``s3a://b/k`` where Hadoop has only hadoop-aws's s3a)."""
+    scheme = scheme_of(location) or ""
+    found = hadoop_file_system(spark, scheme)
+    if found is None:
+        raise InvalidOptionError(f"{location}: {_no_hadoop_reason(spark, scheme)}",
+                                 option="location", value=location)
+    return found[0] + location[len(scheme):]
+
+
+def _no_hadoop_reason(spark: Any, scheme: str) -> str:
+    if spark is not None and is_connect_session(spark):
+        return (f"a Spark Connect client cannot use its server's Hadoop file systems for "
+                f"{scheme}:// tables")
+    candidates = " or ".join(f"{c}://" for c in _HADOOP_SCHEMES.get(scheme, (scheme,)))
+    return f"this session's Hadoop has no file system for {candidates} (no connector loads)"
+
+
+def _through_hadoop(spark: Any, locations: Sequence[str]) -> tuple[list[str], list[int]]:
+    """``locations`` with the object-store files this session reads through Hadoop's file
+    system for their scheme as Hadoop names them; the indexes of the others (left as they are).
+    Says once per session and scheme that Hadoop reads them."""
+    out = list(locations)
+    rest: list[int] = []
+    modes: dict[str, str] = {}
+    for i, location in enumerate(locations):
+        scheme = scheme_of(location) if is_remote(location) else None
+        if scheme is None:
+            rest.append(i)
+            continue
+        if scheme not in modes:
+            modes[scheme] = bridge_files_mode(spark, scheme)
+            if modes[scheme] == "hadoop":
+                _announce_hadoop(spark, scheme)
+        if modes[scheme] == "hadoop":
+            out[i] = hadoop_path(spark, location)
+        else:
+            rest.append(i)
+    return out, rest
+
+
+def _announce_hadoop(spark: Any, scheme: str) -> None:
+    if _first_time(spark, f"{scheme}+hadoop"):
+        served, cls = hadoop_file_system(spark, scheme) or ("?", "?")
+        master = "a Spark Connect server" if is_connect_session(spark) else spark.sparkContext.master
+        logger.info(
+            "%s:// tables: Spark's parquet reader opens their files as %s:// paths through "
+            "Hadoop's %s (master %s; the executors use the session's fs.%s.* settings, not "
+            "signed URLs or local copies); new files are written through the engine's storage "
+            "layer", scheme, served, cls, master, served)
+
+
+def reads_local_copies(spark: Any, location: str) -> bool:
+    """Whether Spark's parquet reader in this session opens local copies of the files of the
+    object-store table at ``location`` (``copies`` mode), so that a file this process uploads is
+    worth keeping as its copy."""
+    return is_remote(location) and bridge_files_mode(spark, scheme_of(location)) == "copies"
+
+
+def native_reads(spark: Any, location: str) -> bool:
+    """Whether Spark's own parquet reader in this session opens the files of the table at
+    ``location`` wherever its tasks run: a local table; an object-store table whose scheme the
+    session's Hadoop serves (``bridgeFiles`` auto or hadoop), or read by signed URL
+    (:func:`signed_native_reads`). Otherwise a session whose tasks run elsewhere reads and
+    changes such a table in Arrow tasks, or is refused (:func:`check_native_access`)."""
+    if not is_remote(location):
+        return True
+    if spark is not None and bridge_files_mode(spark, scheme_of(location)) == "hadoop":
+        return True
+    return signed_native_reads(spark)
 
 
 def signed_native_reads(spark: Any) -> bool:
@@ -279,15 +412,24 @@ def spark_readable(spark: Any, locations: Sequence[str],
                    sizes: Sequence[int | None] | None = None) -> list[str]:
     """``locations`` as Spark's own parquet reader opens them in this session (the engine's
     native scans: DataFrame reads, the scans of row-level changes, optimize and convert): local
-    paths as they are; object-store files as local copies (:func:`readable`) or, where this
-    session reads by signed URL (:func:`signed_native_reads`), as signed-URL paths. ``sizes``
-    (from the log; unknown ones are looked up) check the copies and size the signed reads. Each
-    call signs anew: a caller that matches paths across scans keeps the first ones."""
+    paths as they are; object-store files through the session's Hadoop file system for their
+    scheme where it has one (:func:`hadoop_path`), else as local copies (:func:`readable`) or,
+    where this session reads by signed URL (:func:`signed_native_reads`), as signed-URL paths.
+    ``sizes`` (from the log; unknown ones are looked up) check the copies and size the signed
+    reads. Each call signs anew: a caller that matches paths across scans keeps the first
+    ones."""
     if sizes is None:
         sizes = [None] * len(locations)
-    if signed_native_reads(spark) and any(is_remote(location) for location in locations):
-        return bridge_readable(spark, locations, sizes)
-    return readable(spark, locations, sizes)
+    out, rest = _through_hadoop(spark, locations)
+    if not any(is_remote(locations[i]) for i in rest):
+        return out
+    others = [locations[i] for i in rest]
+    other_sizes = [sizes[i] for i in rest]
+    opened = (bridge_readable(spark, others, other_sizes) if signed_native_reads(spark)
+              else readable(spark, others, other_sizes))
+    for i, path in zip(rest, opened):
+        out[i] = path
+    return out
 
 
 def check_bridge_access(spark: Any, location: str) -> None:
@@ -295,10 +437,14 @@ def check_bridge_access(spark: Any, location: str) -> None:
     session (it always can with signed URLs); says once how its files are opened."""
     if not is_remote(location):
         return
-    if bridge_files_mode(spark) == "copies":
+    scheme = scheme_of(location) or ""
+    mode = bridge_files_mode(spark, scheme)
+    if mode == "hadoop":
+        _announce_hadoop(spark, scheme)
+        return
+    if mode == "copies":
         check_access(spark, location)
         return
-    scheme = scheme_of(location) or ""
     if _first_time(spark, f"{scheme}+signed"):
         logger.info(
             "%s:// tables in SQL: Spark's parquet reader opens their files by ranged GETs on URLs "
@@ -309,14 +455,20 @@ def check_bridge_access(spark: Any, location: str) -> None:
 
 def bridge_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | None]) -> list[str]:
     """``locations`` as the JVM read bridge hands them to Spark's parquet reader: local paths
-    unchanged; object-store files as local copies (:func:`readable`) or, in ``signed`` mode,
-    as paths of the bridge's signed-URL file system that carry each file's size and URL."""
-    remote = [i for i, location in enumerate(locations) if is_remote(location)]
-    if not remote or bridge_files_mode(spark) == "copies":
-        return readable(spark, locations, sizes)
+    unchanged; object-store files through the session's Hadoop file system for their scheme
+    (``hadoop`` mode), as local copies (:func:`readable`) or, in ``signed`` mode, as paths of
+    the bridge's signed-URL file system that carry each file's size and URL."""
+    out, rest = _through_hadoop(spark, locations)
+    remote = [i for i in rest if is_remote(locations[i])]
+    if not remote:
+        return out
+    if bridge_files_mode(spark) == "copies":
+        for i, path in zip(remote, readable(spark, [locations[i] for i in remote],
+                                            [sizes[i] for i in remote])):
+            out[i] = path
+        return out
     check_bridge_access(spark, locations[remote[0]])
     seconds = settings.SIGNED_URL_SECONDS.read(spark)
-    out = list(locations)
     by_store: dict[str, list[int]] = {}
     for i in remote:
         by_store.setdefault(scheme_of(locations[i]) or "", []).append(i)
@@ -353,20 +505,15 @@ def _session_key(spark: Any) -> str:
 
 
 def _connector_note(spark: Any, scheme: str) -> str:
-    """Whether Hadoop has a file system for the scheme: named in the log line, not used yet."""
+    """Whether Hadoop has a file system for the scheme, and whether reads use it (log lines)."""
     if spark is None:
         return "no session"
     if is_connect_session(spark):
         return "the server's Hadoop connectors are not used"
-    try:
-        jvm = spark.sparkContext._jvm
-        conf = spark.sparkContext._jsc.hadoopConfiguration()
-        for candidate in dict.fromkeys((scheme, "s3a" if scheme == "s3" else scheme)):
-            try:
-                jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(candidate, conf)
-                return f"Hadoop has a {candidate} connector, but direct access is not built yet"
-            except Exception:  # noqa: BLE001 - UnsupportedFileSystemException through Py4J
-                continue
-    except Exception:  # noqa: BLE001 - no JVM handle: say nothing more
-        return "Hadoop connectors not checked"
-    return f"Hadoop has no {scheme} connector"
+    found = hadoop_file_system(spark, scheme)
+    if found is None:
+        return f"Hadoop has no {scheme} connector"
+    if bridge_files_mode(spark, scheme) == "hadoop":
+        return f"Spark's parquet reader opens them through Hadoop's {found[0]} connector ({found[1]})"
+    return (f"Hadoop has a {found[0]} connector ({found[1]}), not used for reads: "
+            f"{settings.BRIDGE_FILES.key}={settings.BRIDGE_FILES.read(spark)}")

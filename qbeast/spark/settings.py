@@ -202,14 +202,19 @@ MIRROR_MAX_BYTES = Setting(
 )
 BRIDGE_FILES = Setting(
     "spark.qbeast.storage.bridgeFiles", "auto",
-    "How Spark's own parquet reader (SQL through the JVM read bridge) opens the data files of a "
-    "table on an object store: copies (local copies kept in spark.qbeast.storage.mirrorDir, "
-    "for sessions whose executors share this disk), signed (ranged GETs on URLs the planner "
-    "signs with the store's credentials, which executors on other machines can use without a "
-    "Hadoop connector or credentials), auto (copies in local[*] sessions, signed where tasks "
-    "run elsewhere: a cluster master, or a Spark Connect server that installed the bridge's "
-    "file system, as qbeast serve does).",
-    choices=("auto", "copies", "signed"),
+    "How Spark's own parquet reader (SQL through the JVM read bridge, DataFrame reads, and the "
+    "scans of row-level changes, optimize and convert) opens the data files of a table on an "
+    "object store: hadoop (through the Hadoop file system the session has for the scheme, such "
+    "as hadoop-aws's s3a, with the session's fs.* settings; s3:// tables are read as s3a:// "
+    "where Hadoop has no s3 file system), copies (local copies kept in "
+    "spark.qbeast.storage.mirrorDir, for sessions whose executors share this disk), signed "
+    "(ranged GETs on URLs the planner signs with the store's credentials, which executors on "
+    "other machines can use without a Hadoop connector or credentials), auto (hadoop where the "
+    "session's Hadoop has a file system for the scheme; else copies in local[*] sessions and "
+    "signed where tasks run elsewhere: a cluster master, or a Spark Connect server that "
+    "installed the bridge's file system, as qbeast serve does). New files are always written "
+    "through the engine's storage layer.",
+    choices=("auto", "hadoop", "copies", "signed"),
 )
 SIGNED_URL_SECONDS = Setting(
     "spark.qbeast.storage.signedUrlSeconds", 6 * 3600,

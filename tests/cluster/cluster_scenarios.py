@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -305,13 +306,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="read the s3:// table at --table (API and qbeast_python source) and "
                              "run the SQL bridge checks on the one at --bridge-table")
     parser.add_argument("--bridge-table", help="an s3:// table written by sql_bridge_checks")
+    parser.add_argument("--conf-json", default="{}",
+                        help="more session settings, a JSON object (e.g. a Hadoop connector's)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from qbeast.spark.session import get_or_create_session
 
     started = time.monotonic()
-    spark = get_or_create_session(driver_conf(args.master, args.remote), app_name="qbeast-cluster-test")
+    conf = {**driver_conf(args.master, args.remote), **json.loads(args.conf_json)}
+    spark = get_or_create_session(conf, app_name="qbeast-cluster-test")
     result: dict[str, Any] = {
         "session_type": type(spark).__module__,
         "seconds": {"session": round(time.monotonic() - started, 1)},
@@ -326,13 +330,18 @@ def main(argv: list[str] | None = None) -> int:
             result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
             result["counts"] = table_counts(spark, args.table,
                                             source_name=None if args.remote else "qbeast_python")
-            from qbeast.spark.data_files import signed_native_reads
+            from qbeast.spark import data_files
 
-            result["signed_reads"] = signed_native_reads(spark)
+            result["signed_reads"] = data_files.signed_native_reads(spark)
+            result["native_reads"] = data_files.native_reads(spark, args.table)
             table = qbeast.QbeastTable.for_path(spark, args.table)
-            if result["signed_reads"]:
+            if result["native_reads"]:
                 result["row_level"] = row_level_changes(spark, args.table, args.rows)
                 result["converted"] = convert_and_index(spark, f"{args.table}-plain")
+                # how Spark's parquet reader opened the files, and whether the driver copied any
+                result["opened_files"] = list(table.to_df().inputFiles())
+                result["mirror_copies"] = sum(
+                    len(names) for _, _, names in os.walk(data_files.mirror(spark).files_dir))
                 # then without signed reads: reads fall back to Arrow tasks
                 spark.conf.set("spark.qbeast.storage.bridgeFiles", "copies")
                 result["copies_rows"] = table.to_df().count()

@@ -6,6 +6,7 @@ executors run a Python in which the installed engine is hidden, so every task th
 """
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from pathlib import Path
@@ -130,11 +131,49 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(
     # refused a change, before anything is written, with what works
     assert result["copies_rows"] == embedded_changes["counts"]["rows"]
     assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}: ")  # the table
-    assert "need the files read by signed URL" in result["delete"]
+    assert "read through a Hadoop connector for s3://" in result["delete"]
+    assert "or by signed URL" in result["delete"]
     assert standalone_cluster.url in result["delete"] and "bridgeFiles not 'copies'" in result["delete"]
     assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
     assert deltalake_event_ids(cluster_path, s3_environment) == deltalake_event_ids(embedded_path, s3_environment)
     assert embedded_changes["changes"]["optimize_commits"] != [0]
+
+
+@pytest.mark.objectstore
+def test_an_s3_table_on_a_cluster_with_hadoop_aws_is_read_through_it_like_embedded(
+        standalone_cluster, run_scenario, s3_environment, embedded_bucket_baseline, hadoop_aws,
+        tmp_path):
+    """A cluster whose driver and executors have Hadoop's S3A connector (hadoop-aws and the AWS
+    SDK on their class paths, the store in ``fs.s3a.*`` settings, no AWS variable on the
+    workers): ``bridgeFiles=auto`` reads through it. The same writes, row-level changes,
+    optimize and convert as embedded give the same files, counts, samples and change counts;
+    Spark's parquet reader opened ``s3a://`` paths, the driver copied no file and signed no
+    URL; deltalake reads the same rows. ``bridgeFiles=copies`` still reads in Arrow tasks and
+    refuses a change."""
+    from s3_server import s3a_session_conf
+
+    embedded_path, embedded = embedded_bucket_baseline
+    cluster_path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/hadoop"
+    conf = {**s3a_session_conf(s3_environment, hadoop_aws),
+            "spark.qbeast.storage.mirrorDir": str(tmp_path / "mirror")}
+    result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
+                          "--table", cluster_path, "--conf-json", json.dumps(conf))
+    assert result["worker_aws_variables"] == []
+    assert result["native_reads"] is True and result["signed_reads"] is True  # the bridge is loaded
+    for step in ("written", "counts", "row_level", "converted"):
+        assert result[step] == embedded[step], step
+    # read through the connector: s3a:// paths of the table's files, no local copy, no signing
+    bucket_prefix = f"s3a://{BUCKET}/{cluster_path.split('/', 3)[3]}/"
+    assert result["opened_files"] and all(f.startswith(bucket_prefix) and f.endswith(".parquet")
+                                          for f in result["opened_files"]), result["opened_files"]
+    assert result["mirror_copies"] == 0
+    assert file_descriptions(f"{cluster_path}-plain") == file_descriptions(f"{embedded_path}-plain")
+    assert file_descriptions(cluster_path) == file_descriptions(embedded_path)
+    assert deltalake_event_ids(cluster_path, s3_environment) == deltalake_event_ids(embedded_path, s3_environment)
+    # the user's choice of copies wins over the connector: Arrow tasks, and a change refused
+    assert result["copies_rows"] == embedded["row_level"]["counts"]["rows"]
+    assert result["delete"].startswith(f"InvalidOptionError: {cluster_path}: ")
+    assert "bridgeFiles not 'copies'" in result["delete"]
 
 
 @pytest.mark.objectstore

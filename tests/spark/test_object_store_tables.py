@@ -484,3 +484,36 @@ def test_row_level_changes_reading_by_signed_urls_equal_local_copies(spark, buck
     # (an optimize of a table this small may find nothing to lay out: it is compared, not required)
     assert all(any(counts) for name, counts in changes.items() if name != "optimize_commits"), changes
     assert outcomes["signed"] == outcomes["copies"]
+
+
+def test_hadoop_reads_without_a_connector_fall_back_or_are_refused_naming_the_setting(
+        spark, bucket_root: str) -> None:
+    """The shared session is a plain pip pyspark: its Hadoop has no file system for s3, s3a, gs
+    or abfss, so ``bridgeFiles=auto`` reads local copies here. ``bridgeFiles=hadoop`` is refused
+    for a read and for an append, before anything is written, with an error that names the
+    setting, the schemes looked for and the other values (the reads through a real connector:
+    tests/cluster/test_standalone_cluster.py)."""
+    from qbeast.errors import InvalidOptionError
+    from qbeast.spark import data_files
+
+    assert {scheme: data_files.hadoop_file_system(spark, scheme)
+            for scheme in ("s3", "s3a", "gs", "abfss")} == dict.fromkeys(("s3", "s3a", "gs", "abfss"))
+    assert data_files.bridge_files_mode(spark, "s3") == "copies"
+    path = f"{bucket_root}/hadoop"
+    qbeast.write(_events(spark, 0, 2_000), path, columns_to_index="user_id,price", cube_size=500)
+    table = qbeast.QbeastTable.for_path(spark, path)
+    before = _objects(path)
+    spark.conf.set("spark.qbeast.storage.bridgeFiles", "hadoop")
+    try:
+        with pytest.raises(InvalidOptionError) as read:
+            table.to_df().count()
+        with pytest.raises(InvalidOptionError) as append:
+            qbeast.write(_events(spark, 2_000, 500), path, mode="append")
+    finally:
+        spark.conf.unset("spark.qbeast.storage.bridgeFiles")
+    for refused in (read.value, append.value):
+        message = str(refused)
+        assert "spark.qbeast.storage.bridgeFiles=hadoop" in message, message
+        assert "no file system for s3:// or s3a://" in message and "auto, copies, signed" in message
+    assert _objects(path) == before and DeltaLog.for_path(path).snapshot().version == 0
+    assert table.to_df().count() == 2_000

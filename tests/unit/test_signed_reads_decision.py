@@ -60,3 +60,18 @@ def test_a_connect_client_signs_only_for_a_server_that_reads_signed_urls(server,
     # asked once per client session, not on every read
     data_files.signed_native_reads(session)
     assert session.conf.asked.count(bridge.SIGNED_FS_KEY) <= 1
+
+
+def test_a_connect_client_reads_no_object_store_through_hadoop():
+    """A Connect client cannot see its server's class path: ``auto`` never means Hadoop there,
+    and ``hadoop`` is refused, saying why and naming the setting."""
+    from qbeast.errors import InvalidOptionError
+
+    auto = ConnectSession({bridge.SIGNED_FS_KEY: bridge.SIGNED_FS_CLASS}, "session-hadoop-auto")
+    assert data_files.hadoop_file_system(auto, "s3") is None
+    assert data_files.bridge_files_mode(auto, "s3") == "signed"
+    assert data_files.native_reads(auto, "s3://bucket/t") is True
+    refused = ConnectSession({"spark.qbeast.storage.bridgeFiles": "hadoop"}, "session-hadoop")
+    with pytest.raises(InvalidOptionError, match="Spark Connect client cannot use its server's Hadoop"):
+        data_files.bridge_files_mode(refused, "gs")
+    assert data_files.native_reads(refused, "/a/local/table") is True

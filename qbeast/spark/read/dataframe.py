@@ -19,7 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import in_arrow_tasks, signed_native_reads, spark_readable
+from qbeast.spark.data_files import in_arrow_tasks, native_reads, spark_readable
 from qbeast.spark.read.files import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -99,9 +99,8 @@ def _partition_literal(value: Any):
 
 def opened_plan(spark: Any, plan: ReadPlan) -> ReadPlan:
     """``plan`` with each file's path as Spark opens it: unchanged on a local disk; for a file
-    on an object store, its local copy (:func:`qbeast.spark.data_files.readable`) or, where
-    the session reads by signed URL, its signed-URL path
-    (:func:`qbeast.spark.data_files.bridge_readable`)."""
+    on an object store, its path through the session's Hadoop file system for the scheme, its
+    local copy or its signed-URL path (:func:`qbeast.spark.data_files.spark_readable`)."""
     opened = spark_readable(spark, plan.paths, [f.size for f in plan.files])
     if opened == plan.paths:
         return plan
@@ -120,9 +119,9 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     results are exact).
     """
     schema = spark_schema(plan)
-    if not signed_native_reads(spark) and in_arrow_tasks(spark, plan.table_path):
-        # a cluster (or Connect) whose parquet reader cannot take signed URLs: executors cannot
-        # see local copies
+    if not native_reads(spark, plan.table_path) and in_arrow_tasks(spark, plan.table_path):
+        # a cluster (or Connect) whose parquet reader can take neither signed URLs nor the
+        # files through Hadoop: executors cannot see local copies
         from qbeast.spark.read.arrow_tasks import tasks_dataframe
 
         df = tasks_dataframe(spark, plan, schema)  # the sample's weight range applied in the tasks

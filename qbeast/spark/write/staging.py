@@ -354,7 +354,8 @@ class StagedFiles:
     table, named ``<uuid>.parquet`` at its root. For a table on the local disk the staging folder
     is inside the table folder and publishing is a rename. For a table on an object store
     (:mod:`qbeast.spark.data_files`) the staging folder is in the session's local mirror folder
-    and publishing uploads the file, which then stays as the mirror's copy of it. When the
+    and publishing uploads the file, which then stays as the mirror's copy of it (in sessions
+    that read copies: :func:`qbeast.spark.data_files.reads_local_copies`). When the
     operation fails, :meth:`discard` removes what was published (nothing references it yet);
     :meth:`cleanup` always removes the staging folder. As a context manager it does both.
     """
@@ -379,6 +380,8 @@ class StagedFiles:
             self.storage = storage_for(table_dir)
             self.mirror = data_files.mirror(spark)
             self.path = os.path.join(self.mirror.root, "staging", name)
+            # an uploaded file stays as the local copy of it only where reads open copies
+            self.keep_copies = data_files.reads_local_copies(spark, table_dir)
         else:
             self.path = os.path.join(table_dir, name)
 
@@ -389,7 +392,8 @@ class StagedFiles:
         if self.remote:
             self.published.append(target)
             stat = self.storage.upload(part, target)
-            self.mirror.adopt(part, target)
+            if self.keep_copies:
+                self.mirror.adopt(part, target)
             return name, stat
         os.replace(part, target)
         self.published.append(target)
