@@ -246,27 +246,38 @@ def bridge_files_mode(spark: Any, scheme: str | None = None) -> str:
     """How Spark's own parquet reader (the JVM read bridge, DataFrame reads, the scans of
     changes) opens object-store files in this session: ``hadoop`` (through the Hadoop file
     system the session has for ``scheme``), ``copies`` (local copies in the mirror) or
-    ``signed`` (signed URLs): see ``spark.qbeast.storage.bridgeFiles``. ``auto`` means hadoop
-    where the session's Hadoop has a file system for ``scheme``, else copies where tasks share
-    this disk. Without ``scheme``, only whether the session reads copies or signed URLs where
-    it has no such file system. ``hadoop`` for a scheme without one is refused, naming it."""
+    ``signed`` (signed URLs): see ``spark.qbeast.storage.bridgeFiles``.
+
+    ``auto`` means copies where tasks share this disk (``local[*]``: measured faster than the
+    connector, cold or warm, benchmarks/results/bucket_reads.md); where they run elsewhere, hadoop
+    when the session's Hadoop has a file system for ``scheme`` (the cluster's own credentials,
+    no bearer URL in its logs), else signed. Without ``scheme``, only whether the session reads
+    copies or signed URLs where it uses no connector. ``hadoop`` for a scheme without one, or
+    in a Spark Connect client, is refused, naming the setting."""
     configured = settings.BRIDGE_FILES.read(spark)
-    if scheme is not None and configured in ("auto", "hadoop"):
-        if hadoop_file_system(spark, scheme) is not None:
-            return "hadoop"
-        if configured == "hadoop":
-            raise InvalidOptionError(
-                f"{settings.BRIDGE_FILES.key}=hadoop, but {_no_hadoop_reason(spark, scheme)}. "
-                "Put the connector's jars on the driver's and executors' class paths (for s3: "
-                "hadoop-aws and the AWS SDK bundle of the cluster's Hadoop version; "
-                "docs/cluster.md), or choose one of auto, copies, signed",
-                option=settings.BRIDGE_FILES.key, value="hadoop")
     if configured not in ("auto", "hadoop"):
         return str(configured)
     if spark is not None and is_connect_session(spark):
+        if configured == "hadoop" and scheme is not None:
+            raise _no_hadoop_error(spark, scheme)
         return "signed"  # the server's tasks never see this client's disk
     master = spark.sparkContext.master if spark is not None else "local"
-    return "signed" if tasks_leave_process(master, None) else "copies"
+    elsewhere = tasks_leave_process(master, None)
+    if scheme is not None and (configured == "hadoop" or elsewhere):
+        if hadoop_file_system(spark, scheme) is not None:
+            return "hadoop"
+        if configured == "hadoop":
+            raise _no_hadoop_error(spark, scheme)
+    return "signed" if elsewhere else "copies"
+
+
+def _no_hadoop_error(spark: Any, scheme: str) -> InvalidOptionError:
+    return InvalidOptionError(
+        f"{settings.BRIDGE_FILES.key}=hadoop, but {_no_hadoop_reason(spark, scheme)}. Put the "
+        "connector's jars on the driver's and executors' class paths (for s3: hadoop-aws and "
+        "the AWS SDK bundle of the cluster's Hadoop version; docs/cluster.md), or choose one of "
+        "auto, copies, signed",
+        option=settings.BRIDGE_FILES.key, value="hadoop")
 
 
 def hadoop_file_system(spark: Any, scheme: str) -> tuple[str, str] | None:

@@ -209,11 +209,11 @@ BRIDGE_FILES = Setting(
     "where Hadoop has no s3 file system), copies (local copies kept in "
     "spark.qbeast.storage.mirrorDir, for sessions whose executors share this disk), signed "
     "(ranged GETs on URLs the planner signs with the store's credentials, which executors on "
-    "other machines can use without a Hadoop connector or credentials), auto (hadoop where the "
-    "session's Hadoop has a file system for the scheme; else copies in local[*] sessions and "
-    "signed where tasks run elsewhere: a cluster master, or a Spark Connect server that "
-    "installed the bridge's file system, as qbeast serve does). New files are always written "
-    "through the engine's storage layer.",
+    "other machines can use without a Hadoop connector or credentials), auto (copies in local[*] "
+    "sessions; where tasks run elsewhere, hadoop when the session's Hadoop has a file system "
+    "for the scheme, else signed: a cluster master, or a Spark Connect server that installed "
+    "the bridge's file system, as qbeast serve does). New files are always written through "
+    "the engine's storage layer.",
     choices=("auto", "hadoop", "copies", "signed"),
 )
 SIGNED_URL_SECONDS = Setting(

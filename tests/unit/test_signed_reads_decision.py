@@ -75,3 +75,40 @@ def test_a_connect_client_reads_no_object_store_through_hadoop():
     with pytest.raises(InvalidOptionError, match="Spark Connect client cannot use its server's Hadoop"):
         data_files.bridge_files_mode(refused, "gs")
     assert data_files.native_reads(refused, "/a/local/table") is True
+
+
+class _Context:
+    def __init__(self, master: str) -> None:
+        self.master = master
+        self.applicationId = f"app-{master}"
+
+
+class ClassicSession:
+    """What the decision reads of a classic session: its conf and its context's master."""
+
+    def __init__(self, values: dict[str, str], master: str) -> None:
+        self.conf = _Conf(values)
+        self.sparkContext = _Context(master)
+
+
+@pytest.mark.parametrize(("master", "mode", "connector", "expected"), [
+    ("local[2]", None, True, "copies"),  # measured faster than the connector, cold or warm
+    ("local[2]", "hadoop", True, "hadoop"),  # the user's choice
+    ("spark://h:7077", None, True, "hadoop"),
+    ("spark://h:7077", None, False, "signed"),
+    ("spark://h:7077", "signed", True, "signed"),
+    ("local[2]", None, False, "copies"),
+])
+def test_auto_reads_through_a_hadoop_connector_only_where_tasks_run_elsewhere(
+        monkeypatch, master, mode, connector, expected):
+    """The connector's file system is looked up by the real call on a real session
+    (tests/cluster/test_standalone_cluster.py, tests/spark/test_object_store_tables.py); here the
+    rule that picks a mode from it, the master and the setting."""
+    found = ("s3a", "org.apache.hadoop.fs.s3a.S3AFileSystem") if connector else None
+    monkeypatch.setattr(data_files, "hadoop_file_system", lambda spark, scheme: found)
+    values = {} if mode is None else {"spark.qbeast.storage.bridgeFiles": mode}
+    session = ClassicSession(values, master)
+    assert data_files.bridge_files_mode(session, "s3") == expected
+    assert data_files.reads_local_copies(session, "s3://b/t") is (expected == "copies")
+    if expected == "hadoop":
+        assert data_files.hadoop_path(session, "s3://b/t/x.parquet") == "s3a://b/t/x.parquet"
