@@ -35,9 +35,9 @@ instead (:func:`check_access`).
 
 A session whose Hadoop has a file system for the scheme (a cluster with hadoop-aws,
 gcs-connector or hadoop-azure on its class path: :func:`hadoop_file_system`) lets Spark's
-parquet reader open the files through it instead, on any master (``bridgeFiles=hadoop``, what
-``auto`` picks there): no copies, no signed URLs, the executors use the session's ``fs.*``
-settings. New files are still written through the storage layer (staged and uploaded, or
+parquet reader open the files through it instead (``bridgeFiles=hadoop``, what ``auto`` picks
+on a cluster master; ``local[*]`` keeps its faster local copies): no copies, no signed URLs,
+the executors use the session's ``fs.*`` settings. New files are still written through the storage layer (staged and uploaded, or
 uploaded by Arrow tasks): each lands once under its final name, where Spark's own writer on
 an object store would rename, which S3 does by copying. One log line per session and scheme
 says which way a session reaches its tables and why.
@@ -356,7 +356,7 @@ def _through_hadoop(spark: Any, locations: Sequence[str]) -> tuple[list[str], li
 def _announce_hadoop(spark: Any, scheme: str) -> None:
     if _first_time(spark, f"{scheme}+hadoop"):
         served, cls = hadoop_file_system(spark, scheme) or ("?", "?")
-        master = "a Spark Connect server" if is_connect_session(spark) else spark.sparkContext.master
+        master = spark.sparkContext.master  # a Connect client never reads through Hadoop
         logger.info(
             "%s:// tables: Spark's parquet reader opens their files as %s:// paths through "
             "Hadoop's %s (master %s; the executors use the session's fs.%s.* settings, not "
@@ -431,15 +431,21 @@ def spark_readable(spark: Any, locations: Sequence[str],
     ones."""
     if sizes is None:
         sizes = [None] * len(locations)
+    if signed_native_reads(spark):
+        return bridge_readable(spark, locations, sizes)
     out, rest = _through_hadoop(spark, locations)
-    if not any(is_remote(locations[i]) for i in rest):
-        return out
-    others = [locations[i] for i in rest]
-    other_sizes = [sizes[i] for i in rest]
-    opened = (bridge_readable(spark, others, other_sizes) if signed_native_reads(spark)
-              else readable(spark, others, other_sizes))
-    for i, path in zip(rest, opened):
-        out[i] = path
+    return _with_copies(spark, out, locations, sizes, rest)
+
+
+def _with_copies(spark: Any, out: list[str], locations: Sequence[str],
+                 sizes: Sequence[int | None], indexes: Iterable[int]) -> list[str]:
+    """``out`` with the object-store files among ``indexes`` of ``locations`` replaced by their
+    local copies (:func:`readable`)."""
+    remote = [i for i in indexes if is_remote(locations[i])]
+    if remote:
+        copies = readable(spark, [locations[i] for i in remote], [sizes[i] for i in remote])
+        for i, path in zip(remote, copies):
+            out[i] = path
     return out
 
 
@@ -474,10 +480,7 @@ def bridge_readable(spark: Any, locations: Sequence[str], sizes: Sequence[int | 
     if not remote:
         return out
     if bridge_files_mode(spark) == "copies":
-        for i, path in zip(remote, readable(spark, [locations[i] for i in remote],
-                                            [sizes[i] for i in remote])):
-            out[i] = path
-        return out
+        return _with_copies(spark, out, locations, sizes, remote)
     check_bridge_access(spark, locations[remote[0]])
     seconds = settings.SIGNED_URL_SECONDS.read(spark)
     by_store: dict[str, list[int]] = {}

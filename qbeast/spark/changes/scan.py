@@ -3,7 +3,7 @@
 A change reads its candidate files with two extra columns, the file each row comes from (as
 Spark names it: a ``file:`` URI, percent-encoded) and the row's index in that file, so that the
 files holding matching rows can be found and their rows rewritten. Every scan goes through
-:func:`qbeast.spark.read.files.read_files`, which escapes glob characters in the locations (a
+:func:`qbeast.spark.read.files.read_opened`, which escapes glob characters in the locations (a
 table folder named ``we[ird]*x`` is read like any other).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
 from qbeast.spark.data_files import check_native_access, spark_readable
-from qbeast.spark.read.files import read_files
+from qbeast.spark.read.files import read_opened
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
 URI_COLUMN = "_qbeast_file_uri"
@@ -82,7 +82,7 @@ class ChangeScan:
             return self.spark.createDataFrame([], self.schema).select("*", *extra)
         opened = self._open(files)
         self._opened.update((os.path.normpath(p), a) for p, a in zip(opened, files))
-        df = read_files(self.spark, self.schema, opened)
+        df = read_opened(self.spark, self.schema, opened)  # opened once per change (_open)
         extra = [F.col("_metadata.file_path").alias(URI_COLUMN)]
         if row_index:
             extra.append(F.col("_metadata.row_index").alias(ROW_COLUMN))

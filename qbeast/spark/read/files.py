@@ -31,12 +31,17 @@ def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[
     its JSON form); columns a file lacks read as null. Files on an object store are read from
     local copies or by signed URL (:func:`qbeast.spark.data_files.spark_readable`; ``sizes``,
     from the log, check the copies and size the signed reads)."""
+    return read_opened(spark, schema, spark_readable(spark, list(locations), sizes))
+
+
+def read_opened(spark: Any, schema: Mapping[str, Any] | Any, opened: Sequence[str]) -> Any:
+    """:func:`read_files` of files already as Spark opens them (from
+    :func:`qbeast.spark.data_files.spark_readable`: a caller that keeps those paths across
+    scans does not map them again)."""
     from pyspark.sql.types import StructType
 
     if isinstance(schema, Mapping):
         schema = StructType.fromJson(dict(schema))
-    locations = list(locations)
-    opened = spark_readable(spark, locations, sizes)
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 
