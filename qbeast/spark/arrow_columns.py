@@ -59,3 +59,13 @@ def _spark_arrow_types(schema_json: str, names: tuple[str, ...]) -> tuple[Any, .
             raise InvalidOptionError(f"column {name!r} is missing from the table schema")
         types.append(to_arrow_type(field.dataType, timezone="UTC"))
     return tuple(types)
+
+
+def spark_arrow_schema(schema: Any) -> Any:
+    """The Arrow schema Spark gives rows of the Spark ``schema`` (a ``StructType``), instants in
+    UTC as files store them. The one place the engine converts a Spark schema to Arrow: pyspark's
+    converter needs a time zone for every ``timestamp`` column (nested ones too) and fails with
+    an empty ``AssertionError`` without one."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema, timezone="UTC")

@@ -163,11 +163,11 @@ def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from qbeast.spark.arrow_columns import spark_arrow_schema
 
     from qbeast.delta.stats import footer_stats
 
-    arrow = to_arrow_schema(schema)
+    arrow = spark_arrow_schema(schema)
     with StagedFiles(table_dir, spark, writers="driver") as staged:
         os.makedirs(staged.path)
         local = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")

@@ -136,9 +136,9 @@ class ShippedSource:
 
 def table_arrow_schema(job: ChangeScan) -> pa.Schema:
     """The Arrow schema Spark gives the table's rows (time zone: UTC, as files store times)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from qbeast.spark.arrow_columns import spark_arrow_schema
 
-    return to_arrow_schema(job.schema, timezone="UTC")
+    return spark_arrow_schema(job.schema)
 
 
 def _not_null(rows: pa.Table, keys: Sequence[str]) -> pa.Array:

@@ -340,7 +340,6 @@ def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequenc
     which Arrow would read as UTC), keep the Python-rows path.
     """
     import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import (
         BooleanType,
         DoubleType,
@@ -349,6 +348,8 @@ def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequenc
         StructField,
         StructType,
     )
+
+    from qbeast.spark.arrow_columns import spark_arrow_schema
 
     table = {f.name: f for f in StructType.fromJson(table_schema).fields}
     kinds = (StringType(), DoubleType(), DoubleType(), DoubleType(), DoubleType(), LongType(),
@@ -360,6 +361,6 @@ def answer_dataframe(spark: Any, table_schema: dict[str, Any], group_by: Sequenc
     if not all(isinstance(types[g], str) and types[g] != "timestamp" for g in group_by):
         return spark.createDataFrame(rows, schema)
     columns = list(zip(*rows)) if rows else [()] * len(fields)
-    arrow_schema = to_arrow_schema(schema)
+    arrow_schema = spark_arrow_schema(schema)
     arrays = [pa.array(list(values), type=f.type) for values, f in zip(columns, arrow_schema)]
     return spark.createDataFrame(pa.Table.from_arrays(arrays, schema=arrow_schema), schema)

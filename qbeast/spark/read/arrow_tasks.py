@@ -35,12 +35,12 @@ def tasks_dataframe(spark: Any, plan: Any, schema: Any) -> Any:
     schema_json = schema.json()
 
     def read(batches: Iterator[Any]) -> Iterator[Any]:  # runs in the executors' Python workers
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from qbeast.spark.arrow_columns import spark_arrow_schema
         from pyspark.sql.types import StructType
 
         from qbeast.spark.read.datasource import read_partition
 
-        target = to_arrow_schema(StructType.fromJson(json.loads(schema_json)), timezone="UTC")
+        target = spark_arrow_schema(StructType.fromJson(json.loads(schema_json)))
         for batch in batches:
             for index in batch.column(0).to_pylist():
                 yield from read_partition(partitions[index], target)

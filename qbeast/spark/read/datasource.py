@@ -330,10 +330,10 @@ class QbeastDataSourceReader(DataSourceReader):
                                                    plan.schema_json, plan.layout)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        from pyspark.sql.pandas.types import to_arrow_schema
+        from qbeast.spark.arrow_columns import spark_arrow_schema
 
         assert isinstance(partition, FilesPartition)  # what partitions() returns
-        yield from read_partition(partition, to_arrow_schema(self.schema, timezone="UTC"))
+        yield from read_partition(partition, spark_arrow_schema(self.schema))
 
 
 def read_partition(partition: FilesPartition, target: Any) -> Iterator[Any]:
