@@ -30,7 +30,7 @@ from qbeast.core.sql import sql_string
 from qbeast.errors import InvalidOptionError, QbeastError
 from qbeast.spark.bridge import PROCEDURES_CATALOG_CLASS, PROCEDURES_CATALOG_KEY, jar_path
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
-from qbeast.spark.session import ENGINE_DEFAULTS, overlay
+from qbeast.spark.session import ENGINE_DEFAULTS, is_local_master, overlay
 
 logger = logging.getLogger("qbeast.spark.server")
 
@@ -38,6 +38,8 @@ logger = logging.getLogger("qbeast.spark.server")
 DEFAULT_CONNECT_PORT = 15002
 DEFAULT_THRIFT_PORT = 10000
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: Hosts that mean "every interface": Spark then advertises the machine's own address.
+WILDCARD_HOSTS = ("0.0.0.0", "::")
 CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
 THRIFT_SERVER_CLASS = "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2"
 #: Where the driver's JVM finds the shared secret (never in Spark's configuration, which
@@ -93,6 +95,18 @@ class ServeOptions:
                 f"give the server a shared secret with --token-file FILE or the environment "
                 f"variable {TOKEN_VARIABLE}; allowed values without one: "
                 f"{', '.join(LOOPBACK_HOSTS)}")
+        authenticated = self.spark_conf().get("spark.authenticate", "false").lower() == "true"
+        if self.host not in LOOPBACK_HOSTS and not authenticated:
+            raise InvalidOptionError(
+                f"--host {self.host!r} with --master {self.master!r} leaves the driver's own RPC "
+                "port open without authentication; allowed values: a local[...] master (the "
+                "server then generates the RPC secret itself), or --conf spark.authenticate=true "
+                "with the cluster's secret (spark.authenticate.secret.file), docs/security.md")
+
+    @property
+    def local_master(self) -> bool:
+        """Whether the executors run inside the server's JVM (``local``, ``local[N]``...)."""
+        return is_local_master(self.master)
 
     def spark_conf(self) -> dict[str, str]:
         """The driver's settings: the catalog folder, the two protocols, then the user's."""
@@ -107,6 +121,17 @@ class ServeOptions:
             conf["spark.driver.extraClassPath"] = str(jar)
             # every client's session gets the catalog of the table operations (CALL)
             conf[PROCEDURES_CATALOG_KEY] = PROCEDURES_CATALOG_CLASS
+        # Spark's own sockets (driver RPC, block manager) on the server's interface, not on the
+        # machine's external address Spark picks by default; the web UI stays off (it would bind
+        # to every interface). With a local master Spark generates the RPC secret itself at each
+        # start (kept in the JVM's credentials, never in the settings clients can list):
+        # a process without it is refused before any message reaches Spark's dispatcher.
+        conf["spark.driver.bindAddress"] = self.host
+        if self.host not in WILDCARD_HOSTS:
+            conf["spark.driver.host"] = self.host
+        conf["spark.ui.enabled"] = "false"
+        if self.local_master:
+            conf["spark.authenticate"] = "true"
         if self.connect_port:
             conf["spark.plugins"] = CONNECT_PLUGIN
             conf["spark.connect.grpc.binding.address"] = self.host
@@ -128,6 +153,11 @@ class ServeOptions:
         # the user's options come after the server's own (the catalog's Derby folder, the
         # token's authentication class, the bridge jar), never instead of them
         return overlay(conf, self.conf)
+
+    def process_environment(self) -> dict[str, str]:
+        """Variables the driver's JVM must start with: ``SPARK_LOCAL_IP`` is where Spark binds
+        what its settings do not place (the web UI, if a ``--conf`` turns it on)."""
+        return {} if self.host in WILDCARD_HOSTS else {"SPARK_LOCAL_IP": self.host}
 
     def endpoints(self) -> list[str]:
         """What the server offers, as clients write it (the token's place, never its value)."""
@@ -199,8 +229,9 @@ def start(options: ServeOptions, prepare: Callable[[Any], None] | None = None) -
     if holder is not None:
         raise ServeError(catalog.busy_message(holder))
     began = time.monotonic()
+    # the driver's JVM is a child of this process: it inherits these variables at its start
+    os.environ.update(options.process_environment())
     if options.token is not None:
-        # the driver's JVM is a child of this process: it inherits the variable at its start
         os.environ[TOKEN_VARIABLE] = options.token
         logger.info("qbeast serve: clients must present the server's token")
     logger.info("qbeast serve: starting the driver (master %s, catalog %s)", options.master,

@@ -48,6 +48,23 @@ ENGINE_DEFAULTS: dict[str, str] = {
 }
 
 
+#: What a session with a local master (``local``, ``local[N]``) binds and checks, unless the
+#: caller says otherwise: all its executors run in the driver's JVM, so no other machine needs
+#: to reach Spark's own RPC and block-manager ports (Spark's default is the machine's external
+#: address), and a process of another user of this machine cannot talk to them without the
+#: secret Spark generates in the JVM at each start. docs/security.md lists every port.
+LOCAL_MASTER_DEFAULTS: dict[str, str] = {
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.authenticate": "true",
+}
+
+
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs the executors inside the driver's JVM."""
+    return master == "local" or master.startswith("local[")
+
+
 def pin_python_workers() -> None:
     """Make Spark's Python workers use this interpreter (unless the user chose one explicitly)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -152,7 +169,10 @@ def get_or_create_session(
     remote = merged.get("spark.remote")
     builder = SparkSession.builder
     if remote is None:  # a Connect server names its own application
-        builder = builder.appName(app_name).master(master or merged.pop("spark.master", "local[*]"))
+        master = master or merged.pop("spark.master", "local[*]")
+        if is_local_master(master):
+            merged = {**LOCAL_MASTER_DEFAULTS, **merged}
+        builder = builder.appName(app_name).master(master)
         if hive:
             builder = builder.enableHiveSupport()
     else:

@@ -23,6 +23,7 @@ import pytest
 import qbeast
 from qbeast.delta.log import DeltaLog
 from cluster_processes import free_loopback_port
+from listening_sockets import listening, spark_rpc_answer
 from cluster_scenarios import (
     api_counts,
     deltalake_event_ids,
@@ -346,6 +347,31 @@ def test_example_project_on_a_bucket_builds_and_merges_through_the_server(
     assert DeltaLog.for_path(f"{root}/served/events").snapshot().version >= 1  # merged into
 
 
+def _check_sockets(server: Server, interface: str) -> None:
+    """Every socket the server's processes listen on is on ``interface`` or loopback, and each
+    one besides the two announced ports that speaks Spark's RPC refuses a client without the
+    secret in its authentication handshake (the driver's RPC and block manager ports)."""
+    sockets = listening(server.process.pid)
+    ports = {port for _, port in sockets}
+    assert {server.connect_port, server.thrift_port} <= ports, sockets
+    loopback = {"127.0.0.1", "::1", "::ffff:127.0.0.1"}
+    assert all(address in loopback | {interface} for address, _ in sockets), sockets
+    if interface == "0.0.0.0":  # the announced ports are where --host says
+        assert {(interface, server.connect_port), (interface, server.thrift_port)} <= sockets
+    answers = {port: spark_rpc_answer("127.0.0.1", port)
+               for port in sorted(ports - {server.connect_port, server.thrift_port})}
+    assert sum(a.startswith("refused: ") for a in answers.values()) >= 2, answers
+    assert not any(a.startswith("answered: ") for a in answers.values()), answers
+
+
+def test_a_server_listens_on_loopback_only_and_its_rpc_needs_the_secret(served):
+    """The default server: Spark Connect, Thrift, the driver's RPC, its block manager, py4j and
+    the Python workers' daemon all listen on loopback; nothing is on the machine's address."""
+    server, _ = served
+    _connect_client(server.connect_port, ["select 1"])  # a query ran: workers and blocks exist
+    _check_sockets(server, "127.0.0.1")
+
+
 def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
     server, _ = served
     same_catalog = subprocess.run(
@@ -392,6 +418,7 @@ def test_a_server_off_loopback_admits_only_clients_with_its_token(tmp_path):
     try:
         server.wait_ready()
         assert f"sc://0.0.0.0:{server.connect_port}/;x-qbeast-token=TOKEN" in server.text()
+        _check_sockets(server, "0.0.0.0")
 
         missing = _connect_error(server.connect_port, "select 1")
         assert "UNAUTHENTICATED" in missing or "requires its token" in missing, missing

@@ -61,3 +61,31 @@ def test_the_token_comes_from_the_file_then_the_environment(tmp_path: Path,
         serve_token(str(tmp_path / "empty"))
     with pytest.raises(InvalidOptionError, match="cannot read it"):
         serve_token(str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "0.0.0.0"])
+def test_sparks_own_sockets_bind_to_the_servers_host_and_rpc_is_authenticated(
+        tmp_path: Path, host: str) -> None:
+    options = ServeOptions(EmbeddedCatalog.at(str(tmp_path / "c")), host=host,
+                           token=None if host != "0.0.0.0" else "y" * 20)
+    options.check()
+    conf = options.spark_conf()
+    assert conf["spark.driver.bindAddress"] == host
+    # a wildcard is no address to advertise: Spark then names the machine's own
+    assert conf.get("spark.driver.host") == (None if host == "0.0.0.0" else host)
+    assert conf["spark.authenticate"] == "true" and conf["spark.ui.enabled"] == "false"
+    assert not any("secret" in key for key in conf)  # Spark generates it inside the JVM
+    assert options.process_environment() == ({} if host == "0.0.0.0"
+                                             else {"SPARK_LOCAL_IP": host})
+
+
+def test_a_cluster_master_off_loopback_needs_the_clusters_rpc_secret(tmp_path: Path) -> None:
+    catalog = EmbeddedCatalog.at(str(tmp_path / "c"))
+    remote = ServeOptions(catalog, host="0.0.0.0", token="z" * 20, master="spark://m:7077")
+    assert "spark.authenticate" not in remote.spark_conf()  # the cluster's secret, not ours
+    with pytest.raises(InvalidOptionError, match="leaves the driver's own RPC port open without "
+                                                 "authentication.*spark.authenticate=true"):
+        remote.check()
+    ServeOptions(catalog, host="0.0.0.0", token="z" * 20, master="spark://m:7077",
+                 conf={"spark.authenticate": "true"}).check()
+    ServeOptions(catalog, master="spark://m:7077").check()  # loopback: nobody else reaches it
