@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import stat
+import tempfile
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +33,56 @@ logger = logging.getLogger(__name__)
 
 #: concurrent downloads of one fetch (object stores serve many requests in parallel)
 _DOWNLOAD_THREADS = 8
+
+
+class MirrorFolderError(OSError):
+    """The folder for local copies cannot be used safely (another user's, or not a folder)."""
+
+
+def default_root() -> str:
+    """The user's own folder for local copies: ``$XDG_CACHE_HOME/qbeast/mirror`` (or
+    ``~/.cache/qbeast/mirror``) where the home is writable, else ``qbeast-mirror-<uid>`` in the
+    system's temporary folder (made owner-only by :func:`private_folder`).
+
+    Why not one name in ``/tmp`` per user name: a folder there can be made by anyone before the
+    user's first run (and is shared by every process that runs under that name across
+    containers); a cache in the home is the user's by construction.
+    """
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    home = os.path.expanduser("~")
+    if os.path.isabs(cache) and os.path.isdir(home) and os.access(home, os.W_OK):
+        return os.path.join(cache, "qbeast", "mirror")
+    uid = os.getuid() if hasattr(os, "getuid") else 0
+    return os.path.join(tempfile.gettempdir(), f"qbeast-mirror-{uid}")
+
+
+def private_folder(path: str, *, setting: str, tighten: bool) -> str:
+    """Create ``path`` owner-only (0700) if it is missing and check that this user owns it.
+
+    ``tighten`` (the default folder) also removes group and other permissions from a folder
+    that has them; a folder the user named in ``setting`` keeps the permissions it was given.
+    A folder of another user, or a link or file in its place, is refused naming ``setting``:
+    copies read from it would be whatever that user put there.
+    """
+    path = os.path.abspath(path)
+    try:
+        if not os.path.lexists(path):
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError as exc:
+        raise MirrorFolderError(
+            f"the folder for local copies of object-store files, {path}, cannot be created "
+            f"({exc.strerror}); choose another with {setting}") from None
+    uid = os.getuid() if hasattr(os, "getuid") else info.st_uid
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+        what = "is not a folder" if not stat.S_ISDIR(info.st_mode) else \
+            f"belongs to another user (uid {info.st_uid}, this process runs as {uid})"
+        raise MirrorFolderError(
+            f"the folder for local copies of object-store files, {path}, {what}; remove it or "
+            f"choose a folder of your own with {setting}")
+    if tighten and info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
 
 
 @dataclass(frozen=True, slots=True)

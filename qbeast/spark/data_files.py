@@ -45,16 +45,14 @@ says which way a session reaches its tables and why.
 from __future__ import annotations
 
 import base64
-import getpass
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from qbeast.delta import aws_config
-from qbeast.delta.mirror import LocalMirror
+from qbeast.delta.mirror import LocalMirror, default_root, private_folder
 from qbeast.delta.object_storage import SCHEMES, scheme_of, set_session_settings
 from qbeast.delta.stores import storage_for
 from qbeast.errors import InvalidOptionError
@@ -85,15 +83,13 @@ def is_remote(location: str) -> bool:
 
 
 def mirror_dir(spark: Any) -> str:
-    """The session's local folder for staged uploads and local copies."""
+    """The session's local folder for staged uploads and local copies: this user's own
+    (:func:`qbeast.delta.mirror.default_root`, owner-only), or the one the session names."""
     configured = settings.MIRROR_DIR.read(spark) if spark is not None else None
     if configured:
-        return os.path.abspath(os.path.expanduser(configured))
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # a container user without a passwd entry
-        user = str(os.getuid()) if hasattr(os, "getuid") else "user"
-    return os.path.join(tempfile.gettempdir(), f"qbeast-mirror-{user}")
+        return private_folder(os.path.expanduser(configured), setting=settings.MIRROR_DIR.key,
+                              tighten=False)
+    return private_folder(default_root(), setting=settings.MIRROR_DIR.key, tighten=True)
 
 
 def mirror(spark: Any) -> LocalMirror:

@@ -191,7 +191,9 @@ MIRROR_DIR = Setting(
     "Local folder for tables on object stores (s3://, gs://, abfss://) when the engine moves "
     "their data files itself: new files are staged there before upload, and reads open local "
     "copies of the files they need (data files never change, so a copy stays right). Default: "
-    "qbeast-mirror-<user> in the system's temporary folder.",
+    "this user's own cache folder ($XDG_CACHE_HOME or ~/.cache, then qbeast/mirror; "
+    "qbeast-mirror-<uid> in the system's temporary folder without a writable home), created "
+    "owner-only (0700). A folder of another user is refused.",
     text="a local folder",
 )
 MIRROR_MAX_BYTES = Setting(

@@ -65,3 +65,94 @@ def test_a_just_uploaded_file_is_adopted_as_its_copy(tmp_path: Path) -> None:
     copy = mirror.local_path("s3://bucket/t/x.parquet")
     assert Path(copy).read_bytes() == b"written here"
     assert mirror.fetch(LocalStorage(), [("s3://bucket/t/x.parquet", 12)]) == [copy]  # no request
+
+
+# --- the folder of local copies: the user's own, owner-only --------------------------------
+
+SETTING = "spark.qbeast.storage.mirrorDir"
+
+
+def test_the_default_folder_is_in_the_users_cache_and_owner_only(tmp_path, monkeypatch):
+    from qbeast.delta.mirror import default_root, private_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_root() == str(tmp_path / ".cache" / "qbeast" / "mirror")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = default_root()
+    assert root == str(tmp_path / "xdg" / "qbeast" / "mirror")
+    assert private_folder(root, setting=SETTING, tighten=True) == root
+    assert os.stat(root).st_mode & 0o777 == 0o700
+    os.chmod(root, 0o755)  # loosened by someone: the default folder is made owner-only again
+    private_folder(root, setting=SETTING, tighten=True)
+    assert os.stat(root).st_mode & 0o777 == 0o700
+    named = tmp_path / "shared-by-choice"
+    named.mkdir(mode=0o750)
+    os.chmod(named, 0o750)
+    private_folder(str(named), setting=SETTING, tighten=False)  # a named folder keeps its mode
+    assert os.stat(named).st_mode & 0o777 == 0o750
+
+
+def test_without_a_writable_home_the_folder_is_named_by_uid(tmp_path, monkeypatch):
+    import tempfile
+
+    from qbeast.delta.mirror import default_root
+
+    monkeypatch.setenv("HOME", str(tmp_path / "missing"))
+    assert default_root() == os.path.join(tempfile.gettempdir(), f"qbeast-mirror-{os.getuid()}")
+
+
+def test_a_file_in_place_of_the_folder_is_refused_naming_the_setting(tmp_path):
+    from qbeast.delta.mirror import MirrorFolderError, private_folder
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(MirrorFolderError, match=f"is not a folder.*{SETTING}"):
+        private_folder(str(tmp_path / "f"), setting=SETTING, tighten=True)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    with pytest.raises(MirrorFolderError, match="is not a folder"):
+        private_folder(str(link), setting=SETTING, tighten=True)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                    reason="needs root to own a folder as another user and start a process as one")
+def test_two_users_never_share_a_folder_and_anothers_folder_is_refused(tmp_path, monkeypatch):
+    """A process of another user (nobody, uid 65534, no writable home) gets a folder of its own,
+    owner-only; a folder that user made where ours would be is refused, not used."""
+    import shutil
+
+    from qbeast.delta.mirror import MirrorFolderError, default_root, private_folder
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    ours = private_folder(default_root(), setting=SETTING, tighten=True)
+    # the other user's process: a fork that drops to nobody (the interpreter's own folder may
+    # be closed to that user, so no new interpreter is started)
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the forked process
+        code = 1
+        try:
+            os.close(reader)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            os.environ.update({"HOME": "/nonexistent", "XDG_CACHE_HOME": ""})
+            os.write(writer, private_folder(default_root(), setting="s", tighten=True).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(writer)
+    with os.fdopen(reader) as pipe:
+        theirs = pipe.read()
+    assert os.waitpid(child, 0)[1] == 0
+    assert theirs != ours and theirs.endswith("qbeast-mirror-65534")
+    info = os.stat(theirs)
+    assert (info.st_uid, info.st_mode & 0o777) == (65534, 0o700)
+    shutil.rmtree(theirs)
+
+    squatted = tmp_path / "squatted"
+    squatted.mkdir()
+    os.chown(squatted, 65534, 65534)
+    with pytest.raises(MirrorFolderError, match=f"belongs to another user.*{SETTING}"):
+        private_folder(str(squatted), setting=SETTING, tighten=True)
