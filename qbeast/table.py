@@ -23,6 +23,7 @@ from typing import Any
 from qbeast.commit import CommitProperties
 from qbeast.commit import commit_properties as properties
 from qbeast.core import expressions as ex
+from qbeast.delta.outcome import reports_commit_outcome
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import NotAQbeastTableError
 from qbeast.spark.read.dataframe import user_filtered_dataframe
@@ -34,6 +35,10 @@ from qbeast.spark.read.planner import (
     weight_filter_sql,
 )
 from qbeast.spark.read.predicates import user_predicate
+
+
+#: a store failure leaving a writing method says whether it had committed (docs/object-stores.md)
+_outcome = reports_commit_outcome(lambda table, *args, **kwargs: table.path)
 
 
 class QbeastTable:
@@ -173,6 +178,7 @@ class QbeastTable:
 
     # -- row-level changes (see qbeast.operations.rowlevel) ---------------------------------------
 
+    @_outcome
     def delete(self, condition: str | ex.Expression | None = None, *,
                commit_properties: CommitProperties | None = None):
         """Delete the rows where ``condition`` is true (SQL text or a core expression; all rows
@@ -185,6 +191,7 @@ class QbeastTable:
         return delete_rows(self.spark, self.path, condition,
                            commit_properties=properties(commit_properties))
 
+    @_outcome
     def update(self, condition: str | ex.Expression | None = None, *,
                set: dict[str, Any],  # noqa: A002 - Delta Lake's name for it
                commit_properties: CommitProperties | None = None):
@@ -198,6 +205,7 @@ class QbeastTable:
         return update_rows(self.spark, self.path, condition, set,
                            commit_properties=properties(commit_properties))
 
+    @_outcome
     def merge(
         self,
         source: Any,
@@ -236,6 +244,7 @@ class QbeastTable:
                                          cancelled=cancelled),
         )
 
+    @_outcome
     def delete_insert(self, source: Any, on: str | list[str], *,
                       target_predicate: str | None = None, user_metadata: str | None = None,
                       cancelled: Any = None, commit_properties: CommitProperties | None = None):
@@ -255,6 +264,7 @@ class QbeastTable:
             commit_properties=properties(commit_properties, user_metadata=user_metadata,
                                          cancelled=cancelled))
 
+    @_outcome
     def replace_where(self, source: Any, condition: str | ex.Expression, *,
                       user_metadata: str | None = None, cancelled: Any = None,
                       commit_properties: CommitProperties | None = None):
@@ -277,6 +287,7 @@ class QbeastTable:
 
     # -- table operations (see qbeast.operations) -------------------------------------------------
 
+    @_outcome
     def optimize(
         self,
         revision_id: int | None = None,
@@ -304,6 +315,7 @@ class QbeastTable:
                               max_rewrite_ratio=max_rewrite_ratio, merge_revisions=merge_revisions,
                               commit_properties=commit_properties)
 
+    @_outcome
     def build_skipping_indexes(self, skipping_indexes: Any = None, *,
                                commit_properties: CommitProperties | None = None):
         """Build the declared skipping indexes (docs/skipping.md) for every file that lacks them;
@@ -315,6 +327,7 @@ class QbeastTable:
         return build_skipping_indexes(self.path, skipping_indexes,
                                       commit_properties=commit_properties)
 
+    @_outcome
     def vacuum(
         self,
         retention_hours: float | None = 168,

@@ -14,6 +14,7 @@ whose tables live on a local disk.
 """
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from qbeast.delta.storage import FileStat, RangedReader, Storage
+from qbeast.delta.store_errors import RETRY_OPTIONS, read_failure, retry_limits
 from qbeast.errors import InvalidOptionError, QbeastError
 
 if TYPE_CHECKING:
@@ -224,28 +226,45 @@ def _obstore() -> Any:
     return obstore
 
 
+#: a 404 whose code says the bucket (Azure: container) is missing, not the object
+MISSING_CONTAINER_CODES = frozenset({"NoSuchBucket", "ContainerNotFound"})
+
+
 class ObjectStoreError(QbeastError, OSError):
     """A store did not answer a request (unreachable endpoint, missing or refused credentials, a
-    bucket that does not exist): the message names the location and the store's own reason,
-    instead of the client library's trace."""
+    bucket that does not exist, throttling past the retry limits): the message's first line
+    starts with the store's code (``code``), names the operation and the location, and says what
+    to change (:mod:`qbeast.delta.store_errors`), instead of the client library's trace."""
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @contextmanager
 def _answered(location: str, what: str) -> Iterator[None]:
     """Turn the store's failures into :class:`ObjectStoreError` naming ``location``; a missing
-    object stays ``FileNotFoundError`` (the interface's answer)."""
+    object stays ``FileNotFoundError`` (the interface's answer), a missing bucket does not."""
     from obstore.exceptions import BaseError, NotFoundError
 
     try:
         yield
-    except NotFoundError:
-        raise FileNotFoundError(location) from None
+    except (NotFoundError, FileNotFoundError) as exc:  # obstore raises the builtin for a 404
+        if isinstance(exc, FileNotFoundError) and exc.strerror is not None \
+                and exc.errno == errno.ENOENT:  # one of ours, already said
+            raise
+        failure = read_failure(str(exc))
+        if failure.code in MISSING_CONTAINER_CODES:  # not the object: its bucket is missing
+            raise ObjectStoreError(failure.line(what, location), failure.code) from None
+        raise FileNotFoundError(errno.ENOENT, failure.line(what, location), location) from None
     except BaseError as exc:
-        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise ObjectStoreError(
-            f"{what} {location} failed: {reason} (check the endpoint, the credentials and that the "
-            "bucket exists; docs/delta-log.md lists where they are read from)"
-        ) from exc
+        failure = read_failure(str(exc))
+        raise ObjectStoreError(failure.line(what, location), failure.code) from exc
+
+
+def _missing(exc: FileNotFoundError, path: str) -> FileNotFoundError:
+    """The interface's answer for a missing object at ``path``, keeping the store's line."""
+    return FileNotFoundError(errno.ENOENT, exc.strerror or f"NoSuchKey: no object at {path}", path)
 
 
 class ObjectStorage(Storage):
@@ -287,6 +306,9 @@ class ObjectStorage(Storage):
         single = options.pop(SINGLE_WRITER_ENV.lower(), single)
         single = options.pop(SINGLE_WRITER_ENV, single)
         self.single_writer = _truthy(single if single is not None else os.environ.get(SINGLE_WRITER_ENV, ""))
+        self._retry = retry_limits(options)
+        for key in RETRY_OPTIONS:
+            options.pop(key, None)
         if family == "s3":
             options = {**_s3_settings_beside_the_environment(options), **options}
         self._config, self._client = self._split_options(options)
@@ -325,7 +347,12 @@ class ObjectStorage(Storage):
         from obstore.exceptions import UnknownConfigurationKeyError
         from obstore.store import AzureStore, GCSStore, S3Store
 
-        kwargs: dict[str, Any] = {"config": self._config or None, "client_options": self._client or None}
+        from datetime import timedelta
+
+        retries, seconds = self._retry
+        kwargs: dict[str, Any] = {
+            "config": self._config or None, "client_options": self._client or None,
+            "retry_config": {"max_retries": retries, "retry_timeout": timedelta(seconds=seconds)}}
         try:
             if self.family == "s3":
                 return S3Store(bucket, **kwargs)
@@ -355,7 +382,7 @@ class ObjectStorage(Storage):
     def __getstate__(self) -> dict[str, object]:
         # stores and the lock are rebuilt on the other side (a Spark task, a worker process)
         return {"family": self.family, "single_writer": self.single_writer,
-                "_config": self._config, "_client": self._client}
+                "_config": self._config, "_client": self._client, "_retry": self._retry}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -400,8 +427,8 @@ class ObjectStorage(Storage):
         try:
             with _answered(self.uri(path), "reading"):
                 return bytes(_request("get").get(store, key).bytes())
-        except FileNotFoundError:
-            raise FileNotFoundError(path) from None
+        except FileNotFoundError as exc:
+            raise _missing(exc, path) from None
 
     def read_range(self, path: str, start: int, length: int) -> bytes:
         store, key = self._split(path)
@@ -410,8 +437,8 @@ class ObjectStorage(Storage):
         try:
             with _answered(self.uri(path), "reading"):
                 return bytes(_request("get").get_range(store, key, start=start, length=length))
-        except FileNotFoundError:
-            raise FileNotFoundError(path) from None
+        except FileNotFoundError as exc:
+            raise _missing(exc, path) from None
         except ObjectStoreError:
             # a range past the end is refused by some stores: read what is there
             size = self.stat(path).size
@@ -460,8 +487,8 @@ class ObjectStorage(Storage):
                     handle.write(chunk)
                     size += len(chunk)
             os.replace(tmp, local_file)
-        except FileNotFoundError:
-            raise FileNotFoundError(path) from None
+        except FileNotFoundError as exc:
+            raise _missing(exc, path) from None
         finally:
             with suppress(FileNotFoundError):
                 os.unlink(tmp)

@@ -46,6 +46,7 @@ from qbeast.delta.errors import (
     ProtocolChangedError,
 )
 from qbeast.delta.features import check_writable
+from qbeast.delta.outcome import record_commit
 from qbeast.delta.snapshot import parse_commit
 from qbeast.errors import InvalidOptionError
 
@@ -317,6 +318,7 @@ class Transaction:
                 "other writers kept committing first (raise max_retries to wait longer)"
             )
         self.committed_version = version
+        record_commit(version)
         logger.info(
             "committed: table=%s version=%d operation=%s adds=%d removes=%d attempts=%d elapsed=%.3fs",
             self.log.table_path, version, operation, len(self._adds), len(self._removes),

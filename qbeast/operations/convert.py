@@ -16,6 +16,7 @@ real transformers, plain Delta appends add more staging files, and ``optimize(re
 indexes the staging files.
 """
 from __future__ import annotations
+from qbeast.delta.outcome import reports_commit_outcome
 
 import dataclasses
 import json
@@ -70,6 +71,7 @@ class ConvertResult(OperationResult):
         return [self.message]
 
 
+@reports_commit_outcome(lambda spark, path, *args, **kwargs: path)
 def convert_to_qbeast(
     spark,
     path: str,

@@ -9,6 +9,7 @@ JSON to ``CALL qbeast_system.write(...)`` when the engine runs behind SQL (``qbe
 write alike. :class:`WriteSummary` is what it committed, the same fields for every mode.
 """
 from __future__ import annotations
+from qbeast.delta.outcome import reports_commit_outcome
 
 import dataclasses
 import json
@@ -122,6 +123,7 @@ def _engine_write(df: Any, path: str, request: WriteRequest, mode: str, merge_sc
                  skipping_indexes=request.skipping_indexes, commit_properties=properties, **options)
 
 
+@reports_commit_outcome(lambda spark, df, path, *args, **kwargs: path)
 def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
                cancelled: Callable[[], bool] | None = None) -> WriteSummary:
     """Write the DataFrame ``df`` to the table at ``path`` as ``request`` says, in one commit

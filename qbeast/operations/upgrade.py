@@ -30,6 +30,7 @@ commit is read identically by all of them. Everything happens in one commit, so 
 atomic; a table that needs nothing is left untouched (the operation is idempotent).
 """
 from __future__ import annotations
+from qbeast.delta.outcome import reports_commit_outcome
 
 import dataclasses
 import json
@@ -139,6 +140,7 @@ def _blocks_json(blocks: tuple[Block, ...]) -> str:
     )
 
 
+@reports_commit_outcome(lambda path, *args, **kwargs: path)
 def upgrade_format(path: str, dry_run: bool = False,
                    commit_properties: CommitProperties | None = None) -> UpgradeResult:
     """Upgrade the Qbeast metadata of the table at ``path`` in place (one commit, data untouched).

@@ -24,6 +24,7 @@ block carrying the new threshold is added to one of the new files, so that the c
 threshold (the minimum over its blocks) is the one the new rows were assigned with.
 """
 from __future__ import annotations
+from qbeast.delta.outcome import reports_commit_outcome
 
 import dataclasses
 import json
@@ -107,6 +108,7 @@ class WriteResult:
         )
 
 
+@reports_commit_outcome(lambda df, path, *args, **kwargs: path)
 def write(
     df: Any,
     path: str,

@@ -13,6 +13,7 @@ import io
 import json
 import logging
 import pickle
+import re
 import subprocess
 import sys
 import textwrap
@@ -121,10 +122,15 @@ def test_credentials_and_endpoint_from_the_aws_environment(moto_endpoint: str, r
     assert storage_for(root, {"AWS_ENDPOINT_URL": moto_endpoint}).read_bytes(
         f"{storage.resolve(root)}/env.txt") == b"ok"
     broken = storage_for(root, {"endpoint": "http://127.0.0.1:9", "timeout": "2s",
-                                "connect_timeout": "1s"})
-    # an unreachable store is a clear error naming the location, not the client library's trace
-    with pytest.raises(ObjectStoreError, match=r"reading s3://.*/env\.txt failed: .*check the endpoint"):
+                                "connect_timeout": "1s", "max_retries": 2})
+    # an unreachable store is one line naming what happened, where, and what to check; the
+    # retries stop at the limit the options set
+    with pytest.raises(ObjectStoreError) as refused:
         broken.read_bytes(f"{storage.resolve(root)}/env.txt")
+    assert refused.value.code == "ConnectionRefused"
+    line = str(refused.value).splitlines()[0]
+    assert re.match(r"ConnectionRefused reading s3://\S+/env\.txt \(after 2 retries in [\d.]+s\); "
+                    r"nothing listens at the store's endpoint: check AWS_ENDPOINT_URL", line), line
 
 
 _AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_ALLOW_HTTP",
