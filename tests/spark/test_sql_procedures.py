@@ -165,3 +165,30 @@ def test_the_procedures_a_sql_client_builds_tables_with_answer_as_the_engine(spa
         spark.sql(f"CALL qbeast_system.optimize({sql_string(path)}, files => 'part-0.parquet')").collect()
     with pytest.raises(Exception, match="unknown write option 'mdoe'"):
         spark.sql(f"CALL qbeast_system.write({sql_string(path)}, 'select 1 as id', '{{\"mdoe\": 1}}')").collect()
+
+
+@pytest.mark.parametrize(("statement", "procedure"), [
+    ("DELETE FROM {t} WHERE id < 10", "delete(table => '{t}', condition => "),
+    ("UPDATE {t} SET k = 0 WHERE id < 10", "update(table => '{t}', set => map("),
+    ("MERGE INTO {t} AS target USING (SELECT 1 AS id, 2 AS k) AS s ON target.id = s.id "
+     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+     "merge(table => '{t}', source => "),
+], ids=["delete", "update", "merge"])
+def test_row_level_statements_are_refused_naming_the_procedure(spark, procedures_table,
+                                                               statement, procedure):
+    """Spark runs DELETE / UPDATE / MERGE on V2 tables only: on a qbeast table, by catalog name
+    or path, the refusal is one line naming the procedure that makes the change."""
+    version = QbeastTable.for_path(spark, procedures_table).snapshot().version
+    for name in ("procedures_t", f"qbeast.`{procedures_table}`"):
+        with pytest.raises(Exception) as refused:  # noqa: PT011 - Spark wraps the JVM's error
+            spark.sql(statement.format(t=name)).collect()
+        shown = procedures_table if name.startswith("qbeast.") else name
+        first = next(line for line in str(refused.value).splitlines() if "qbeast table" in line)
+        assert f"on the qbeast table {shown} does not run in Spark SQL" in first
+        assert f"CALL qbeast_system.{procedure.format(t=shown)}" in first
+    assert QbeastTable.for_path(spark, procedures_table).snapshot().version == version
+    # a table of another format keeps Spark's own answer
+    spark.sql("CREATE TABLE IF NOT EXISTS plain_parquet_t (id long, k long) USING parquet")
+    with pytest.raises(Exception) as spark_own:  # noqa: PT011
+        spark.sql(statement.format(t="plain_parquet_t")).collect()
+    assert "qbeast" not in str(spark_own.value).splitlines()[0]

@@ -9,7 +9,8 @@ import scala.runtime.BoxedUnit;
 
 /**
  * {@code spark.sql.extensions=io.dbtqbeast.bridge.QbeastExtensions}: every session built with it
- * runs {@link QbeastRule} in its optimizer and resolves path queries with {@link QbeastPathRule}.
+ * runs {@link QbeastRule} in its optimizer, resolves path queries with {@link QbeastPathRule} and
+ * refuses row-level SQL on qbeast tables naming the procedure instead ({@link RowLevelRefusal}).
  */
 public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -27,6 +28,13 @@ public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtens
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new QbeastPathRule(session);
+          }
+        });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new RowLevelRefusal(session);
           }
         });
     return BoxedUnit.UNIT;
