@@ -11,9 +11,10 @@ import logging
 import os
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.exceptions import FailedToConnectError
@@ -25,6 +26,7 @@ from qbeast import EmbeddedCatalog, is_connect_session
 
 from dbt.adapters.qbeast import engine_log, interrupts
 from dbt.adapters.qbeast.credentials import THRIFT_METHOD
+from dbt.adapters.qbeast.engine_errors import without_frames
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
@@ -193,6 +195,19 @@ class QbeastConnectionManager(SparkConnectionManager):
     def cleanup_all(self) -> None:
         super().cleanup_all()
         interrupts.uninstall()
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Iterator[None]:
+        """dbt-spark's handler, with a server's Java stack taken out of the message: over
+        ``method: thrift`` dbt prints what the server's driver raised, not its frames."""
+        try:
+            with super().exception_handler(sql):
+                yield
+        except DbtRuntimeError as exc:
+            cleaned = without_frames(exc.msg) if isinstance(exc.msg, str) else exc.msg
+            if cleaned and cleaned != exc.msg:
+                raise type(exc)(cleaned) from exc
+            raise
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

@@ -9,10 +9,11 @@ set, keep the engine's text.
 """
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 from typing import Any, Dict, Iterator, Optional
 
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtBaseException, DbtRuntimeError
 
 from dbt.adapters.qbeast import interrupts
 from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
@@ -83,13 +84,17 @@ def model_errors(model: str, what: str) -> Iterator[None]:
             raise interrupts.Cancelled(f"model {model}: {what} {interrupts.CANCELLED_MESSAGE}") from exc
         if isinstance(exc, InvalidOptionError):
             raise QbeastModelConfigError(render_option_error(model, exc) or f"model {model}: {exc}") from exc
+        if isinstance(exc, DbtBaseException):  # dbt's own, already worded for dbt
+            raise
         if isinstance(exc, QbeastError):
-            raise DbtRuntimeError(f"model {model}: {what} failed: {exc}") from exc
-        if isinstance(exc, OSError):
+            raise DbtRuntimeError(f"model {model}: {what} failed: {engine_line(exc)}") from exc
+        if isinstance(exc, OSError) and exc.strerror:
             where = f" ({exc.filename})" if exc.filename else ""
-            raise DbtRuntimeError(
-                f"model {model}: {what} failed: {exc.strerror or exc}{where}") from exc
-        raise
+            raise DbtRuntimeError(f"model {model}: {what} failed: {exc.strerror}{where}") from exc
+        # anything else (a Spark job's failure, an engine bug): one line naming the model and the
+        # operation, never dbt's bare "Unhandled error"; the trace stays in the cause (dbt.log)
+        raise DbtRuntimeError(
+            f"model {model}: {what} failed: {type(exc).__name__}: {engine_line(exc)}") from exc
 
 
 @contextmanager
@@ -100,4 +105,48 @@ def operation_errors(operation: str) -> Iterator[None]:
     try:
         yield
     except QbeastError as exc:
-        raise QbeastRunOperationError(f"run-operation {operation}: {exc}") from exc
+        raise QbeastRunOperationError(f"run-operation {operation}: {engine_line(exc)}") from exc
+
+
+#: a JVM exception's class name before its message (``org.apache.spark.SparkException: ...``)
+_JAVA_CLASS = re.compile(r"^(?:[a-z_][\w$]*\.)+[A-Z][\w$]*(?:Exception|Error)(?::\s*|$)")
+#: what a Hive server puts before the driver's own message
+_HIVE_WRAPPER = "Error running query: "
+
+
+def without_frames(text: str) -> str:
+    """``text`` without a JVM's stack: Hive's wrapper and Java class names taken off the first
+    line, and everything from the first stack frame (``at ...``, ``Caused by:``) dropped."""
+    if _HIVE_WRAPPER in text:
+        text = text.split(_HIVE_WRAPPER, 1)[1]
+    kept = []
+    for raw in text.replace("\\n", "\n").replace("\\t", "\t").splitlines():
+        line = raw.strip()
+        if line.startswith(("at ", "Caused by:", "JVM stacktrace")) or \
+                (line.startswith("...") and line.endswith("more")):
+            break
+        kept.append(raw.rstrip())
+    while kept and not kept[0].strip():
+        kept.pop(0)
+    if kept:
+        first = kept[0].strip().strip("'\"")
+        while True:
+            stripped = _JAVA_CLASS.sub("", first, count=1)
+            if stripped == first:
+                break
+            first = stripped
+        kept[0] = first
+    return "\n".join(kept).strip()
+
+
+def engine_line(exc: BaseException) -> str:
+    """The one line of an error a dbt user reads: the message of the innermost exception the
+    engine or the server raised, without JVM class names and stack frames.
+
+    An error that came over the Thrift connection carries the server's whole Java trace
+    (``HiveSQLException: Error running query: org.apache.spark.SparkException: ... at ...``):
+    what the engine said is after Hive's wrapper and before the first frame.
+    """
+    text = getattr(exc, "msg", None) if isinstance(exc, DbtBaseException) else None
+    cleaned = without_frames(text if isinstance(text, str) else str(exc))
+    return next((line.strip() for line in cleaned.splitlines() if line.strip()), "(no message)")

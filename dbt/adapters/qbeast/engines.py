@@ -22,6 +22,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from qbeast import quote_identifier, sql_string
 
 from dbt.adapters.qbeast.credentials import THRIFT_METHOD as THRIFT
+from dbt.adapters.qbeast.engine_errors import engine_line
 from dbt.adapters.qbeast.errors import QbeastProfileError
 
 
@@ -216,7 +217,8 @@ class SqlEngine:
         try:
             rows = self.sql(self.call_sql(procedure, table, arguments, output="json"))
         except DbtRuntimeError as exc:  # the engine's error, as the server's SQL error says it
-            raise qbeast.QbeastError(f"{exc} (qbeast_system.{procedure} in the server)") from None
+            raise qbeast.QbeastError(
+                f"{engine_line(exc)} (qbeast_system.{procedure} in the server)") from None
         return json.loads(rows[0]["result"]), str(rows[0]["summary"])
 
     @staticmethod

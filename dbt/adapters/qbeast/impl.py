@@ -337,7 +337,7 @@ class QbeastAdapter(SparkAdapter):
         else:
             if mode == "append":
                 self._check_indexed_columns(self._engine_schema(folder), model_config)
-            with model_errors(name, "qbeast write"):
+            with model_errors(name, f"qbeast write to {folder}"):
                 result = engine.write(rows, folder, self._write_request(mode, merge_schema, model_config,
                                                                         relation),
                                       cancelled=self._qbeast_connections.cancel_requested)
@@ -418,7 +418,7 @@ class QbeastAdapter(SparkAdapter):
         name = model_config.model
         strategy = _STRATEGY_WORDS.get(mode, mode)
         self._check_indexed_columns(self._engine_schema(folder), model_config)
-        with model_errors(name, f"qbeast {strategy}"):
+        with model_errors(name, f"qbeast {strategy} of {folder}"):
             result = engine.write(rows, folder, self._write_request(mode, merge_schema, model_config,
                                                                     relation, window),
                                   cancelled=self._qbeast_connections.cancel_requested)

@@ -69,8 +69,44 @@ def test_model_errors_pass_other_errors_through_unchanged():
     assert isinstance(failed, DbtRuntimeError) and str(failed).endswith("model events: qbeast write failed: bad tag")
     disk = _raised_in_model(OSError(28, "No space left on device", "/t/part-0.parquet"))
     assert "qbeast write failed: No space left on device (/t/part-0.parquet)" in str(disk)
-    other = KeyError("k")
-    assert _raised_in_model(other) is other
+    dbt_own = DbtRuntimeError("already worded for dbt")
+    assert _raised_in_model(dbt_own) is dbt_own
+
+
+def test_any_other_failure_is_one_line_naming_the_model_and_the_operation():
+    """Never dbt's bare "Unhandled error": an engine bug's empty AssertionError, a KeyError, a
+    Spark job's failure with its JVM stack all become one line; the trace stays the cause."""
+    empty = AssertionError()
+    raised = _raised_in_model(empty)
+    assert isinstance(raised, DbtRuntimeError) and raised.__cause__ is empty
+    assert raised.msg == "model events: qbeast write failed: AssertionError: (no message)"
+    assert _raised_in_model(KeyError("k")).msg == "model events: qbeast write failed: KeyError: k"
+    jvm = RuntimeError("An error occurred while calling o52.sql.\n: org.apache.spark.SparkException: "
+                       "[TASK_WRITE_FAILED] Task failed while writing rows.\n\tat org.apache.spark"
+                       ".sql.errors.QueryExecutionErrors$.taskFailedWhileWritingRowsError(X.scala:1)")
+    assert _raised_in_model(jvm).msg == ("model events: qbeast write failed: RuntimeError: An "
+                                         "error occurred while calling o52.sql.")
+
+
+def test_a_servers_java_stack_is_taken_out_of_the_message():
+    from dbt.adapters.qbeast.engine_errors import engine_line, without_frames
+
+    server = ("org.apache.hive.service.cli.HiveSQLException: Error running query: "
+              "qbeast.rebase.WriteConflictError: merge of s3://b/t lost a race: a file it rewrites "
+              "was removed by version 7\n\tat org.apache.spark.sql.hive.thriftserver.SparkExecute"
+              "StatementOperation.run(X.scala:1)\n\tat java.base/java.lang.Thread.run(Thread.java:840)"
+              "\nCaused by: py4j.Py4JException: ...\n\t... 12 more")
+    assert without_frames(server) == ("merge of s3://b/t lost a race: a file it rewrites was "
+                                      "removed by version 7")
+    assert engine_line(DbtRuntimeError(server)) == without_frames(server)
+    # Spark's own multi-line SQL errors keep their lines, only the frames go
+    sql = "[UNRESOLVED_COLUMN] A column cannot be resolved.\n'Project ['x]\n\tat a.b(C.java:1)"
+    assert without_frames(sql) == "[UNRESOLVED_COLUMN] A column cannot be resolved.\n'Project ['x]"
+    with pytest.raises(QbeastRunOperationError) as op:
+        with operation_errors("qbeast_optimize"):
+            raise FormatError(server)
+    assert op.value.msg == ("run-operation qbeast_optimize: merge of s3://b/t lost a race: a file "
+                            "it rewrites was removed by version 7")
 
 
 def test_run_operations_name_the_operation():
