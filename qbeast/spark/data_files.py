@@ -276,6 +276,25 @@ def _no_hadoop_error(spark: Any, scheme: str) -> InvalidOptionError:
         option=settings.BRIDGE_FILES.key, value="hadoop")
 
 
+def spark_writes_location(spark: Any, location: str) -> bool:
+    """Whether Spark's own writers (a plain parquet or Delta table's ``CREATE TABLE ... AS
+    SELECT``) can write at ``location`` in this session: a local path, or an object-store URI
+    whose exact scheme a Hadoop file system of the session serves. Qbeast tables do not need
+    it (the engine writes object stores itself); tools use it to refuse a plain table on a
+    bucket up front instead of with Hadoop's "No FileSystem for scheme" after the query ran.
+    A Spark Connect client cannot see its server's class path: True there (the server says)."""
+    if not is_remote(location) or spark is None or is_connect_session(spark):
+        return True
+    scheme = (scheme_of(location) or "").lower()
+    try:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001 - classic sessions
+        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+    except Exception:  # noqa: BLE001 - UnsupportedFileSystemException, a class not found
+        return False
+    return True
+
+
 def hadoop_file_system(spark: Any, scheme: str) -> tuple[str, str] | None:
     """The Hadoop file system this session has for object-store tables at ``scheme``: (the
     scheme it serves, its class), e.g. ``("s3a", "org.apache.hadoop.fs.s3a.S3AFileSystem")``

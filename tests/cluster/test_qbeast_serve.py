@@ -347,6 +347,23 @@ def test_example_project_on_a_bucket_builds_and_merges_through_the_server(
     assert DeltaLog.for_path(f"{root}/served/events").snapshot().version >= 1  # merged into
 
 
+@pytest.mark.objectstore
+def test_create_table_as_select_on_a_bucket_through_the_server(bucket_server, s3_environment):
+    """CTAS on s3:// and s3a:// locations from a Spark Connect client: the server's driver
+    creates the tables with its bucket settings and answers with their rows."""
+    root = f"{BUCKET}/{os.urandom(6).hex()}"
+    statements = []
+    for scheme in ("s3", "s3a"):
+        statements += [
+            f"CREATE TABLE served_ctas_{scheme} USING qbeast OPTIONS ('columnsToIndex'='id') "
+            f"LOCATION '{scheme}://{root}/{scheme}' AS SELECT id, id % 5 AS k FROM range(1500)",
+            f"SELECT count(*), sum(k) FROM served_ctas_{scheme}",
+            f"DROP TABLE served_ctas_{scheme}"]
+    answers = _connect_client(bucket_server.connect_port, statements)
+    assert answers[1] == answers[4] == [[1500, 3000]]
+    assert DeltaLog.for_path(f"s3://{root}/s3a").snapshot().num_records == 1500
+
+
 def _check_sockets(server: Server, interface: str) -> None:
     """Every socket the server's processes listen on is on ``interface`` or loopback, and each
     one besides the two announced ports that speaks Spark's RPC refuses a client without the

@@ -23,6 +23,7 @@ from dbt.adapters.qbeast import engines, interrupts, microbatch, python_models, 
 from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors
+from dbt.adapters.qbeast.credentials import THRIFT_METHOD
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 from dbt.adapters.qbeast.locations import check_ownership, folder_content, same_location, write_marker
 from dbt.adapters.qbeast.config_keys import check_python_keys, is_qbeast_snapshot, qbeast_spelling
@@ -176,6 +177,33 @@ class QbeastAdapter(SparkAdapter):
         """True for a model written by the qbeast engine: ``materialized='qbeast'``, or dbt-spark's
         spelling ``materialized='table'`` / ``'incremental'`` with ``file_format='qbeast'``."""
         return qbeast_spelling(model.get("config") or {}) is not None
+
+    @available
+    def qbeast_check_plain_location(self, model: Dict[str, Any]) -> str:
+        """Refuse up front a ``table`` or ``incremental`` model in a Spark file format (parquet,
+        delta...) whose ``location_root`` is on an object store this session's Hadoop cannot
+        write (no connector for the scheme): Spark would fail after the query ran, with
+        Hadoop's "No FileSystem for scheme". A Qbeast model writes buckets through the engine.
+        Only the embedded session can tell; through a server the server's answer stands."""
+        import qbeast
+
+        config = model.get("config") or {}
+        root = config.get("location_root")
+        connection = self.connections.get_thread_connection()
+        if not isinstance(root, str) or "://" not in root or \
+                str(connection.credentials.method) == THRIFT_METHOD:
+            return ""
+        spark = connection.handle.handle.session
+        location = f"{root.rstrip('/')}/{model.get('alias') or model.get('name')}"
+        if qbeast.spark_writes_location(spark, location):
+            return ""
+        materialized = config.get("materialized")
+        raise QbeastModelConfigError(
+            f"model {model.get('name')}: materialized='{materialized}' with file_format="
+            f"'{config.get('file_format') or 'parquet'}' at {location} is written by Spark through "
+            f"Hadoop, which has no file system for {location.split('://')[0]}:// in this session; "
+            f"use materialized='qbeast' (or file_format='qbeast'), which writes bucket locations "
+            f"through the engine, or give the session a Hadoop connector (docs/cluster.md)")
 
     @available
     def qbeast_is_qbeast_snapshot(self, model: Dict[str, Any]) -> bool:

@@ -98,6 +98,27 @@ def run_write(options: Mapping[str, str], mode: str, df: Any) -> dict[str, Any]:
     return {"written": f"version {result.version}: {result.rows} rows in {result.file_count} files"}
 
 
+def check_new_table_location(location: str) -> dict[str, Any]:
+    """``CREATE TABLE ... AS SELECT`` may create a table at ``location`` only when nothing is
+    there, as Spark's own check says for a local folder; the engine's storage looks (an object
+    store without a Hadoop connector is out of Spark's reach)."""
+    from qbeast.delta.stores import storage_for
+
+    storage = storage_for(location)
+    root = storage.resolve(location)
+    try:
+        held = [entry.path for entry in storage.list_dir(root)][:3]
+    except FileNotFoundError:  # a local folder that does not exist yet
+        held = []
+    if held:
+        raise InvalidOptionError(
+            f"CREATE TABLE ... AS SELECT cannot create a table at {location}: the location is not "
+            f"empty (it holds {', '.join(held)}); choose an empty location, or register the "
+            "table that is there with CREATE TABLE ... USING qbeast LOCATION and INSERT into it",
+            option="location", value=location)
+    return {"empty": True}
+
+
 def _dataframe(jdf: Any) -> Any:
     """The Python DataFrame of the statement's Dataset, bound to the session that runs it (a
     Thrift or Spark Connect client's own session, not necessarily the server's)."""
@@ -117,6 +138,11 @@ class PythonWriter:
 
         return bridge_answer("write", lambda: run_write(json.loads(options_json), str(mode), _dataframe(data)))
 
+    def newTableAt(self, location: str) -> str:  # noqa: N802 - the Java interface's name
+        from qbeast.spark.read.python_planner import bridge_answer
+
+        return bridge_answer("newTableAt", lambda: check_new_table_location(str(location)))
+
 
 _writer = PythonWriter()
 
@@ -126,4 +152,5 @@ def python_writer() -> PythonWriter:
     return _writer
 
 
-__all__ = ["PythonWriter", "SAVE_MODES", "WRITE_OPTIONS", "python_writer", "run_write", "write_arguments"]
+__all__ = ["PythonWriter", "SAVE_MODES", "WRITE_OPTIONS", "check_new_table_location", "python_writer",
+           "run_write", "write_arguments"]

@@ -22,6 +22,7 @@
     {#- dbt-spark's spelling of a qbeast model: file_format='qbeast' -#}
     {{ return(materialization_qbeast_qbeast()) }}
   {%- endif -%}
+  {% do adapter.qbeast_check_plain_location(model) %}
   {%- set language = model['language'] -%}
   {%- set grant_config = config.get('grants') -%}
   {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=model['alias']) -%}
@@ -84,6 +85,7 @@
         unique_key, else append, unless incremental_strategy says otherwise) -#}
     {{ return(materialization_qbeast_qbeast()) }}
   {%- endif -%}
+  {% do adapter.qbeast_check_plain_location(model) %}
   {%- if model['language'] == 'python' -%}
     {{ exceptions.raise_compiler_error(
          "model " ~ model['name'] ~ ": Python incremental models are not supported by the qbeast "

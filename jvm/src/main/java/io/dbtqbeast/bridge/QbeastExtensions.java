@@ -10,7 +10,8 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions=io.dbtqbeast.bridge.QbeastExtensions}: every session built with it
  * runs {@link QbeastRule} in its optimizer, resolves path queries with {@link QbeastPathRule} and
- * refuses row-level SQL on qbeast tables naming the procedure instead ({@link RowLevelRefusal}).
+ * refuses row-level SQL on qbeast tables naming the procedure instead ({@link RowLevelRefusal}), and
+ * creates qbeast tables on object stores with {@code AS SELECT} without Hadoop ({@link StoreCtas}).
  */
 public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
@@ -35,6 +36,13 @@ public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtens
           @Override
           public Rule<LogicalPlan> apply(SparkSession session) {
             return new RowLevelRefusal(session);
+          }
+        });
+    extensions.injectPostHocResolutionRule(
+        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+          @Override
+          public Rule<LogicalPlan> apply(SparkSession session) {
+            return new StoreCtas(session);
           }
         });
     return BoxedUnit.UNIT;

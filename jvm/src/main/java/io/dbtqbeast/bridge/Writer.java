@@ -23,4 +23,13 @@ public interface Writer {
    * @return {@code {"written": <description>}}, or {@code {"error": <message for the user>}}
    */
   String write(String optionsJson, String mode, Dataset<Row> data);
+
+  /**
+   * Checks that a new table may be created at {@code location}: nothing is there (no table, no
+   * file). Spark makes this check through Hadoop for a {@code CREATE TABLE ... AS SELECT}; for an
+   * object store without a Hadoop connector the engine's storage makes it ({@link StoreCtas}).
+   *
+   * @return {@code {"empty": true}}, or {@code {"error": <message naming the location>}}
+   */
+  String newTableAt(String location);
 }
