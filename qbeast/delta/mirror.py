@@ -48,8 +48,8 @@ def default_root() -> str:
     user's first run (and is shared by every process that runs under that name across
     containers); a cache in the home is the user's by construction.
     """
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     home = os.path.expanduser("~")
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
     if os.path.isabs(cache) and os.path.isdir(home) and os.access(home, os.W_OK):
         return os.path.join(cache, "qbeast", "mirror")
     uid = os.getuid() if hasattr(os, "getuid") else 0

@@ -30,6 +30,9 @@ RETRY_SECONDS_ENV = "QBEAST_STORE_RETRY_TIMEOUT"
 #: the storage options that set the two limits (taken out before the store sees its options)
 RETRY_OPTIONS = ("max_retries", "retry_timeout")
 
+_NOT_ALLOWED = ("these credentials may not do this: grant them read, write, list and delete on "
+                "the table's prefix")
+
 #: what to do about each code a store answers with (S3's names; GCS's XML API and Azure share
 #: several of them)
 _HINTS = {
@@ -40,10 +43,8 @@ _HINTS = {
                           "belongs to",
     "ExpiredToken": "the session token has expired: renew the credentials",
     "InvalidToken": "the session token is not valid: renew AWS_SESSION_TOKEN",
-    "AccessDenied": "these credentials may not do this: grant them read, write, list and "
-                    "delete on the table's prefix",
-    "AuthorizationFailure": "these credentials may not do this: grant them read, write, list "
-                            "and delete on the table's prefix",
+    "AccessDenied": _NOT_ALLOWED,
+    "AuthorizationFailure": _NOT_ALLOWED,
     "NoSuchBucket": "the bucket does not exist: create it, or fix the bucket in the location "
                     "(and the endpoint or region, if it lives elsewhere)",
     "ContainerNotFound": "the container does not exist: create it, or fix the location",

@@ -286,13 +286,8 @@ def spark_writes_location(spark: Any, location: str) -> bool:
     if not is_remote(location) or spark is None or is_connect_session(spark):
         return True
     scheme = (scheme_of(location) or "").lower()
-    try:
-        jvm = spark.sparkContext._jvm  # noqa: SLF001 - classic sessions
-        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
-    except Exception:  # noqa: BLE001 - UnsupportedFileSystemException, a class not found
-        return False
-    return True
+    found = hadoop_file_system(spark, scheme)
+    return found is not None and found[0] == scheme  # s3a's file system does not serve s3://
 
 
 def hadoop_file_system(spark: Any, scheme: str) -> tuple[str, str] | None:

@@ -30,7 +30,8 @@ from qbeast.core.sql import sql_string
 from qbeast.errors import InvalidOptionError, QbeastError
 from qbeast.spark.bridge import PROCEDURES_CATALOG_CLASS, PROCEDURES_CATALOG_KEY, jar_path
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
-from qbeast.spark.session import ENGINE_DEFAULTS, is_local_master, overlay
+from qbeast.spark.session import ENGINE_DEFAULTS, overlay
+from qbeast.spark.shipping import is_local_master
 
 logger = logging.getLogger("qbeast.spark.server")
 

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from qbeast.spark.shipping import (
+    is_local_master,
     ship_engine,
     ship_engine_mode,
     tasks_leave_process,
@@ -58,11 +59,6 @@ LOCAL_MASTER_DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
     "spark.authenticate": "true",
 }
-
-
-def is_local_master(master: str) -> bool:
-    """Whether ``master`` runs the executors inside the driver's JVM."""
-    return master == "local" or master.startswith("local[")
 
 
 def pin_python_workers() -> None:

@@ -58,6 +58,13 @@ def ship_engine_mode(conf: Mapping[str, Any]) -> str:
     return str(SHIP_ENGINE.read_from(conf))
 
 
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs the executors inside the driver's JVM: ``local``, ``local[N]``,
+    ``local[*]``, ``local[N,F]`` (not ``local-cluster[...]``)."""
+    name = master.strip().lower()
+    return name == "local" or name.startswith("local[")
+
+
 def tasks_leave_process(master: str | None, remote: str | None) -> bool:
     """True when Spark tasks may run in Python workers that do not share this installation.
 
@@ -69,8 +76,7 @@ def tasks_leave_process(master: str | None, remote: str | None) -> bool:
         return True
     if not master:
         return False
-    name = master.strip().lower()
-    return not (name == "local" or name.startswith("local["))
+    return not is_local_master(master)
 
 
 def engine_package_dir() -> Path:

@@ -23,7 +23,6 @@ from dbt.adapters.qbeast import engines, interrupts, microbatch, python_models, 
 from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
 from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors
-from dbt.adapters.qbeast.credentials import THRIFT_METHOD
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 from dbt.adapters.qbeast.locations import check_ownership, folder_content, same_location, write_marker
 from dbt.adapters.qbeast.config_keys import check_python_keys, is_qbeast_snapshot, qbeast_spelling
@@ -189,13 +188,13 @@ class QbeastAdapter(SparkAdapter):
 
         config = model.get("config") or {}
         root = config.get("location_root")
-        connection = self.connections.get_thread_connection()
-        if not isinstance(root, str) or "://" not in root or \
-                str(connection.credentials.method) == THRIFT_METHOD:
+        if not isinstance(root, str) or "://" not in root:
             return ""
-        spark = connection.handle.handle.session
+        engine = engines.engine_of(self)
+        if not isinstance(engine, engines.SessionEngine):  # the server's class path decides
+            return ""
         location = f"{root.rstrip('/')}/{model.get('alias') or model.get('name')}"
-        if qbeast.spark_writes_location(spark, location):
+        if qbeast.spark_writes_location(engine.spark, location):
             return ""
         materialized = config.get("materialized")
         raise QbeastModelConfigError(

@@ -1,5 +1,7 @@
 package io.dbtqbeast.bridge;
 
+import java.util.function.Function;
+
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -16,35 +18,24 @@ import scala.runtime.BoxedUnit;
 public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
   @Override
   public BoxedUnit apply(SparkSessionExtensions extensions) {
-    extensions.injectOptimizerRule(
-        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
-          @Override
-          public Rule<LogicalPlan> apply(SparkSession session) {
-            Bridge.ruleInstalled(session);
-            return new QbeastRule(session);
-          }
-        });
-    extensions.injectHintResolutionRule(
-        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
-          @Override
-          public Rule<LogicalPlan> apply(SparkSession session) {
-            return new QbeastPathRule(session);
-          }
-        });
-    extensions.injectHintResolutionRule(
-        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
-          @Override
-          public Rule<LogicalPlan> apply(SparkSession session) {
-            return new RowLevelRefusal(session);
-          }
-        });
-    extensions.injectPostHocResolutionRule(
-        new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
-          @Override
-          public Rule<LogicalPlan> apply(SparkSession session) {
-            return new StoreCtas(session);
-          }
-        });
+    extensions.injectOptimizerRule(rule(session -> {
+      Bridge.ruleInstalled(session);
+      return new QbeastRule(session);
+    }));
+    extensions.injectHintResolutionRule(rule(QbeastPathRule::new));
+    extensions.injectHintResolutionRule(rule(RowLevelRefusal::new));
+    extensions.injectPostHocResolutionRule(rule(StoreCtas::new));
     return BoxedUnit.UNIT;
+  }
+
+  /** A rule builder as Spark's extension points take it (a Scala function of the session). */
+  private static AbstractFunction1<SparkSession, Rule<LogicalPlan>> rule(
+      Function<SparkSession, Rule<LogicalPlan>> build) {
+    return new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+      @Override
+      public Rule<LogicalPlan> apply(SparkSession session) {
+        return build.apply(session);
+      }
+    };
   }
 }

@@ -7,6 +7,7 @@ import java.util.Map;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedDataSource;
@@ -68,12 +69,10 @@ public final class QbeastPathRule extends Rule<LogicalPlan> {
   }
 
   private static LogicalPlan rewriteRelation(UnresolvedRelation relation) {
-    List<String> parts = Scala.list(relation.multipartIdentifier());
-    if (parts.size() != 2 || !FORMAT.equals(parts.get(0).toLowerCase(Locale.ROOT))
-        || !isLocation(parts.get(1))) {
+    String path = pathQuery(Scala.list(relation.multipartIdentifier()));
+    if (path == null) {
       return null;
     }
-    String path = parts.get(1);
     // the path goes in `paths` only: resolving the source adds it to the options, as a read's
     // load(path) does
     Map<String, String> options = new HashMap<>(relation.options().asCaseSensitiveMap());
@@ -85,6 +84,17 @@ public final class QbeastPathRule extends Rule<LogicalPlan> {
         CaseInsensitiveMap$.MODULE$.apply(Scala.immutableMap(options)),
         relation.isStreaming(),
         Scala.seq(List.of(path)));
+  }
+
+  /** The location a name {@code qbeast.`<location>`} reads, or null for any other name. */
+  static String pathQuery(List<String> parts) {
+    return parts.size() == 2 && FORMAT.equals(parts.get(0).toLowerCase(Locale.ROOT))
+        && isLocation(parts.get(1)) ? parts.get(1) : null;
+  }
+
+  /** Whether a catalog table's provider is {@code qbeast}. */
+  static boolean isQbeast(CatalogTable table) {
+    return table.provider().isDefined() && FORMAT.equalsIgnoreCase(table.provider().get());
   }
 
   /** An absolute path, or a URI with a scheme ({@code s3://...}, {@code file:/...}). */

@@ -1,12 +1,10 @@
 package io.dbtqbeast.bridge;
 
 import java.util.List;
-import java.util.Locale;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
-import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.plans.logical.DeleteFromTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable;
@@ -82,9 +80,9 @@ public final class RowLevelRefusal extends Rule<LogicalPlan> {
 
   /** The name to put in the procedure call, or null when the table is not a qbeast table. */
   private String qbeastTable(List<String> parts) {
-    if (parts.size() == 2 && QbeastPathRule.FORMAT.equals(parts.get(0).toLowerCase(Locale.ROOT))
-        && QbeastPathRule.isLocation(parts.get(1))) {
-      return parts.get(1);
+    String path = QbeastPathRule.pathQuery(parts);
+    if (path != null) {
+      return path;
     }
     if (parts.isEmpty() || parts.size() > 2) {
       return null;
@@ -96,9 +94,7 @@ public final class RowLevelRefusal extends Rule<LogicalPlan> {
       if (!session.sessionState().catalog().tableExists(id)) {
         return null;
       }
-      CatalogTable table = session.sessionState().catalog().getTableMetadata(id);
-      if (table.provider().isDefined()
-          && QbeastPathRule.FORMAT.equalsIgnoreCase(table.provider().get())) {
+      if (QbeastPathRule.isQbeast(session.sessionState().catalog().getTableMetadata(id))) {
         return String.join(".", parts);
       }
     } catch (Exception notFound) {

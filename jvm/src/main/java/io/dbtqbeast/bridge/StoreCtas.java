@@ -48,8 +48,7 @@ public final class StoreCtas extends Rule<LogicalPlan> {
     }
     CreateDataSourceTableAsSelectCommand command = (CreateDataSourceTableAsSelectCommand) plan;
     CatalogTable table = command.table();
-    if (command.mode() != SaveMode.ErrorIfExists || !table.provider().isDefined()
-        || !QbeastPathRule.FORMAT.equalsIgnoreCase(table.provider().get())
+    if (command.mode() != SaveMode.ErrorIfExists || !QbeastPathRule.isQbeast(table)
         || !table.storage().locationUri().isDefined()) {
       return plan;
     }
