@@ -568,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --role qbeast: only the incremental scenario (a re-measure of one version)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for noisy in ("py4j", "qbeast.spark", "qbeast.operations", "qbeast.delta"):
+    for noisy in ("py4j", "qbeast.spark", "qbeast.operations", "qbeast.delta", "qbeast.storage"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     if args.role:
         workers = {"qbeast": run_worker, "peers": run_peers, "writes": run_writes}

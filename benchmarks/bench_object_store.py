@@ -5,7 +5,7 @@ as it costs time. This benchmark starts moto's S3 server on loopback and counts,
 server**, every request each engine makes for the same operation on the same table: a snapshot
 load after 10 commits and after 1,000 commits (checkpoints every 10), a 1% sample, an append and
 a merge. Counting at the server sees both engines alike (our client-side counter,
-``qbeast.delta.object_storage.request_counts``, is reported beside it as a cross-check).
+``qbeast.storage.request_counts``, is reported beside it as a cross-check).
 
 Goal (issue 36): no more list and get requests than deltalake for the same operation.
 
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     import qbeast
     from deltalake import DeltaTable, write_deltalake
     from qbeast.delta.log import DeltaLog
-    from qbeast.delta.object_storage import request_counts
+    from qbeast.storage import request_counts
 
     options = {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
                "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true"}

@@ -154,7 +154,7 @@ def _index_bytes_by_index(snapshot: Any, path: str) -> dict[str, int]:
 
 
 def snapshot_storage(path: str) -> Any:
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
 
     return storage_for(path)
 

@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rebuild", action="store_true", help="rebuild the table even if present")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("qbeast.delta").setLevel(logging.WARNING)
+    for noisy in ("qbeast.delta", "qbeast.storage"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
     from deltalake import DeltaTable
 

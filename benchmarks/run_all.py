@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise InvalidOptionError(f"--only: unknown section(s) {unknown}; allowed: {', '.join(SECTIONS)}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    for noisy in ("qbeast.spark", "qbeast.delta", "qbeast.operations", "py4j"):
+    for noisy in ("qbeast.spark", "qbeast.delta", "qbeast.storage", "qbeast.operations", "py4j"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # The writer's phases (stats, estimation, write, commit) show progress inside long writes.
     logging.getLogger("qbeast.spark.write.writer").setLevel(logging.INFO)

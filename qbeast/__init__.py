@@ -44,7 +44,7 @@ _LAZY = {
     "build_skipping_indexes": ("qbeast.operations.skipping", "build_skipping_indexes"),
     "quote_identifier": ("qbeast.core.sql", "quote_identifier"),
     "sql_string": ("qbeast.core.sql", "sql_string"),
-    "local_path": ("qbeast.delta.storage", "local_path"),
+    "local_path": ("qbeast.storage", "local_path"),
     "spark_writes_location": ("qbeast.spark.data_files", "spark_writes_location"),
     # catalog names readable without Spark (``qbeast describe schema.table``): qbeast/names.py
     "record_table_name": ("qbeast.names", "record"),

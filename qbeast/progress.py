@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from qbeast.delta.object_storage import request_counts
+from qbeast.storage import request_counts
 
 
 #: Seconds between the progress lines of a running phase.

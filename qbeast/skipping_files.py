@@ -334,7 +334,7 @@ def prune(table_path: str, metadata: Any, predicate: Any, adds: Sequence[AddFile
     declaration that is changed or removed; a file without an entry for the column is kept).
     """
     from qbeast.core.expressions import AlwaysTrue, Subject, references
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
 
     keep_all: tuple[list[bool], tuple[tuple[str, int], ...]] = ([True] * len(adds), ())
     if isinstance(predicate, AlwaysTrue) or metadata is None or column_mapped(metadata):

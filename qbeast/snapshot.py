@@ -18,8 +18,8 @@ from qbeast.core.revision import LAST_REVISION_KEY, Revision, revisions_from_con
 from qbeast.delta.actions import AddFile
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.snapshot import Snapshot
-from qbeast.delta.storage import Storage
 from qbeast.errors import FormatError, InvalidOptionError
+from qbeast.storage import Storage
 
 logger = logging.getLogger("qbeast.snapshot")
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Union
 from urllib.parse import quote, unquote, urlparse
 
 from qbeast.delta.errors import CorruptLogError
-from qbeast.delta.storage import local_path
+from qbeast.storage import local_path
 
 _UNPARSED: Any = object()
 

@@ -28,8 +28,8 @@ import pyarrow.parquet as pq
 from qbeast.delta.actions import Metadata, Protocol, RemoveFile, SetTransaction, now_ms
 from qbeast.delta.errors import CorruptLogError, UnsupportedFeatureError
 from qbeast.delta.file_index import CheckpointAdds
-from qbeast.delta.storage import Storage
 from qbeast.errors import InvalidOptionError
+from qbeast.storage import Storage
 
 if TYPE_CHECKING:
     from qbeast.delta.log import DeltaLog

@@ -23,9 +23,8 @@ from qbeast.delta.checkpoint import read_checkpoint, read_last_checkpoint, write
 from qbeast.delta.errors import CorruptLogError, NotADeltaTableError, VersionNotFoundError
 from qbeast.delta.file_index import FileIndex, gc_paused
 from qbeast.delta.snapshot import ReplayState, Snapshot, parse_commit
-from qbeast.delta.storage import Storage
-from qbeast.delta.stores import storage_for
 from qbeast.errors import InvalidOptionError
+from qbeast.storage import Storage, storage_for
 
 if TYPE_CHECKING:
     from qbeast.delta.transaction import Transaction

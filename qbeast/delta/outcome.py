@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from qbeast.delta.object_storage import ObjectStoreError
+from qbeast.storage import ObjectStoreError
 
 _versions: ContextVar[list[int] | None] = ContextVar("qbeast_committed_versions", default=None)
 

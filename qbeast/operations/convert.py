@@ -35,15 +35,15 @@ from qbeast.core.types import qdatatype_from_spark_name
 from qbeast.delta.actions import AddFile, Metadata, encode_relative_path, now_ms
 from qbeast.delta.errors import MetadataChangedError, NotADeltaTableError
 from qbeast.delta.log import LOG_DIR, DeltaLog
-from qbeast.delta.parquet_footer import read_footer
 from qbeast.delta.stats import footer_stats
-from qbeast.delta.storage import FileStat, Storage
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.spark import settings
 from qbeast.spark.data_files import check_native_access
 from qbeast.spark.read.files import infer_parquet_schema
+from qbeast.storage import FileStat, Storage
+from qbeast.storage.parquet_footer import read_footer
 
 logger = logging.getLogger("qbeast.operations.convert")
 

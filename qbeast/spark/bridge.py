@@ -212,7 +212,7 @@ def prefix_scan(spark: Any, files: Sequence[tuple[str, int, int]], schema: Any) 
     loaded in this session (the caller then reads the files whole)."""
     from pyspark.sql import DataFrame
 
-    from qbeast.delta.storage import file_uri
+    from qbeast.storage import file_uri
 
     if is_connect_session(spark):
         return None

@@ -23,7 +23,6 @@ from typing import Any
 
 from qbeast.core.columns import engine_metadata_columns, without_engine_metadata
 from qbeast.core.sql import check_table_name, quote_identifier, sql_string
-from qbeast.delta.storage import local_path
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.read.datasource import (
     CATALOG_MARKER_KEY,
@@ -35,13 +34,14 @@ from qbeast.spark.read.datasource import (
 )
 from qbeast.spark.read.planner import load_snapshot
 from qbeast.spark.read.sources import register
+from qbeast.storage import local_path
 
 logger = logging.getLogger("qbeast.spark.catalog")
 
 
 def _location_of(path: str) -> str:
     """The location a catalog table records: an absolute local path, or another storage's URI."""
-    from qbeast.delta.storage import local_path
+    from qbeast.storage import local_path
 
     local = local_path(path)
     return local if "://" in local else os.path.abspath(local)

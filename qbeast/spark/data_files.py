@@ -2,14 +2,14 @@
 
 A table on the local disk is read and written by Spark where it lies, as always. A table on an
 object store (``s3://``, ``gs://``, ``abfss://``) is reached through the engine's own storage
-layer (:mod:`qbeast.delta.object_storage`), because a plain ``pip install pyspark`` has no Hadoop
+layer (:mod:`qbeast.storage.object_store`), because a plain ``pip install pyspark`` has no Hadoop
 connector for those schemes:
 
 * **writes** are staged in a local folder (``spark.qbeast.storage.mirrorDir``) by Spark's own
   parquet writer, exactly as for a local table, and each finished file is uploaded to the table
   (:class:`qbeast.spark.write.staging.StagedFiles`); the uploaded file becomes the local copy;
 * **reads** hand Spark local copies of the files the planner chose (:func:`readable`), fetched
-  once into the mirror (:class:`qbeast.delta.mirror.LocalMirror`): data files never change, so
+  once into the mirror (:class:`qbeast.storage.mirror.LocalMirror`): data files never change, so
   a copy stays right, and every later read of the file runs at local-disk speed.
 
 Both need the driver and the executors to share one disk, which is true of ``local[*]``
@@ -51,13 +51,11 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from qbeast.delta import aws_config
-from qbeast.delta.mirror import LocalMirror, default_root, private_folder
-from qbeast.delta.object_storage import SCHEMES, scheme_of, set_session_settings
-from qbeast.delta.stores import storage_for
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
 from qbeast.spark.shipping import is_connect_session, tasks_leave_process
+from qbeast.storage import SCHEMES, aws_config, scheme_of, set_session_settings, storage_for
+from qbeast.storage.mirror import LocalMirror, default_root, private_folder
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +82,7 @@ def is_remote(location: str) -> bool:
 
 def mirror_dir(spark: Any) -> str:
     """The session's local folder for staged uploads and local copies: this user's own
-    (:func:`qbeast.delta.mirror.default_root`, owner-only), or the one the session names."""
+    (:func:`qbeast.storage.mirror.default_root`, owner-only), or the one the session names."""
     configured = settings.MIRROR_DIR.read(spark) if spark is not None else None
     if configured:
         return private_folder(os.path.expanduser(configured), setting=settings.MIRROR_DIR.key,

@@ -130,7 +130,7 @@ def convert_and_index(spark: Any, folder: str) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
     import qbeast
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
 
     storage = storage_for(folder)
     for part in range(3):
@@ -188,7 +188,7 @@ def deltalake_event_ids(path: str, endpoint: str) -> list[int]:
 def local_copy(path: str, target: Path) -> str:
     """Download every object of the bucket table at ``path`` into the folder ``target`` (for
     checks that read a table folder on disk); the folder."""
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
 
     storage = storage_for(path)
     prefix = storage.resolve(path).rstrip("/") + "/"

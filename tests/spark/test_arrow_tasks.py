@@ -181,9 +181,9 @@ def test_a_failed_write_in_tasks_leaves_the_table_as_it_was(spark, tmp_path: Pat
     import os
 
     from qbeast.delta.log import DeltaLog
-    from qbeast.delta.storage import LocalStorage
     from qbeast.spark import data_files
     from qbeast.spark.write import task_files
+    from qbeast.storage import LocalStorage
 
     path = str(tmp_path / "table")
     qbeast.write(_typed(spark, 6_000), path, columns_to_index="user_id,price", cube_size=1_000,

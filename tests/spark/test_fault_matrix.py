@@ -77,7 +77,7 @@ def test_full_disk_and_read_only_folder(spark, tmp_path):
 
 def test_commit_on_a_full_disk_injected(spark, tmp_path, monkeypatch):
     """ENOSPC from the storage when the commit file is written: clear error, nothing changed."""
-    from qbeast.delta.storage import LocalStorage
+    from qbeast.storage import LocalStorage
 
     path = str(tmp_path / "t")
     fm.create_table(spark, path, rows=200)

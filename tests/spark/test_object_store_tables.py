@@ -19,8 +19,8 @@ from s3_server import BUCKET
 
 import qbeast
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.stores import storage_for
 from qbeast.snapshot import QbeastSnapshot
+from qbeast.storage import storage_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.objectstore]
 

@@ -10,12 +10,12 @@ import pytest
 import qbeast
 from qbeast import QbeastTable
 from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
-from qbeast.delta.storage import file_uri
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.read import sql_planner
 from qbeast.spark.catalog import catalog_schema
 from qbeast.spark.read.datasource import CatalogMarker
 from qbeast.spark.read.sql_planner import TableRef
+from qbeast.storage import file_uri
 
 pytestmark = pytest.mark.spark
 

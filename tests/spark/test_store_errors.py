@@ -24,8 +24,8 @@ import pytest
 
 import qbeast
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.object_storage import ObjectStoreError
 from qbeast.errors import WriteFailedError
+from qbeast.storage import ObjectStoreError
 from s3_server import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.objectstore]

@@ -58,7 +58,8 @@ def _imports(path: Path) -> set[str]:
 #: layer package -> the qbeast modules it may import (prefixes); everything else is a violation.
 ALLOWED = {
     "core": ("qbeast.core", "qbeast.errors"),
-    "delta": ("qbeast.delta", "qbeast.errors", "qbeast"),  # ``qbeast``: the version for commitInfo
+    "delta": ("qbeast.delta", "qbeast.errors", "qbeast", "qbeast.storage"),  # ``qbeast``: commitInfo's version
+    "storage": ("qbeast.storage", "qbeast.errors"),  # bytes at paths: no Delta, no Qbeast format
     "index": ("qbeast.index", "qbeast.core", "qbeast.errors"),
     "approx": ("qbeast.approx", "qbeast.core", "qbeast.errors"),  # pure statistics
 }
@@ -72,6 +73,58 @@ def test_the_core_log_and_index_layers_import_only_what_they_may():
                 if not any(name == a or name.startswith(a + ".") for a in allowed):
                     bad.append(f"{path.relative_to(ROOT)} imports {name}")
     assert bad == []
+
+
+def _storage_rule_breaks(storage_files: list[Path], delta_files: list[Path]) -> list[str]:
+    """``file:line imports name`` for every import, at any level (inside functions and under
+    ``if TYPE_CHECKING:`` too), that breaks the storage package's rules: its modules import no
+    other part of ``qbeast`` than ``qbeast.errors``, and neither pyspark nor dbt; the log's modules
+    reach storage only through the package ``qbeast.storage``, never one of its modules or obstore."""
+    submodules = {p.stem for p in (PACKAGE / "storage").glob("*.py")} - {"__init__"}
+    bad = []
+    for path, in_storage in [(p, True) for p in storage_files] + [(p, False) for p in delta_files]:
+        for node in _import_nodes(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif node.level:
+                continue  # a relative import stays inside its own package
+            elif node.module == "qbeast.storage":  # ``from qbeast.storage import object_store``
+                names = [f"{node.module}.{a.name}" if a.name in submodules else node.module
+                         for a in node.names]
+            else:
+                names = [node.module or ""]
+            for name in names:
+                top = name.split(".")[0]
+                if in_storage:
+                    wrong = top in ("pyspark", "py4j", "dbt") or (top == "qbeast" and not any(
+                        name == own or name.startswith(own + ".") for own in ("qbeast.storage", "qbeast.errors")))
+                else:
+                    wrong = top == "obstore" or name.startswith("qbeast.storage.")
+                if wrong:
+                    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                    bad.append(f"{where}:{node.lineno} imports {name}")
+    return bad
+
+
+def test_storage_knows_nothing_of_the_log_and_the_log_uses_only_its_package(tmp_path: Path):
+    """``qbeast.storage`` is bytes at paths (docs/ARCHITECTURE.md): it must not grow a dependency
+    on the log, the index or the format core, and the log must not reach past the package's names
+    into a backend (whose client library, obstore, is imported on first use only)."""
+    storage = sorted((PACKAGE / "storage").rglob("*.py"))
+    delta = sorted((PACKAGE / "delta").rglob("*.py"))
+    assert len(storage) >= 8 and len(delta) >= 10
+    assert _storage_rule_breaks(storage, delta) == []
+    # the check checks: each kind of break, at module level and inside a function
+    wrong_storage = tmp_path / "wrong_storage.py"
+    wrong_storage.write_text("from qbeast.delta.log import DeltaLog\n"
+                             "def f():\n    import pyspark\n    from qbeast.core import cube_id\n")
+    wrong_delta = tmp_path / "wrong_delta.py"
+    wrong_delta.write_text("from qbeast.storage.object_store import ObjectStorage\n"
+                           "from qbeast.storage import Storage, object_store\n"
+                           "def f():\n    import obstore\n")
+    found = [line.split(" imports ")[1] for line in _storage_rule_breaks([wrong_storage], [wrong_delta])]
+    assert found == ["qbeast.delta.log", "pyspark", "qbeast.core",
+                     "qbeast.storage.object_store", "qbeast.storage.object_store", "obstore"]
 
 
 def test_the_dbt_adapter_uses_only_the_engines_public_api():
@@ -103,7 +156,7 @@ def test_modules_every_spark_process_imports_stay_light():
     probe = (
         "import sys, qbeast.spark.read.datasource, qbeast.spark.session\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyarrow' "
-        "or m.startswith(('qbeast.delta', 'qbeast.index', 'qbeast.snapshot'))))\n"
+        "or m.startswith(('qbeast.delta', 'qbeast.storage', 'qbeast.index', 'qbeast.snapshot'))))\n"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=ROOT, timeout=120, check=False)

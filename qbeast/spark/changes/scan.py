@@ -14,11 +14,11 @@ from typing import Any
 
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile
-from qbeast.delta.storage import local_path
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
 from qbeast.spark.data_files import check_native_access, spark_readable
 from qbeast.spark.read.files import read_opened
+from qbeast.storage import local_path
 
 #: Internal columns of the changes' Spark plans (user columns may not use them).
 URI_COLUMN = "_qbeast_file_uri"

@@ -4,7 +4,7 @@ A Spark session on a cluster master has no Hadoop connector for ``s3://`` (a pla
 and its executors cannot open the local copies the driver keeps
 (:mod:`qbeast.spark.data_files`). Here each Spark task opens its share of the planned files
 through the engine's storage layer instead, with the store settings the driver resolved
-(:meth:`qbeast.delta.storage.Storage.for_tasks`), and yields Arrow batches: the same reader as
+(:meth:`qbeast.storage.Storage.for_tasks`), and yields Arrow batches: the same reader as
 the Python data source (:func:`qbeast.spark.read.datasource.read_partition`), driven by
 ``mapInArrow`` (:func:`qbeast.spark.write.arrow_jobs.map_in_arrow`) over one row per task so that it serves any plan the DataFrame API makes.
 

@@ -51,7 +51,7 @@ from qbeast.spark.arrow_columns import conform_column, spark_arrow_types
 
 if TYPE_CHECKING:  # the log layer stays out of every Spark worker's imports (see test_layering)
     from qbeast.delta.scan import ScanSchema
-    from qbeast.delta.storage import Storage
+    from qbeast.storage import Storage
     from qbeast.spark.read.planner import ReadPlan
 
 logger = logging.getLogger("qbeast.spark.read.datasource")
@@ -265,7 +265,7 @@ def plan_partitions(plan: ReadPlan, storage: Storage | None = None) -> list[File
 
     _check_python_readable(plan.schema_json, plan.layout)
     if storage is None and is_remote(plan.table_path):
-        from qbeast.delta.stores import storage_for
+        from qbeast.storage import storage_for
 
         storage = storage_for(plan.table_path).for_tasks()
     values = {f.path: f.partition_values for f in plan.files if f.partition_values}
@@ -404,7 +404,7 @@ def _opened(path: str, size: int | None = None, storage: Storage | None = None) 
     if not is_remote(path):
         return path
     if storage is None:
-        from qbeast.delta.stores import storage_for
+        from qbeast.storage import storage_for
 
         storage = storage_for(path)
     return storage.open_input(path, size)

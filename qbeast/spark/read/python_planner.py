@@ -50,7 +50,7 @@ class PythonPlanner:
         implements = [PLANNER_INTERFACE]
 
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
-        from qbeast.delta.storage import file_uri
+        from qbeast.storage import file_uri
         from qbeast.spark import data_files
         from qbeast.spark.read import sql_planner
 
@@ -73,7 +73,7 @@ class PythonPlanner:
         return bridge_answer("describe", run)
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
-        from qbeast.delta.storage import file_uri
+        from qbeast.storage import file_uri
         from qbeast.spark import data_files
         from qbeast.spark.read import sql_planner
 

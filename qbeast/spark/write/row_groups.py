@@ -24,12 +24,11 @@ import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
 from qbeast.delta.actions import is_local_file_path
-from qbeast.delta.parquet_footer import read_footer
-from qbeast.delta.stores import storage_for
-from qbeast.delta.storage import file_uri
 from qbeast.spark import settings
 from qbeast.spark.data_files import is_remote
 from qbeast.spark.write.arrow_parquet import arrow_write_options
+from qbeast.storage import file_uri, storage_for
+from qbeast.storage.parquet_footer import read_footer
 
 logger = logging.getLogger("qbeast.spark.write.row_groups")
 

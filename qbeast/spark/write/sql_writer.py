@@ -102,7 +102,7 @@ def check_new_table_location(location: str) -> dict[str, Any]:
     """``CREATE TABLE ... AS SELECT`` may create a table at ``location`` only when nothing is
     there, as Spark's own check says for a local folder; the engine's storage looks (an object
     store without a Hadoop connector is out of Spark's reach)."""
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
 
     storage = storage_for(location)
     root = storage.resolve(location)

@@ -51,8 +51,6 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.delta.stats import footer_stats
-from qbeast.delta.storage import FileStat, Storage
-from qbeast.delta.stores import storage_for
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
 from qbeast.spark import data_files, settings
@@ -69,6 +67,7 @@ from qbeast.spark.write.describe import (
 )
 from qbeast.spark.write.options import ASSIGNMENT_COLUMN, STAGING_PREFIX, WEIGHT_COLUMN
 from qbeast.spark.write.row_groups import join_pieces
+from qbeast.storage import FileStat, Storage, storage_for
 
 logger = logging.getLogger("qbeast.spark.write.writer")
 
@@ -448,7 +447,7 @@ class TaskUploads:
 
     def footer(self, location: str, size: int | None) -> Any:
         """The parquet footer of a data file, by ranged requests; None when it cannot be read."""
-        from qbeast.delta.parquet_footer import read_footer
+        from qbeast.storage.parquet_footer import read_footer
 
         try:
             return read_footer(self.storage, location, size)

@@ -7,7 +7,7 @@ Spark's writer (all rows of a file in one task), and each task writes its files 
 exactly as the driver-local append does (:func:`qbeast.spark.write.local.write_output_file`:
 band pieces as row groups, blocks counted from the assignment, Delta stats from the footer),
 then uploads each one through the storage layer with the settings the driver resolved
-(:meth:`qbeast.delta.storage.Storage.for_tasks`). The tasks return each file's description;
+(:meth:`qbeast.storage.Storage.for_tasks`). The tasks return each file's description;
 the driver commits as after any write.
 
 File names (``<uuid>.parquet`` at the table root) are chosen on the driver, one per output file:
@@ -25,13 +25,13 @@ from typing import Any
 
 from qbeast.commit import WrittenFile
 from qbeast.core.revision import Revision
-from qbeast.delta.stores import storage_for
 from qbeast.index.assignment import WritePlan
 from qbeast.spark import settings
 from qbeast.spark.write.arrow_jobs import map_in_arrow
 from qbeast.spark.write.describe import STAGING_FILE_COLUMN
 from qbeast.spark.write.options import WEIGHT_COLUMN
 from qbeast.spark.write.staging import assigned_rows, owner_column
+from qbeast.storage import storage_for
 
 logger = logging.getLogger("qbeast.spark.write.writer")
 

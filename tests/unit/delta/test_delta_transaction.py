@@ -23,7 +23,7 @@ from qbeast.delta.errors import (
     ProtocolChangedError,
 )
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.storage import LocalStorage
+from qbeast.storage import LocalStorage
 from qbeast.errors import InvalidOptionError
 
 

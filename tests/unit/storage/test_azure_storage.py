@@ -1,6 +1,6 @@
 """The object-store backend against Azure's storage emulator (Azurite) on loopback.
 
-The same contract as the S3 tests (tests/unit/delta/test_object_storage.py), over Azure's blob
+The same contract as the S3 tests (tests/unit/storage/test_object_storage.py), over Azure's blob
 API through obstore's Azure client: Shared Key signatures, ``If-None-Match: *`` conditional puts
 (Azurite answers 409 when the blob exists), listings. Locations are ``abfss://`` as a user of
 ADLS Gen2 writes them; the endpoint comes from the emulator's environment variables only.
@@ -16,8 +16,7 @@ from azure_server import root_location
 from storage_contract import (check_file_transfers, check_log_layer, check_storage_contract,
                               race_put_if_absent)
 
-from qbeast.delta.object_storage import ObjectStorage
-from qbeast.delta.stores import storage_for
+from qbeast.storage import ObjectStorage, storage_for
 
 pytestmark = pytest.mark.objectstore
 

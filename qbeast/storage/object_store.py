@@ -9,7 +9,7 @@ Azure, ``container@account.dfs.core.windows.net``), then the ``/``-separated key
 therefore never mistaken for a local folder by code above the storage, and it is the location
 every other reader (Spark with a connector, deltalake, DuckDB) names the object by.
 
-``obstore`` is imported on first use, so that ``import qbeast.delta`` stays free of it for users
+``obstore`` is imported on first use, so that ``import qbeast.storage`` stays free of it for users
 whose tables live on a local disk.
 """
 from __future__ import annotations
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from qbeast.delta.storage import FileStat, RangedReader, Storage
-from qbeast.delta.store_errors import RETRY_OPTIONS, read_failure, retry_limits
 from qbeast.errors import InvalidOptionError, QbeastError
+from qbeast.storage.base import FileStat, RangedReader, Storage
+from qbeast.storage.errors import RETRY_OPTIONS, read_failure, retry_limits
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
@@ -150,7 +150,7 @@ _S3_ALIASES = {"endpoint_url": "endpoint", "endpoint_url_s3": "endpoint", "defau
 
 def set_session_settings(family: str, settings: Mapping[str, str]) -> None:
     """Settings a Spark session holds for a store family (for S3 its Hadoop ``fs.s3a.*``
-    settings, see :func:`qbeast.delta.aws_config.from_hadoop`); used by stores built afterwards,
+    settings, see :func:`qbeast.storage.aws_config.from_hadoop`); used by stores built afterwards,
     below explicit options and the environment, above the shared AWS files."""
     _session_settings[family] = dict(settings)
 
@@ -158,7 +158,7 @@ def set_session_settings(family: str, settings: Mapping[str, str]) -> None:
 def _s3_settings_beside_the_environment(options: Mapping[str, object]) -> dict[str, str]:
     """S3 settings from the session and the shared AWS files that neither ``options`` nor the
     environment give (credentials taken whole from one source)."""
-    from qbeast.delta import aws_config
+    from qbeast.storage import aws_config
 
     session = _session_settings.get("s3", {})
     files = aws_config.shared_file_settings()
@@ -234,7 +234,7 @@ class ObjectStoreError(QbeastError, OSError):
     """A store did not answer a request (unreachable endpoint, missing or refused credentials, a
     bucket that does not exist, throttling past the retry limits): the message's first line
     starts with the store's code (``code``), names the operation and the location, and says what
-    to change (:mod:`qbeast.delta.store_errors`), instead of the client library's trace."""
+    to change (:mod:`qbeast.storage.errors`), instead of the client library's trace."""
 
     def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
@@ -372,7 +372,7 @@ class ObjectStorage(Storage):
         copy = ObjectStorage.__new__(ObjectStorage)
         copy.__setstate__(self.__getstate__())
         if self.family == "s3":
-            from qbeast.delta import aws_config
+            from qbeast.storage import aws_config
 
             given = _s3_keys_given(self._config)
             from_env = {k: v for k, v in aws_config.environment_settings().items() if k not in given}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.delta.storage import Storage
+from qbeast.storage.base import Storage
 
 _MAGIC = b"PAR1"
 #: bytes read from a file's end in the first request

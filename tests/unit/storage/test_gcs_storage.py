@@ -26,9 +26,7 @@ from storage_contract import (check_listings_and_deletes, check_log_layer, check
 
 from qbeast.delta.actions import Metadata
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.object_storage import ObjectStorage, ObjectStoreError, request_counts
-from qbeast.delta.storage import LocalStorage
-from qbeast.delta.stores import storage_for
+from qbeast.storage import LocalStorage, ObjectStorage, ObjectStoreError, request_counts, storage_for
 from qbeast.delta.vacuum import vacuum
 
 pytestmark = pytest.mark.objectstore
@@ -116,7 +114,7 @@ def test_log_layer_reads_and_vacuums_a_table_on_gcs(root: str, gcs_environment: 
 
 @pytest.mark.xfail(strict=True, raises=ObjectStoreError, reason=EMULATOR_REFUSES_WRITES)
 def test_storage_contract_and_commits_on_gcs(root: str) -> None:
-    """What the Azure and S3 tests run (tests/unit/delta/test_azure_storage.py); expected to
+    """What the Azure and S3 tests run (tests/unit/storage/test_azure_storage.py); expected to
     fail on the emulator's refusal of the first PUT, with the store's reason in the error."""
     storage = storage_for(root)
     check_storage_contract(storage, storage.resolve(root))

@@ -1,5 +1,5 @@
 """The whole log layer runs on any ``Storage``: an in-memory one (as an object store would be) and
-the local disk; tests/unit/delta/test_object_storage.py runs the same checks on S3."""
+the local disk; tests/unit/storage/test_object_storage.py runs the same checks on S3."""
 from __future__ import annotations
 
 import threading
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from storage_contract import check_file_transfers, check_log_layer, check_storage_contract
 
-from qbeast.delta.storage import FileStat, LocalStorage, Storage
+from qbeast.storage import FileStat, LocalStorage, Storage
 
 
 class MemoryStorage(Storage):

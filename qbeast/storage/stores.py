@@ -1,6 +1,6 @@
 """Which :class:`Storage` serves a location: the local file system or an object store.
 
-Kept apart from ``storage.py`` (the interface) and ``object_storage.py`` (one backend) so that
+Kept apart from ``base.py`` (the interface) and ``object_store.py`` (one backend) so that
 neither imports the other's users; importing this module does not import ``obstore``.
 """
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from qbeast.delta.object_storage import SCHEMES, ObjectStorage, scheme_of
-from qbeast.delta.storage import LocalStorage, Storage
 from qbeast.errors import InvalidOptionError
+from qbeast.storage.base import LocalStorage, Storage
+from qbeast.storage.object_store import SCHEMES, ObjectStorage, scheme_of
 
 #: every scheme a location may carry (``file:`` and plain paths are the local file system)
 SUPPORTED_SCHEMES = ("file", *SCHEMES)

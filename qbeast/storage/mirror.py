@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from qbeast.delta.storage import Storage
+from qbeast.storage.base import Storage
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from qbeast.delta.storage import LocalStorage
+from qbeast.storage import LocalStorage
 from qbeast.errors import InvalidOptionError
 
 

@@ -33,9 +33,8 @@ from storage_contract import (check_file_transfers, check_log_layer, check_stora
 from qbeast.delta.actions import AddFile, Metadata
 from qbeast.delta.errors import ConcurrentModificationError
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.object_storage import ObjectStoreError, ObjectStorage, parse_location
-from qbeast.delta.storage import LocalStorage
-from qbeast.delta.stores import storage_for
+from qbeast.storage import LocalStorage, ObjectStorage, ObjectStoreError, storage_for
+from qbeast.storage.object_store import parse_location
 from qbeast.errors import InvalidOptionError
 
 pytestmark = pytest.mark.objectstore
@@ -141,7 +140,7 @@ _AWS_VARIABLES = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AW
 def test_credentials_and_endpoint_from_the_shared_aws_files(moto_endpoint: str, root: str, tmp_path: Any,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """No AWS variable but the files' locations and the profile: ~/.aws/config and credentials."""
-    from qbeast.delta.object_storage import set_session_settings
+    from qbeast.storage import set_session_settings
 
     for name in _AWS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -166,8 +165,8 @@ def test_credentials_and_endpoint_from_the_shared_aws_files(moto_endpoint: str, 
 
 def test_s3_settings_are_layered_options_environment_session_files(tmp_path: Any,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from qbeast.delta import aws_config
-    from qbeast.delta.object_storage import set_session_settings
+    from qbeast.storage import aws_config
+    from qbeast.storage import set_session_settings
 
     for name in _AWS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -229,7 +228,7 @@ def test_a_store_for_tasks_carries_the_settings_this_process_found(moto_endpoint
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """What Arrow tasks on a cluster get: the driver's environment travels inside the store,
     below explicit options; a store pickled as it is would not reach the server there."""
-    from qbeast.delta.object_storage import set_session_settings
+    from qbeast.storage import set_session_settings
 
     for name in _AWS_VARIABLES:
         monkeypatch.delenv(name, raising=False)
@@ -284,7 +283,7 @@ def test_put_if_absent_race_of_threads_has_one_winner(options: dict[str, Any], r
 _PUT_WORKER = textwrap.dedent(
     """
     import sys, time
-    from qbeast.delta.stores import storage_for
+    from qbeast.storage import storage_for
     endpoint, root, key, writer, start_at = sys.argv[1:6]
     storage = storage_for(root, {"endpoint": endpoint, "access_key_id": "testing",
                                  "secret_access_key": "testing", "region": "us-east-1"})
@@ -342,7 +341,7 @@ def test_store_without_conditional_writes_is_refused_unless_single_writer(
         assert "single_writer=true" in str(info.value) and "QBEAST_S3_SINGLE_WRITER=true" in str(info.value)
         assert not storage_for(location, options).exists(f"{parse_location(location).path}/_delta_log")
 
-        with caplog.at_level(logging.WARNING, logger="qbeast.delta.object_storage"):
+        with caplog.at_level(logging.WARNING, logger="qbeast.storage.object_store"):
             log = DeltaLog.for_path(location, options={**options, "single_writer": "true"})
             _create_table(log)
             assert log.start_transaction().add_actions(make_add("b.parquet")).commit("WRITE", blind_append=True) == 1
@@ -454,7 +453,7 @@ def test_a_snapshot_load_lists_the_log_from_the_last_checkpoint(options: dict[st
     """After 25 commits (checkpoints every 10), loading the latest snapshot costs one listing that
     starts at checkpoint 20, the hint, the checkpoint and the 4 commits after it: never a listing
     of the whole ``_delta_log``. The result is the snapshot a full listing gives."""
-    from qbeast.delta.object_storage import request_counts
+    from qbeast.storage import request_counts
 
     storage = storage_for(root, options)
     log = _log_of_appends(storage, f"{root}/t", 25, 10)

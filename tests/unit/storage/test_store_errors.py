@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from qbeast.delta.store_errors import (
+from qbeast.storage.errors import (
     DEFAULT_MAX_RETRIES,
     DEFAULT_RETRY_SECONDS,
     read_failure,
@@ -84,7 +84,7 @@ def test_retry_limits_come_from_options_then_the_environment(monkeypatch):
 
 
 def test_a_failure_says_whether_the_operation_had_committed():
-    from qbeast.delta.object_storage import ObjectStoreError
+    from qbeast.storage import ObjectStoreError
     from qbeast.delta.outcome import commit_outcome, record_commit
 
     with pytest.raises(ObjectStoreError) as before:

@@ -1,4 +1,4 @@
-"""The local mirror of immutable remote files (qbeast/delta/mirror.py), with the local disk as the
+"""The local mirror of immutable remote files (qbeast/storage/mirror.py), with the local disk as the
 "remote" storage: what is fetched, what is served again, what is evicted."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from qbeast.delta.mirror import LocalMirror
-from qbeast.delta.storage import LocalStorage
+from qbeast.storage.mirror import LocalMirror
+from qbeast.storage import LocalStorage
 
 
 def _remote(tmp_path: Path, name: str, size: int) -> str:
@@ -73,7 +73,7 @@ SETTING = "spark.qbeast.storage.mirrorDir"
 
 
 def test_the_default_folder_is_in_the_users_cache_and_owner_only(tmp_path, monkeypatch):
-    from qbeast.delta.mirror import default_root, private_folder
+    from qbeast.storage.mirror import default_root, private_folder
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -96,14 +96,14 @@ def test_the_default_folder_is_in_the_users_cache_and_owner_only(tmp_path, monke
 def test_without_a_writable_home_the_folder_is_named_by_uid(tmp_path, monkeypatch):
     import tempfile
 
-    from qbeast.delta.mirror import default_root
+    from qbeast.storage.mirror import default_root
 
     monkeypatch.setenv("HOME", str(tmp_path / "missing"))
     assert default_root() == os.path.join(tempfile.gettempdir(), f"qbeast-mirror-{os.getuid()}")
 
 
 def test_a_file_in_place_of_the_folder_is_refused_naming_the_setting(tmp_path):
-    from qbeast.delta.mirror import MirrorFolderError, private_folder
+    from qbeast.storage.mirror import MirrorFolderError, private_folder
 
     (tmp_path / "f").write_text("x")
     with pytest.raises(MirrorFolderError, match=f"is not a folder.*{SETTING}"):
@@ -121,7 +121,7 @@ def test_two_users_never_share_a_folder_and_anothers_folder_is_refused(tmp_path,
     owner-only; a folder that user made where ours would be is refused, not used."""
     import shutil
 
-    from qbeast.delta.mirror import MirrorFolderError, default_root, private_folder
+    from qbeast.storage.mirror import MirrorFolderError, default_root, private_folder
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     (tmp_path / "home").mkdir()

@@ -13,7 +13,7 @@ from delta_helpers import SCHEMA, make_add
 
 from qbeast.delta.actions import Metadata
 from qbeast.delta.log import DeltaLog
-from qbeast.delta.storage import Storage
+from qbeast.storage import Storage
 from qbeast.delta.vacuum import vacuum
 
 
