@@ -64,3 +64,25 @@ def test_delete_update_merge_and_delete_insert_in_a_folder_named_with_glob_chara
     assert rows_of(table) == expected
     assert table.to_df().count() == len(expected)
     assert QbeastSnapshot.load(path).version == 4
+
+
+def test_a_write_described_by_a_scan_reads_its_staging_folder_named_with_glob_characters(
+        spark, tmp_path, monkeypatch):
+    """Without accumulators (a Spark Connect session has no SparkContext) the writer describes its
+    staged files by scanning the staging folder, which sits inside the table folder: that scan must
+    escape the folder's glob characters like every other one (it once read ``we[ird]*x`` as a
+    pattern and failed). The Connect round trip in tests/cluster runs the same write for real."""
+    import qbeast.spark.write.steps as steps
+
+    monkeypatch.setattr(steps, "new_block_tally", lambda spark: None)
+    monkeypatch.setattr(steps, "new_flag_tally", lambda spark: None)
+    path = str(tmp_path / "we[ird]*x")
+    data = [(i, float(i % 50), i % 7, "orig") for i in range(600)]
+    qbeast.write(spark.createDataFrame(data, SCHEMA), path, columns_to_index=["x", "y"],
+                 cube_size=100)
+    qbeast.write(spark.createDataFrame([(600, 1.0, 1, "more")], SCHEMA), path, mode="append")
+    table = QbeastTable.for_path(spark, path)
+    expected = {r[0]: r[1:] for r in data} | {600: (1.0, 1, "more")}
+    assert rows_of(table) == expected
+    snapshot = QbeastSnapshot.load(path)
+    assert sum(f.num_records for f in snapshot.files()) == 601

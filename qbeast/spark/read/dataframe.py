@@ -20,7 +20,7 @@ from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
 from qbeast.spark.data_files import in_arrow_tasks, native_reads, spark_readable
-from qbeast.spark.read.files import spark_path
+from qbeast.spark.paths import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
 

@@ -6,23 +6,11 @@ characters is read the same way by all of them.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from qbeast.spark.data_files import spark_readable
-
-_GLOB_CHARACTERS = re.compile(r"([\\{}\[\]*?])")
-
-
-def spark_path(location: str) -> str:
-    """A file location as Spark's file readers take it: glob characters escaped.
-
-    Spark expands ``{}``, ``[]``, ``*`` and ``?`` in the paths it is given; a data file whose
-    name (or whose table folder's name) holds one of them, legal in Delta whose paths are URIs,
-    is found only escaped.
-    """
-    return _GLOB_CHARACTERS.sub(r"\\\1", location)
+from qbeast.spark.paths import spark_path
 
 
 def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[str],

@@ -31,6 +31,7 @@ from qbeast.core.sql import quote_identifier
 from qbeast.delta.stats import STATS_COLUMN_LIMIT, footer_stats, has_min_max, is_described, stats_json
 from qbeast.index.assignment import WritePlan
 from qbeast.index.tally import BlockTally, FlagTally
+from qbeast.spark.paths import spark_path
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.write.options import CUBE_COLUMN, FILE_COLUMN, WEIGHT_COLUMN
 
@@ -62,13 +63,13 @@ class StagedRows:
         from pyspark.sql.types import IntegerType, StructField, StructType
 
         if self.plain:
-            written = self.spark.read.schema(self.schema).parquet(self.staging)
+            written = self.spark.read.schema(self.schema).parquet(spark_path(self.staging))
             task = F.regexp_extract(F.col("_metadata.file_name"), r"^part-(\d+)-", 1)
             written = written.withColumn(STAGING_FILE_COLUMN, task.cast("int"))
         else:
             read_schema = StructType(
                 list(self.schema.fields) + [StructField(STAGING_FILE_COLUMN, IntegerType())])
-            written = self.spark.read.schema(read_schema).parquet(self.staging)
+            written = self.spark.read.schema(read_schema).parquet(spark_path(self.staging))
         if columns is not None:
             written = written.select(*[F.col(quote_identifier(c)) for c in columns],
                                      F.col(STAGING_FILE_COLUMN))
