@@ -173,7 +173,7 @@ def time_scans(spark, paths: dict[str, str], repeat: int) -> tuple[float, float]
     """Median seconds of a full scan via the qbeast source and via native parquet (alternating)."""
     from qbeast import QbeastTable
     from qbeast.spark.read.dataframe import spark_schema
-    from qbeast.spark.read.sources import register
+    from qbeast.spark.sql.sources import register
 
     register(spark)
     plan = QbeastTable.for_path(spark, paths["qbeast"]).read_plan()

@@ -30,8 +30,8 @@ _LAZY = {
     # sessions and catalog tables
     "get_or_create_session": ("qbeast.spark.session", "get_or_create_session"),
     "is_connect_session": ("qbeast.spark.shipping", "is_connect_session"),
-    "register": ("qbeast.spark.read.sources", "register"),
-    "enable_sql_procedures": ("qbeast.sql_procedures", "enable_sql_procedures"),
+    "register": ("qbeast.spark.sql.sources", "register"),
+    "enable_sql_procedures": ("qbeast.serve.procedures", "enable_sql_procedures"),
     "create_table": ("qbeast.spark.catalog", "create_table"),
     "stale_catalog_metadata": ("qbeast.spark.catalog", "stale_catalog_metadata"),
     "ensure_catalog_table": ("qbeast.spark.catalog", "ensure_catalog_table"),

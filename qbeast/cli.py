@@ -19,7 +19,7 @@ its files with their weight bands, per-depth totals; :mod:`qbeast.operations.ind
 read planner's explanation (:mod:`qbeast.operations.explain`). It reads only the Delta log.
 
 ``serve`` starts one Spark driver with the engine in it and serves its catalog through Spark
-Connect and the Thrift JDBC/ODBC protocol until SIGTERM or Ctrl-C (:mod:`qbeast.spark.server`,
+Connect and the Thrift JDBC/ODBC protocol until SIGTERM or Ctrl-C (:mod:`qbeast.serve.server`,
 docs/serve.md). It is the only command that starts Spark; its imports wait until it runs.
 
 Exit codes: 0 success; 2 when the path is not a Delta table, the name is unknown, the log or the
@@ -334,8 +334,8 @@ def run_serve(args: argparse.Namespace, err: TextIO) -> int:
     import threading
 
     from qbeast.spark.embedded_catalog import EmbeddedCatalog
-    from qbeast.spark.server import ServeOptions, serve
-    from qbeast.sql_procedures import enable_sql_procedures
+    from qbeast.serve.procedures import enable_sql_procedures
+    from qbeast.serve.server import ServeOptions, serve
 
     logging.getLogger("qbeast").setLevel(logging.INFO)
     conf: dict[str, str] = {}

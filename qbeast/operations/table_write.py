@@ -9,16 +9,20 @@ JSON to ``CALL qbeast_system.write(...)`` when the engine runs behind SQL (``qbe
 write alike. :class:`WriteSummary` is what it committed, the same fields for every mode.
 """
 from __future__ import annotations
-from qbeast.delta.outcome import reports_commit_outcome
 
 import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from qbeast.delta.outcome import commit_outcome, reports_commit_outcome
 from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult
+
+if TYPE_CHECKING:
+    from qbeast.commit import CommitProperties
+    from qbeast.operations.rowlevel import RowLevelResult
 
 WRITE_MODES = ("append", "overwrite", "merge", "delete_insert", "replace_where")
 #: The modes that change the table's rows by the query's (one row-level commit).
@@ -123,6 +127,30 @@ def _engine_write(df: Any, path: str, request: WriteRequest, mode: str, merge_sc
                  skipping_indexes=request.skipping_indexes, commit_properties=properties, **options)
 
 
+def _change_rows(spark: Any, df: Any, path: str, request: WriteRequest,
+                 properties: CommitProperties) -> RowLevelResult:
+    """The row change ``request`` asks for, run as ``QbeastTable.merge`` / ``delete_insert`` /
+    ``replace_where`` run it (the same checks, the same commit outcome), without the table API:
+    the operations sit below it (docs/ARCHITECTURE.md)."""
+    from qbeast.operations.rowlevel import delete_insert_rows, merge_rows, replace_where_rows
+
+    if not isinstance(path, str) or not path:  # QbeastTable's check of its path
+        raise InvalidOptionError(f"table path must be a non-empty string, got {path!r}")
+    with commit_outcome(path):  # what a QbeastTable method reports on a store failure
+        if request.mode == "merge":
+            return merge_rows(
+                spark, path, df, list(request.on),
+                update_columns=None if request.update_columns is None else list(request.update_columns),
+                exclude_columns=list(request.exclude_columns or ()) or None,
+                target_predicate=request.target_predicate, commit_properties=properties)
+        if request.mode == "delete_insert":
+            return delete_insert_rows(spark, path, df, list(request.on),
+                                      target_predicate=request.target_predicate,
+                                      commit_properties=properties)
+        return replace_where_rows(spark, path, df, str(request.condition),
+                                  commit_properties=properties)
+
+
 @reports_commit_outcome(lambda spark, df, path, *args, **kwargs: path)
 def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
                cancelled: Callable[[], bool] | None = None) -> WriteSummary:
@@ -130,7 +158,6 @@ def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
     (two when a row change adds columns). ``cancelled`` is checked as :func:`qbeast.write`
     does."""
     from qbeast.commit import CommitProperties
-    from qbeast.table import QbeastTable
 
     properties = CommitProperties(user_metadata=request.user_metadata, cancelled=cancelled)
     if request.mode not in CHANGE_MODES:
@@ -139,18 +166,7 @@ def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
                             revision_id=written.revision_id, files_added=written.file_count)
     if request.merge_schema:
         _engine_write(df.limit(0), path, request, "append", True, properties)
-    table = QbeastTable.for_path(spark, path)
-    if request.mode == "merge":
-        changed = table.merge(
-            df, on=list(request.on),
-            update_columns=None if request.update_columns is None else list(request.update_columns),
-            exclude_columns=list(request.exclude_columns or ()) or None,
-            target_predicate=request.target_predicate, commit_properties=properties)
-    elif request.mode == "delete_insert":
-        changed = table.delete_insert(df, on=list(request.on), target_predicate=request.target_predicate,
-                                      commit_properties=properties)
-    else:
-        changed = table.replace_where(df, str(request.condition), commit_properties=properties)
+    changed = _change_rows(spark, df, path, request, properties)
     return WriteSummary(
         path=path, mode=request.mode, version=changed.version,
         rows=changed.rows_updated + changed.rows_inserted + changed.rows_deleted,

@@ -12,8 +12,8 @@ This module only knows the JVM side: where the jar is (:func:`jar_path`), how a 
 the ``Bridge`` class (:func:`bridge_class`), handing it a planner (:func:`install_planner`), and
 the two JVM services writers and readers use without the planner (:func:`run_parquet_format`,
 :func:`prefix_scan`). The planner the JVM calls and the choice between the bridge and the Python
-data source are the read wing's (:mod:`qbeast.spark.read.python_planner`,
-:mod:`qbeast.spark.read.sources`), which import this module, never the other way round.
+data source are the SQL wing's (:mod:`qbeast.spark.sql.python_planner`,
+:mod:`qbeast.spark.sql.sources`), which import this module, never the other way round.
 """
 from __future__ import annotations
 
@@ -40,11 +40,11 @@ PROTOCOL = "3"
 #: (:data:`qbeast.spark.settings.SQL_BRIDGE`).
 SQL_BRIDGE_KEY = SQL_BRIDGE.key
 
-#: The Java interface a planner object implements (:mod:`qbeast.spark.read.python_planner`).
+#: The Java interface a planner object implements (:mod:`qbeast.spark.sql.python_planner`).
 PLANNER_INTERFACE = f"{PACKAGE}.Planner"
-#: The Java interface the engine's SQL writer implements (:mod:`qbeast.spark.write.sql_writer`).
+#: The Java interface the engine's SQL writer implements (:mod:`qbeast.spark.sql.sql_writer`).
 WRITER_INTERFACE = f"{PACKAGE}.Writer"
-#: The Java interface of the table operations SQL can ``CALL`` (:mod:`qbeast.sql_procedures`).
+#: The Java interface of the table operations SQL can ``CALL`` (:mod:`qbeast.serve.procedures`).
 PROCEDURES_INTERFACE = f"{PACKAGE}.Procedures"
 #: The catalog that offers them, and the name sessions register it under.
 PROCEDURES_CATALOG_CLASS = f"{PACKAGE}.QbeastProcedures"

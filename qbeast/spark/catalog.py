@@ -10,8 +10,8 @@ schema it records (:func:`catalog_schema`), and reading back where an entry poin
 older version left engine metadata in it (:func:`describe_location`,
 :func:`stale_catalog_metadata`, :func:`stored_catalog_schema_json`).
 
-It sits beside the wings, above the read wing: registering a table first makes ``qbeast``
-readable in the session (:func:`qbeast.spark.read.sources.register`).
+It sits beside the wings, above the read and SQL wings: registering a table first makes ``qbeast``
+readable in the session (:func:`qbeast.spark.sql.sources.register`).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from qbeast.spark.read.datasource import (
     register_python_source,
 )
 from qbeast.spark.read.planner import load_snapshot
-from qbeast.spark.read.sources import register
+from qbeast.spark.sql.sources import register
 from qbeast.storage import local_path
 
 logger = logging.getLogger("qbeast.spark.catalog")

@@ -15,9 +15,9 @@ whose workers have the engine installed.
 
 Sessions built here also read ``qbeast`` in SQL at native speed: the JVM read bridge's jar goes
 on ``spark.jars`` with its optimizer rule on ``spark.sql.extensions``, and the engine's planner
-is registered (:mod:`qbeast.spark.bridge`, :mod:`qbeast.spark.read.sources`;
+is registered (:mod:`qbeast.spark.bridge`, :mod:`qbeast.spark.sql.sources`;
 ``spark.qbeast.sqlBridge`` = ``false`` keeps the Python data source). Building a session imports
-the read wing's registration (inside :func:`get_or_create_session`), so it sits above the
+the SQL wing's registration (inside :func:`get_or_create_session`), so it sits above the
 wings; what the wings' jobs ask of a running session (confs held for one step, parallelism, the
 classic/Connect differences) is in :mod:`qbeast.spark.runtime`, below them.
 """
@@ -158,7 +158,7 @@ def get_or_create_session(
     from pyspark.sql import SparkSession
 
     from qbeast.spark.bridge import session_conf as with_bridge
-    from qbeast.spark.read.sources import register
+    from qbeast.spark.sql.sources import register
 
     merged = with_bridge(session_conf(conf))
     mode = ship_engine_mode(merged)

@@ -13,7 +13,7 @@ from dbt.tests.util import rm_file, run_dbt, write_file
 from dbt_common.exceptions import CompilationError
 
 import qbeast
-from qbeast.spark.read import sql_planner
+from qbeast.spark.sql import sql_planner
 from qbeast.spark.bridge import jar_path
 
 EVENTS = """

@@ -12,7 +12,7 @@ from dbt.tests.util import run_dbt
 
 import qbeast
 from qbeast.core.skipping import CONFIG_KEY, TAG
-from qbeast.spark.read import sql_planner
+from qbeast.spark.sql import sql_planner
 
 ORDERS = """
 {{ config(materialized='qbeast', columns_to_index=['event_time'], cube_size=300,

@@ -272,7 +272,7 @@ def test_sql_reads_the_same_rows_or_refuse_by_name(spark, corpus, name: str) -> 
     refused with the readers that can, never read as nulls."""
     from qbeast.delta.errors import UnsupportedFeatureError
     from qbeast.delta.scan import scan_schema
-    from qbeast.spark.read.sources import register
+    from qbeast.spark.sql.sources import register
     from qbeast.table import QbeastTable
 
     table, refused = corpus[name], PYTHON_SOURCE_TABLES[name]

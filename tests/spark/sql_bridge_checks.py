@@ -94,7 +94,7 @@ def files_read(df: Any) -> list[int]:
 
 
 def _scans_since(start: int) -> list[Any]:
-    from qbeast.spark.read import sql_planner
+    from qbeast.spark.sql import sql_planner
 
     return sql_planner.recent_scans(since=start)
 
@@ -112,7 +112,7 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks",
     reach a bucket whose settings a test put in the environment later.
     """
     import qbeast
-    from qbeast.spark.read import sql_planner
+    from qbeast.spark.sql import sql_planner
     from qbeast.spark.catalog import create_table
     from qbeast.spark.data_files import bridge_readable
     from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME

@@ -28,7 +28,7 @@ from qbeast.spark.read.datasource import (
     parse_read_options,
     register_python_source,
 )
-from qbeast.spark.read.sources import register
+from qbeast.spark.sql.sources import register
 
 pytestmark = pytest.mark.spark
 

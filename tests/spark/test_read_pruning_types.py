@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 import qbeast
 from qbeast import QbeastTable
 from qbeast.core.weight import weight_from_fraction
-from qbeast.spark.read.sources import register
+from qbeast.spark.sql.sources import register
 
 pytestmark = pytest.mark.spark
 

@@ -306,7 +306,7 @@ def test_without_the_engine_sql_inserts_are_refused_and_nothing_changes(spark, t
     import os
 
     from qbeast.spark.bridge import bridge_class
-    from qbeast.spark.write.sql_writer import python_writer
+    from qbeast.spark.sql.sql_writer import python_writer
 
     path = str(tmp_path / "no_sql_inserts")
     qbeast.write(spark.range(100).selectExpr("id", "id % 5 as k"), path, columns_to_index=["id"],

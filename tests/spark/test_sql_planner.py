@@ -1,4 +1,4 @@
-"""The planner the JVM read bridge calls (``qbeast.spark.read.sql_planner``), without the JVM side.
+"""The planner the JVM read bridge calls (``qbeast.spark.sql.sql_planner``), without the JVM side.
 
 What each call answers for the options, catalog schemas and filter texts Spark hands over; the
 bridge end to end is ``test_sql_bridge.py``.
@@ -11,10 +11,10 @@ import qbeast
 from qbeast import QbeastTable
 from qbeast.core.weight import MAX_WEIGHT, weight_from_fraction
 from qbeast.errors import InvalidOptionError
-from qbeast.spark.read import sql_planner
+from qbeast.spark.sql import sql_planner
 from qbeast.spark.catalog import catalog_schema
 from qbeast.spark.read.datasource import CatalogMarker
-from qbeast.spark.read.sql_planner import TableRef
+from qbeast.spark.sql.sql_planner import TableRef
 from qbeast.storage import file_uri
 
 pytestmark = pytest.mark.spark

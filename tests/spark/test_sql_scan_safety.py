@@ -20,7 +20,7 @@ from qbeast import QbeastTable
 from qbeast.spark.bridge import bridge_active, jar_path
 from qbeast.spark.catalog import create_table
 from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, register_python_source
-from qbeast.spark.read.sources import register
+from qbeast.spark.sql.sources import register
 
 pytestmark = pytest.mark.spark
 

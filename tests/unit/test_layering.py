@@ -288,24 +288,122 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+#: module prefix -> the ``qbeast`` modules it never imports, at any level (prefixes): the Spark
+#: engine sits below the table API, the operations and the server; the operations below the
+#: table API (and the lazily loaded public names of ``qbeast``, which lead to it), the server and
+#: the command line.
+NEVER_UPWARD = {
+    "qbeast.spark": ("qbeast.table", "qbeast.operations", "qbeast.serve", "qbeast.cli"),
+    "qbeast.operations": ("qbeast.table", "qbeast.serve", "qbeast.cli", "qbeast"),
+}
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``module imports target`` for every import of a layer above the module's (``NEVER_UPWARD``;
+    ``qbeast`` itself counts only as the exact name, its submodules are checked one by one)."""
+    bad = []
+    for name, targets in sorted(graph.items()):
+        for layer, above in NEVER_UPWARD.items():
+            if name == layer or name.startswith(layer + "."):
+                bad += [f"{name} imports {target}" for target in sorted(targets)
+                        if any(target == a or (a != "qbeast" and target.startswith(a + "."))
+                               for a in above)]
+    return bad
+
+
 def test_the_import_graph_has_no_circles_and_nothing_runs_upward():
     """Each layer imports only the layers below it, so the package's imports form a DAG.
 
     The Delta log's type-only circle is the one exception (its ``if TYPE_CHECKING:`` imports
     are not edges here; what is left inside ``qbeast.delta`` is tolerated). The Spark engine
-    never imports the table API or the operations that orchestrate it."""
+    never imports the table API, the operations that orchestrate it or the server; the
+    operations never import the table API, the server or the command line."""
     graph = _import_graph()
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]  # the check checks
     circles = [c for c in _cycles(graph) if not all(m.startswith("qbeast.delta.") for m in c)]
     assert circles == []
-    upward = [f"{name} imports {target}" for name, targets in sorted(graph.items())
-              if name.startswith("qbeast.spark") for target in sorted(targets)
-              if target in ("qbeast.table", "qbeast.operations") or target.startswith("qbeast.operations.")]
-    assert upward == []
+    assert _upward_imports({  # the check checks: each kind of upward import is found
+        "qbeast.spark.read.x": {"qbeast.table", "qbeast.serve.server", "qbeast.core.sql"},
+        "qbeast.spark.session": {"qbeast.operations.optimize"},
+        "qbeast.operations.y": {"qbeast", "qbeast.table", "qbeast.cli", "qbeast.checks"},
+        "qbeast.serve.server": {"qbeast.table"},
+    }) == ["qbeast.operations.y imports qbeast", "qbeast.operations.y imports qbeast.cli",
+           "qbeast.operations.y imports qbeast.table",
+           "qbeast.spark.read.x imports qbeast.serve.server", "qbeast.spark.read.x imports qbeast.table",
+           "qbeast.spark.session imports qbeast.operations.optimize"]
+    assert any(n.startswith("qbeast.operations.") for n in graph) and "qbeast.serve.server" in graph
+    assert _upward_imports(graph) == []
     # inside the Spark layer: the wings sit below the session builder and the catalog helpers,
     # which register and read through them
-    wings = ("qbeast.spark.write.", "qbeast.spark.read.", "qbeast.spark.changes.")
+    wings = tuple(f"qbeast.spark.{wing}." for wing in WING_IMPORTS)
     above = [f"{name} imports {target}" for name, targets in sorted(graph.items())
              if name.startswith(wings) for target in sorted(targets)
              if target in ("qbeast.spark.session", "qbeast.spark.catalog")]
     assert above == []
+
+
+#: wing of ``qbeast.spark`` -> the wings it may import. read/ and write/ stand alone (what both
+#: need, e.g. ``arrow_jobs``, ``data_footers``, ``paths``, sits beside them in ``qbeast.spark``);
+#: the row-level changes use both; the SQL wing (what Spark SQL and the bridge call back into)
+#: uses all three.
+WING_IMPORTS = {
+    "read": (),
+    "write": (),
+    "changes": ("read", "write"),
+    "sql": ("read", "write", "changes"),
+}
+#: the modules of ``qbeast.spark`` outside the wings that may import the SQL wing: the session
+#: builder (inside its function) and the catalog helpers register the session's source.
+SQL_WING_IMPORTERS = ("qbeast.spark.session", "qbeast.spark.catalog")
+
+
+def _wing_of(module: str) -> str | None:
+    parts = module.split(".")
+    if len(parts) > 3 and parts[:2] == ["qbeast", "spark"] and parts[2] in WING_IMPORTS:
+        return parts[2]
+    return None
+
+
+def _wing_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """wing -> the other wings its modules import (at any level, as ``_import_graph`` counts)."""
+    wings: dict[str, set[str]] = {wing: set() for wing in WING_IMPORTS}
+    for name, targets in graph.items():
+        wing = _wing_of(name)
+        if wing is not None:
+            wings[wing].update(w for w in map(_wing_of, targets) if w is not None and w != wing)
+    return wings
+
+
+def _wing_rule_breaks(graph: dict[str, set[str]]) -> list[str]:
+    """``wing imports wing`` (or ``module imports module``) for every import across the Spark
+    layer's wings that ``WING_IMPORTS`` and ``SQL_WING_IMPORTERS`` do not allow, and
+    ``circle: ...`` for any loop between wings."""
+    wings = _wing_graph(graph)
+    bad = [f"{wing}/ imports {other}/" for wing, others in sorted(wings.items())
+           for other in sorted(others) if other not in WING_IMPORTS[wing]]
+    bad += [f"circle: {' '.join(c)}" for c in _cycles(wings)]
+    bad += [f"{name} imports {target}" for name, targets in sorted(graph.items())
+            if name.startswith("qbeast.spark.") and _wing_of(name) is None
+            and name not in SQL_WING_IMPORTERS
+            for target in sorted(targets) if _wing_of(target) == "sql"]
+    return bad
+
+
+def test_the_spark_wings_import_only_the_wings_below_them():
+    """read/ and write/ import no other wing, changes/ only those two, sql/ only those three, and
+    no loop runs between wings (docs/ARCHITECTURE.md, "The Spark layer"); outside the wings only
+    the session builder and the catalog helpers reach the SQL wing."""
+    graph = _import_graph()
+    wings = _wing_graph(graph)
+    assert wings["changes"] and wings["sql"]  # the graph sees the wings' imports
+    assert _wing_rule_breaks(graph) == []
+    # the check checks: a wing importing a wing above it, a loop, a helper reaching up
+    wrong = {"qbeast.spark.read.a": {"qbeast.spark.write.b", "qbeast.spark.paths"},
+             "qbeast.spark.write.b": {"qbeast.spark.read.a"},
+             "qbeast.spark.changes.c": {"qbeast.spark.sql.d"},
+             "qbeast.spark.sql.d": {"qbeast.spark.changes.c"},
+             "qbeast.spark.bridge": {"qbeast.spark.sql.d"},
+             "qbeast.spark.session": {"qbeast.spark.sql.d"}}
+    assert _wing_rule_breaks(wrong) == [
+        "changes/ imports sql/", "read/ imports write/", "write/ imports read/",
+        "circle: changes sql", "circle: read write", "qbeast.spark.bridge imports qbeast.spark.sql.d"]

@@ -7,7 +7,7 @@ import pytest
 
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.embedded_catalog import EmbeddedCatalog
-from qbeast.spark.server import TOKEN_AUTHENTICATION_CLASS, TOKEN_INTERCEPTOR_CLASS, ServeOptions
+from qbeast.serve.server import TOKEN_AUTHENTICATION_CLASS, TOKEN_INTERCEPTOR_CLASS, ServeOptions
 
 
 def test_user_java_options_and_class_path_join_the_servers_own(tmp_path: Path) -> None:

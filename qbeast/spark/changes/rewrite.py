@@ -193,7 +193,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
         weights = None
         if target.revision_id > 0:
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
-        from qbeast.spark.write.row_groups import read_data_footer
+        from qbeast.spark.data_footers import read_data_footer
 
         if uploads is None:
             described = write_replacement(table.select(columns), target,

@@ -6,7 +6,7 @@ and its executors cannot open the local copies the driver keeps
 through the engine's storage layer instead, with the store settings the driver resolved
 (:meth:`qbeast.storage.Storage.for_tasks`), and yields Arrow batches: the same reader as
 the Python data source (:func:`qbeast.spark.read.datasource.read_partition`), driven by
-``mapInArrow`` (:func:`qbeast.spark.write.arrow_jobs.map_in_arrow`) over one row per task so that it serves any plan the DataFrame API makes.
+``mapInArrow`` (:func:`qbeast.spark.arrow_jobs.map_in_arrow`) over one row per task so that it serves any plan the DataFrame API makes.
 
 The sample's weight range is applied in the task, as in the data source; the user's row filters
 are applied by Spark on the result, as on every path.
@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from qbeast.spark.read.datasource import plan_partitions
-from qbeast.spark.write.arrow_jobs import map_in_arrow
+from qbeast.spark.arrow_jobs import map_in_arrow
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The ``qbeast`` Spark Python data source: ``spark.read.format("qbeast")`` and ``USING qbeast``.
 
-After :func:`qbeast.spark.read.sources.register`, a Qbeast table can be read by path or through a catalog table::
+After :func:`qbeast.spark.sql.sources.register`, a Qbeast table can be read by path or through a catalog table::
 
     spark.read.format("qbeast").option("sampleFraction", "0.1").load("/data/events")
     SELECT * FROM events WHERE user_id BETWEEN 10 AND 20

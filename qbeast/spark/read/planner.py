@@ -49,7 +49,7 @@ from qbeast.delta.scan import ScanSchema, scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.skipping_files import prune as skipping_prune
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.write.row_groups import read_piece_layout
+from qbeast.spark.data_footers import read_piece_layout
 
 logger = logging.getLogger("qbeast.spark.read.planner")
 

@@ -10,51 +10,23 @@ parquet-mr's ``ParquetFileWriter.appendFile`` copies the encoded column chunks b
 first piece (Spark's schema of the columns) is kept, and the piece record is added.
 
 Sessions without a driver JVM (Spark Connect) join with pyarrow instead, which decodes and
-encodes the rows again on the driver (slower, same result).
+encodes the rows again on the driver (slower, same result). Reading a file's piece record back
+is :mod:`qbeast.spark.data_footers`'s (the read and change wings need it too).
 """
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from qbeast.core.band_row_groups import FOOTER_KEY, Piece, PieceLayout, encode_pieces
+from qbeast.core.band_row_groups import FOOTER_KEY, Piece, encode_pieces
 from qbeast.delta.actions import is_local_file_path
 from qbeast.spark import settings
-from qbeast.spark.data_files import is_remote
 from qbeast.spark.write.arrow_parquet import arrow_write_options
-from qbeast.storage import file_uri, storage_for
-from qbeast.storage.parquet_footer import read_footer
-
-logger = logging.getLogger("qbeast.spark.write.row_groups")
-
-
-def read_piece_layout(location: str, size: int | None = None) -> PieceLayout | None:
-    """The piece record of a data file's footer, with its row groups; ``None`` without a record
-    or when the footer cannot be read here (the file is then read, or rewritten, whole)."""
-    footer = read_data_footer(location, size)
-    return PieceLayout.of(footer) if footer is not None else None
-
-
-def read_data_footer(location: str, size: int | None = None) -> Any:
-    """The ``pyarrow.parquet.FileMetaData`` of a data file; ``None`` when it cannot be read here.
-
-    Local files are opened directly; files on an object store through its storage, with ranged
-    requests for the footer only (``size``, from the log, saves one request).
-    """
-    try:
-        if is_local_file_path(location):
-            return pq.read_metadata(location)
-        if not is_remote(location):
-            return None  # a scheme no storage here serves (hdfs://, ...): read the file whole
-        return read_footer(storage_for(location), location, size)
-    except (OSError, ValueError) as exc:
-        logger.debug("footer of %s not read (%s)", location, exc)
-        return None
+from qbeast.storage import file_uri
 
 
 def join_pieces(spark: Any, parts: Sequence[str], target: str, pieces: Sequence[Piece]) -> None:

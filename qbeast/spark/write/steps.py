@@ -36,7 +36,7 @@ from qbeast.index.estimation import (
 from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import data_files, settings
-from qbeast.spark.write.arrow_jobs import map_in_arrow
+from qbeast.spark.arrow_jobs import map_in_arrow
 from qbeast.spark.progress import task_monitor
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column

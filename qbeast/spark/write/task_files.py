@@ -27,7 +27,7 @@ from qbeast.commit import WrittenFile
 from qbeast.core.revision import Revision
 from qbeast.index.assignment import WritePlan
 from qbeast.spark import settings
-from qbeast.spark.write.arrow_jobs import map_in_arrow
+from qbeast.spark.arrow_jobs import map_in_arrow
 from qbeast.spark.write.describe import STAGING_FILE_COLUMN
 from qbeast.spark.write.options import WEIGHT_COLUMN
 from qbeast.spark.write.staging import assigned_rows, owner_column

@@ -5,7 +5,7 @@
 * **the JVM read bridge** (:mod:`qbeast.spark.bridge`) when the session is a classic one (a JVM in
   this process) and the jar is loaded or loadable: the engine's sessions get it on ``spark.jars``
   and ``spark.sql.extensions`` when they are built, and a running session gets it here; the
-  bridge then asks :class:`qbeast.spark.read.python_planner.PythonPlanner` which files to read;
+  bridge then asks :class:`qbeast.spark.sql.python_planner.PythonPlanner` which files to read;
 * **the server's bridge** for a Spark Connect session whose server is ``qbeast serve`` (the
   planner runs in the server's driver; Spark refuses the Python source's name there);
 * **the Python data source** (:mod:`qbeast.spark.read.datasource`) otherwise: Spark Connect
@@ -21,9 +21,9 @@ registers it under that name on sessions with a cluster master, where it is the 
 on object stores (its tasks open their files through the storage layer; the bridge needs local
 copies the executors cannot see, :mod:`qbeast.spark.data_files`).
 
-The choice sits in the read wing because it needs both readers; the bridge module below it knows
-only the JVM side. Which path a session took is logged under ``qbeast.spark.bridge``, as
-docs/reading.md says.
+The choice sits in the SQL wing because it needs both readers (and hands the bridge the planner
+and the writer); the bridge module below it knows only the JVM side. Which path a session took
+is logged under ``qbeast.spark.bridge``, as docs/reading.md says.
 """
 from __future__ import annotations
 
@@ -39,9 +39,9 @@ from qbeast.spark.bridge import (
     load_into_session,
 )
 from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME, register_python_source
-from qbeast.spark.read.python_planner import python_planner
+from qbeast.spark.sql.python_planner import python_planner
 from qbeast.spark.shipping import is_connect_session, tasks_leave_process
-from qbeast.spark.write.sql_writer import python_writer
+from qbeast.spark.sql.sql_writer import python_writer
 
 logger = logging.getLogger("qbeast.spark.bridge")
 

@@ -3,12 +3,12 @@
 The bridge's ``FileIndex`` and optimizer rule (``jvm/``) hold no format logic; they call a Java
 interface, ``io.dbtqbeast.bridge.Planner``, which :class:`PythonPlanner` implements as a Py4J
 callback object on the driver. Each method takes and returns flat JSON strings (Py4J turns
-arrays into per-element proxies) and delegates to :mod:`qbeast.spark.read.sql_planner`, the plain
+arrays into per-element proxies) and delegates to :mod:`qbeast.spark.sql.sql_planner`, the plain
 Python planning; errors come back as ``{"error": message}`` for the JVM to raise in the query
 that asked.
 
 The planning modules are imported inside the calls: this module is imported with every session
-the engine builds (:mod:`qbeast.spark.read.sources`), and the log layer they pull in would slow
+the engine builds (:mod:`qbeast.spark.sql.sources`), and the log layer they pull in would slow
 each of them down (``tests/unit/test_layering.py``).
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def bridge_answer(call: str, action: Any) -> str:
 class PythonPlanner:
     """``io.dbtqbeast.bridge.Planner`` implemented in Python (a Py4J callback object).
 
-    Py4J runs each call in its own Python thread; :mod:`qbeast.spark.read.sql_planner` is
+    Py4J runs each call in its own Python thread; :mod:`qbeast.spark.sql.sql_planner` is
     thread-safe.
     """
 
@@ -52,7 +52,7 @@ class PythonPlanner:
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
         from qbeast.storage import file_uri
         from qbeast.spark import data_files
-        from qbeast.spark.read import sql_planner
+        from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             schema = json.loads(catalog_schema_json) if catalog_schema_json else None
@@ -75,7 +75,7 @@ class PythonPlanner:
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
         from qbeast.storage import file_uri
         from qbeast.spark import data_files
-        from qbeast.spark.read import sql_planner
+        from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
@@ -88,7 +88,7 @@ class PythonPlanner:
         return bridge_answer("listFiles", run)
 
     def sampleFilter(self, table_json: str, lower: float, upper: float) -> str:  # noqa: N802
-        from qbeast.spark.read import sql_planner
+        from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
@@ -97,7 +97,7 @@ class PythonPlanner:
         return bridge_answer("sampleFilter", run)
 
     def tableSize(self, table_json: str) -> str:  # noqa: N802
-        from qbeast.spark.read import sql_planner
+        from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             return {"bytes": sql_planner.table_size(sql_planner.TableRef.from_json(json.loads(table_json)))}

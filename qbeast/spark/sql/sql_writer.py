@@ -134,12 +134,12 @@ class PythonWriter:
         implements = [WRITER_INTERFACE]
 
     def write(self, options_json: str, mode: str, data: Any) -> str:
-        from qbeast.spark.read.python_planner import bridge_answer
+        from qbeast.spark.sql.python_planner import bridge_answer
 
         return bridge_answer("write", lambda: run_write(json.loads(options_json), str(mode), _dataframe(data)))
 
     def newTableAt(self, location: str) -> str:  # noqa: N802 - the Java interface's name
-        from qbeast.spark.read.python_planner import bridge_answer
+        from qbeast.spark.sql.python_planner import bridge_answer
 
         return bridge_answer("newTableAt", lambda: check_new_table_location(str(location)))
 

@@ -15,7 +15,7 @@ spaces, OTree walk, Delta stats) fed with what Spark hands over:
   applies every filter to the rows afterwards, so results never depend on the planning;
 * ``sample_filter``: the row filter of a sample between two fractions (``TABLESAMPLE``).
 
-The module is plain Python (no Py4J): :mod:`qbeast.spark.read.python_planner` wraps it for the JVM and turns
+The module is plain Python (no Py4J): :mod:`qbeast.spark.sql.python_planner` wraps it for the JVM and turns
 its errors into messages. Snapshots are cached per (location, version, stamp of that version's
 log file): a committed version never changes, the stamp tells a table rebuilt in the same folder
 (which starts over at version 0) from the one before it, and the latest version is looked up on
@@ -54,7 +54,7 @@ from qbeast.spark.read.planner import (
     weight_filter_sql,
 )
 
-logger = logging.getLogger("qbeast.spark.read.sql_planner")
+logger = logging.getLogger("qbeast.spark.sql.sql_planner")
 
 #: Snapshots kept in memory (a few tables, a few versions each).
 SNAPSHOT_CACHE_SIZE = 16

@@ -33,7 +33,7 @@ from qbeast.spark.embedded_catalog import EmbeddedCatalog
 from qbeast.spark.session import ENGINE_DEFAULTS, overlay
 from qbeast.spark.shipping import is_local_master
 
-logger = logging.getLogger("qbeast.spark.server")
+logger = logging.getLogger("qbeast.serve.server")
 
 #: Spark's own default ports for the two protocols.
 DEFAULT_CONNECT_PORT = 15002

@@ -15,8 +15,9 @@ one row per line (column ``line``); ``history`` returns one row per commit. The 
 ``MERGE INTO`` / ``UPDATE`` / ``DELETE`` would do: Spark's grammar gives those to V2 tables only,
 and the bridge's relation is a V1 one. Their ``source`` is a query (``select ...``) or a table.
 
-This module sits beside the table API (it calls it) and above the Spark layer, which only knows
-the JVM side of the callback (:func:`qbeast.spark.bridge.install_procedures`).
+This module sits above the table API (it calls it) and the Spark layer, which only knows the JVM
+side of the callback (:func:`qbeast.spark.bridge.install_procedures`), beside the server that
+offers it to every client (:mod:`qbeast.serve.server`).
 """
 from __future__ import annotations
 
@@ -370,13 +371,13 @@ class SqlProcedures:
         implements = ["io.dbtqbeast.bridge.Procedures"]
 
     def catalog(self) -> str:
-        from qbeast.spark.read.python_planner import bridge_answer
+        from qbeast.spark.sql.python_planner import bridge_answer
 
         return bridge_answer("procedures", catalog)
 
     def call(self, name: str, arguments_json: str, jsession: Any) -> str:
         from qbeast.spark.bridge import python_session
-        from qbeast.spark.read.python_planner import bridge_answer
+        from qbeast.spark.sql.python_planner import bridge_answer
 
         return bridge_answer(f"CALL {name}",
                              lambda: run(str(name), json.loads(arguments_json), python_session(jsession)))
@@ -390,7 +391,7 @@ def enable_sql_procedures(spark: Any) -> None:
     """Offer the table operations to SQL in ``spark``'s driver: ``CALL qbeast_system.<name>(...)``
     (``qbeast serve`` does it for every client)."""
     from qbeast.spark.bridge import install_procedures
-    from qbeast.spark.read.sources import JVM, register
+    from qbeast.spark.sql.sources import JVM, register
 
     global _procedures
     if register(spark) != JVM:
