@@ -31,8 +31,12 @@ def record_commit(version: int) -> None:
 
 @contextmanager
 def commit_outcome(table: str) -> Iterator[None]:
-    """Run an operation on ``table``; a store failure leaving it says what was committed."""
-    versions: list[int] = []
+    """Run an operation on ``table``; a store failure leaving it says what was committed.
+
+    An operation run inside another (a row change after the schema append of the same SQL
+    write) shares the outer one's record: its note counts every commit of the whole operation."""
+    outer = _versions.get()
+    versions: list[int] = outer if outer is not None else []
     token = _versions.set(versions)
     try:
         yield

@@ -100,4 +100,11 @@ def test_a_failure_says_whether_the_operation_had_committed():
                 raise ObjectStoreError("AccessDenied (403) deleting s3://b/t/x", "AccessDenied")
     assert str(after.value) == ("AccessDenied (403) deleting s3://b/t/x; version 5 of s3://b/t "
                                 "was committed before the failure")
+    with pytest.raises(ObjectStoreError) as inner_only:
+        with commit_outcome("s3://b/t"):
+            record_commit(7)  # e.g. the schema append before a SQL write's row change
+            with commit_outcome("s3://b/t"):  # the change itself commits nothing
+                raise ObjectStoreError("SlowDown (503) reading s3://b/t/y", "SlowDown")
+    assert str(inner_only.value) == ("SlowDown (503) reading s3://b/t/y; version 7 of s3://b/t "
+                                     "was committed before the failure")
     record_commit(6)  # outside any operation: nothing to note, nothing fails
