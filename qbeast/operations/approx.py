@@ -6,6 +6,7 @@ here, before any data is read. docs/approx.md states the method and its assumpti
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,7 @@ from qbeast.approx.estimator import coverage, z_value
 from qbeast.approx.sequential import Answer, approximate, check_fraction, check_tolerance
 from qbeast.errors import InvalidOptionError
 from qbeast.core.weight import MIN_WEIGHT
+from qbeast.progress import Phase
 from qbeast.snapshot import NotAQbeastTableError
 from qbeast.spark.read.approx import (
     answer_dataframe,
@@ -23,6 +25,9 @@ from qbeast.spark.read.approx import (
 )
 from qbeast.spark.read.planner import load_snapshot, plan_read
 from qbeast.spark.read.predicates import user_predicate
+from qbeast.spark.task_progress import task_monitor
+
+logger = logging.getLogger("qbeast.operations.approx")
 
 
 def _group_columns(group_by: Any, columns: Sequence[str]) -> list[str]:
@@ -85,7 +90,8 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
                   filter: Any = None,  # noqa: A002 - mirrors QbeastTable.to_df
                   tolerance: float = 0.01, confidence: float = 0.95, max_fraction: float = 1.0,
                   version: int | None = None) -> tuple[Answer, list[str], dict[str, Any]]:
-    """The :class:`Answer` of :func:`approx_table` with the group columns and the table schema."""
+    """The :class:`Answer` of :func:`approx_table` with the group columns and the table schema;
+    its band reads are one phase in the log (and a bar row on a terminal)."""
     parsed = parse_aggregates(aggregates)
     tolerance = check_tolerance(tolerance)
     z_value(confidence)
@@ -125,10 +131,13 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
             return stratum, first
         return read_nulls(), read(lo, hi)
 
+    phase = Phase(logger, "approx", snapshot.table_path, "sample bands",
+                  monitor=task_monitor(spark))
     answer = approximate(parsed, read, tolerance=tolerance, confidence=confidence,
                          max_fraction=max_fraction, total_rows=total_rows, grouped=bool(groups),
                          read_certain=read_nulls if nulls else None,
                          read_certain_with=read_nulls_with if nulls else None)
+    phase.done(steps=len(answer.steps), fraction=f"{answer.fraction:.4g}", rows=answer.rows_read)
     return answer, groups, schema
 
 

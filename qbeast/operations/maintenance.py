@@ -17,6 +17,7 @@ from typing import Any
 from qbeast.delta.actions import now_ms
 from qbeast.delta.log import DeltaLog
 from qbeast.delta.vacuum import vacuum as delta_vacuum
+from qbeast.progress import Phase
 from qbeast.skipping_files import unneeded_index_files
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.write.options import STAGING_PREFIX
@@ -94,13 +95,18 @@ def vacuum_table(
             f"delta.deletedFileRetentionDuration), got {retention_hours!r}"
         )
     log = DeltaLog.for_path(path)
+    verb = "listed" if dry_run else "deleted"
+    phase = Phase(logger, "vacuum", log.table_path, "data files")
     result = delta_vacuum(
         log, retention_hours=retention_hours, dry_run=dry_run,
         allow_short_retention=allow_short_retention,
     )
+    phase.done(**{f"files_{verb}": len(result.files), "bytes": result.bytes})
     prefix = log.table_path.rstrip("/") + "/"
+    phase = Phase(logger, "vacuum", log.table_path, "abandoned staging and index files")
     staged, staged_bytes = _abandoned_staging_files(log, result.retention_hours, dry_run)
     indexes, index_bytes = unneeded_index_files(log, result.retention_hours, dry_run)
+    phase.done(**{f"files_{verb}": len(staged) + len(indexes), "bytes": staged_bytes + index_bytes})
     names = tuple(f[len(prefix):] if f.startswith(prefix) else f
                   for f in result.files + staged + indexes)
     return VacuumReport(log.table_path, names, result.bytes + staged_bytes + index_bytes, dry_run,

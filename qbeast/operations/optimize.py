@@ -51,7 +51,7 @@ from qbeast.operations.tiering import (
 )
 from qbeast.progress import Phase
 from qbeast.spark.data_files import check_native_access
-from qbeast.spark.progress import task_monitor
+from qbeast.spark.task_progress import task_monitor
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.read.files import read_files

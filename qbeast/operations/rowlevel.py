@@ -59,7 +59,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.index.file_blocks import settle_empty_blocks
 from qbeast.operations.common import OperationResult, check_path
 from qbeast.progress import Phase
-from qbeast.spark.progress import task_monitor
+from qbeast.spark.task_progress import task_monitor
 from qbeast.rebase import PlannedCommit, WriteConflictError, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
 from qbeast.spark.changes import fates, file_merge, merge, shipped_source

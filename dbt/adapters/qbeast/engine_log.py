@@ -8,11 +8,14 @@ dbt's console is for dbt's lines. Two kinds of Python records used to reach it:
   They are sent to the Spark log file beside the catalog instead, with the driver's log;
   the failing model's message is what dbt prints.
 * The engine's progress (``qbeast.*`` loggers: phases, rows, files, elapsed) goes to dbt's own
-  log at debug level: in ``logs/dbt.log``, and on the console with ``dbt --debug``.
+  log at debug level: in ``logs/dbt.log``, and on the console with ``dbt --debug``. The engine's
+  progress bars (drawn on a terminal's stderr) stay off (``QBEAST_PROGRESS=log``) unless the
+  user's environment asks for them: dbt's console lines and its threads' models would tear them.
 """
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Optional
@@ -41,6 +44,7 @@ def route_engine_log() -> None:
     """Send ``qbeast.*`` records at INFO and above to dbt's debug log, and only there
     (idempotent). They do not propagate: a dbt process has a root handler printing to stderr
     (dbt's tracking library calls ``logging.basicConfig`` when it is imported)."""
+    os.environ.setdefault("QBEAST_PROGRESS", "log")
     engine = logging.getLogger(ENGINE_LOGGER)
     with _guard:
         if not any(isinstance(h, _ToDbtDebug) for h in engine.handlers):

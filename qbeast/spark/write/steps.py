@@ -37,7 +37,7 @@ from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
 from qbeast.spark import data_files, settings
 from qbeast.spark.arrow_jobs import map_in_arrow
-from qbeast.spark.progress import task_monitor
+from qbeast.spark.task_progress import task_monitor
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, weight_column
 from qbeast.spark.write.describe import float_stats_columns
