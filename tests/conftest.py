@@ -31,9 +31,20 @@ from s3_server import BUCKET, aws_environment, free_port, make_puts_atomic  # no
 # runs everything interpreted and one CI run failed inside Spark's code generation. The cache is
 # therefore set back to the tiered default.
 _SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Every JVM of the run, the shared session's included, maps the classes it loads from the class
+# archive `make test` builds (tests/jvm_archive.py) instead of parsing and verifying them anew: a
+# Spark start with a Hive catalog took 5.5-6 s instead of 9-10 s. A JVM on another class path
+# starts without it, silently (its log tags are off); QBEAST_TEST_JVM_ARCHIVE names another file,
+# or none ("off").
+_JVM_ARCHIVE = Path(os.environ.get("QBEAST_TEST_JVM_ARCHIVE",
+                                   REPO_ROOT / ".venv" / "jvm" / "spark-classes.jsa"))
+_ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={_JVM_ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
+                    if _JVM_ARCHIVE.is_file() else "")
+_SHORT_LIVED_JVM_OPTIONS = f"{_SHORT_LIVED_JVM_OPTIONS} {_ARCHIVE_OPTIONS}".strip()
+os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="qbeast-tests-"))
@@ -58,7 +69,10 @@ def _build_session():
     }
     ours = os.environ.get("JAVA_TOOL_OPTIONS") == _SHORT_LIVED_JVM_OPTIONS
     if ours:  # the JVM starts now, from this environment: without the short-lived flags
-        del os.environ["JAVA_TOOL_OPTIONS"]
+        if _ARCHIVE_OPTIONS:
+            os.environ["JAVA_TOOL_OPTIONS"] = _ARCHIVE_OPTIONS
+        else:
+            del os.environ["JAVA_TOOL_OPTIONS"]
     try:
         return get_or_create_session(conf, master="local[2]", app_name="qbeast-tests", hive=True)
     finally:
@@ -200,6 +214,23 @@ def sql_bridge_report(spark, tmp_path_factory) -> tuple[str, dict]:
 
 #: where each kind of test lives, and the marker its files carry (``-m "not spark"`` and friends)
 _SPARK_DIRS = ("tests/spark/", "tests/interop/")
+
+
+def pytest_xdist_make_scheduler(config, log):  # noqa: ARG001 - pytest-xdist hook signature
+    """How ``make test``'s two xdist workers share the tests: a test module stays on one worker,
+    so its module- and class-scoped fixtures (a dbt project, a server, a prepared table) are
+    built once; the cluster tests stay together on one worker, as they share session-scoped
+    baselines (the example project and the round trip built on the shared session) and their
+    servers', clusters' and driver processes' waits leave a core that the other worker fills
+    with engine tests. (xdist's own ``loadgroup`` ignores its markers under pytest 9.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndClusterTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.replace("\\", "/").split("::", 1)[0]
+            return "tests/cluster" if module.startswith("tests/cluster/") else module
+
+    return ModulesAndClusterTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook signature
