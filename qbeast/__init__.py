@@ -45,7 +45,7 @@ _LAZY = {
     "quote_identifier": ("qbeast.core.sql", "quote_identifier"),
     "sql_string": ("qbeast.core.sql", "sql_string"),
     "local_path": ("qbeast.storage", "local_path"),
-    "spark_writes_location": ("qbeast.spark.data_files", "spark_writes_location"),
+    "spark_writes_location": ("qbeast.spark.file_access", "spark_writes_location"),
     # catalog names readable without Spark (``qbeast describe schema.table``): qbeast/names.py
     "record_table_name": ("qbeast.names", "record"),
     "forget_table_name": ("qbeast.names", "forget"),

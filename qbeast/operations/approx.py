@@ -17,6 +17,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.core.weight import MIN_WEIGHT
 from qbeast.progress import Phase
 from qbeast.snapshot import NotAQbeastTableError
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read.approx import (
     answer_dataframe,
     fold_on_driver,
@@ -111,21 +112,22 @@ def approx_answer(spark: Any, path: str, aggregates: Any, *, group_by: Any = Non
 
     null_rows = _all_null_rows(snapshot)
     nulls = null_rows != 0
+    access = FileAccess.decide(spark, snapshot.delta.table_path)  # once for every band read
 
     def read(lo: int, hi: int | None):
         expected = None if total_rows is None else (coverage(hi) - coverage(lo)) * total_rows
-        return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs, lo, hi,
+        return read_band(access, snapshot, predicate, row_filter, filter, groups, inputs, lo, hi,
                          nulls=False if nulls else None, expected_rows=expected)
 
     def read_nulls():
-        return read_band(spark, snapshot, predicate, row_filter, filter, groups, inputs,
+        return read_band(access, snapshot, predicate, row_filter, filter, groups, inputs,
                          MIN_WEIGHT, None, nulls=True, expected_rows=null_rows)
 
     def read_nulls_with(lo: int, hi: int | None):
         """The all-null stratum and the first band: one job when both are small."""
         expected = None if total_rows is None else (coverage(hi) - coverage(lo)) * total_rows
         if all(fold_on_driver(n, schema, groups) for n in (null_rows, expected)):
-            stratum, first = read_small_bands(spark, snapshot, predicate, row_filter, filter,
+            stratum, first = read_small_bands(access, snapshot, predicate, row_filter, filter,
                                               groups, inputs,
                                               [(MIN_WEIGHT, None, True), (lo, hi, False)])
             return stratum, first

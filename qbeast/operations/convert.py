@@ -40,7 +40,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.operations.common import OperationResult, check_optional_int, check_path
 from qbeast.progress import Phase
 from qbeast.spark import settings
-from qbeast.spark.data_files import check_native_access
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read.files import infer_parquet_schema
 from qbeast.storage import FileStat, Storage
 from qbeast.storage.parquet_footer import read_footer
@@ -243,12 +243,13 @@ def _convert_parquet(spark, log: DeltaLog, table_id: str, columns: list[str],
         is_folder = False
     if not is_folder:
         raise InvalidOptionError(f"{log.table_path} is not a folder: nothing to convert")
-    check_native_access(spark, root)  # the schema is read with Spark's parquet reader
+    access = FileAccess.decide(spark, root)  # once: the schema is read with Spark's parquet reader
+    access.check_native()
     phase = Phase(logger, "convert", log.table_path, "listing parquet files")
     files = list_parquet_files(storage, root)
     phase.done(files=len(files))
     phase = Phase(logger, "convert", log.table_path, "schema and footer statistics")
-    schema_json = infer_parquet_schema(spark, [f.path for f in files], [f.size for f in files])
+    schema_json = infer_parquet_schema(access, [f.path for f in files], [f.size for f in files])
     columns = _schema_columns(schema_json, columns, f"the parquet files in {log.table_path}")
     adds = [parquet_add_file(storage, root, f) for f in files]
     phase.done(files=len(adds), rows=sum(a.num_records or 0 for a in adds))

@@ -50,7 +50,7 @@ from qbeast.operations.tiering import (
     received_since_layout,
 )
 from qbeast.progress import Phase
-from qbeast.spark.data_files import check_native_access
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.task_progress import task_monitor
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
@@ -187,6 +187,9 @@ def optimize_table(
             raise InvalidOptionError(
                 f"files must be a list of file paths as written in the Delta log, got {files!r}"
             )
+    # how the optimize's jobs reach the table's files: decided once, before a store is built
+    # (the session's store settings), and handed to every read and write of every commit
+    access = FileAccess.decide(spark, path)
     snapshot = QbeastSnapshot.load(path)
     if not snapshot.is_qbeast:
         raise NotAQbeastTableError(
@@ -207,19 +210,19 @@ def optimize_table(
         return OptimizeResult(snapshot.table_path, (), (note,))
     props.check_cancelled(f"optimize of {snapshot.table_path}", "rewriting files")
     if files is not None:
-        commits = _optimize_listed_files(spark, snapshot, list(files), notes, props=props)
+        commits = _optimize_listed_files(access, snapshot, list(files), notes, props=props)
     elif maintenance:
         ratio = None if max_rewrite_ratio is None else float(max_rewrite_ratio)
-        commits = _maintain(spark, snapshot, ratio, merge_revisions, notes, props=props)
+        commits = _maintain(access, snapshot, ratio, merge_revisions, notes, props=props)
     else:
         rid = snapshot.latest_revision_id if revision_id is None else revision_id
         if rid == 0:
             chosen = _staging_selection(snapshot.staging_files(), fraction)
-            commit = _index_staging(spark, snapshot, chosen, props=props) if chosen else None
+            commit = _index_staging(access, snapshot, chosen, props=props) if chosen else None
         else:
             revision = snapshot.revision(rid)  # unknown ids raise, listing the existing ones
             chosen = _still_to_lay_out(snapshot, rid, _indexed_selection(snapshot, rid, fraction), notes)
-            commit = _rewrite_revision(spark, snapshot, revision, chosen, props=props) if chosen else None
+            commit = _rewrite_revision(access, snapshot, revision, chosen, props=props) if chosen else None
         commits = [commit] if commit is not None else []
     for note in notes:
         logger.info("optimize %s: %s", snapshot.table_path, note)
@@ -301,7 +304,7 @@ def _within_budget(snapshot: QbeastSnapshot, revision_id: int, chosen: list[AddF
 # -- the default maintenance ----------------------------------------------------------------------
 
 
-def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_all: bool,
+def _maintain(access: FileAccess, snapshot: QbeastSnapshot, ratio: float | None, merge_all: bool,
               notes: list[str], *, props: CommitProperties) -> list[RevisionOptimization]:
     """Old revisions first (merged into the latest, or laid out in place once closed), then the
     latest revision's layout, within the budget ``ratio`` when one is given."""
@@ -331,13 +334,13 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
                               in_place)
     notes.extend(plan.notes)
     if plan.merge:
-        merged = _merge_revisions(spark, snapshot, plan.merge, notes, props=props)
+        merged = _merge_revisions(access, snapshot, plan.merge, notes, props=props)
         if merged is not None:
             commits.append(merged)
             snapshot = QbeastSnapshot.load(snapshot.table_path)
     if ratio is not None:
         for rid in plan.close:
-            commit = _close_revision(spark, snapshot, rid, notes, placement_of(snapshot), props=props)
+            commit = _close_revision(access, snapshot, rid, notes, placement_of(snapshot), props=props)
             if commit is not None:
                 commits.append(commit)
                 snapshot = QbeastSnapshot.load(snapshot.table_path)
@@ -345,11 +348,11 @@ def _maintain(spark: Any, snapshot: QbeastSnapshot, ratio: float | None, merge_a
     if chosen and ratio is not None:
         chosen = _within_budget(snapshot, latest_id, chosen, ratio, notes, placement_of(snapshot))
     if chosen:
-        commits.append(_rewrite_revision(spark, snapshot, snapshot.revision(latest_id), chosen, props=props))
+        commits.append(_rewrite_revision(access, snapshot, snapshot.revision(latest_id), chosen, props=props))
     return commits
 
 
-def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
+def _close_revision(access: FileAccess, snapshot: QbeastSnapshot, revision_id: int,
                     notes: list[str], placement: Placement, *, props: CommitProperties) -> RevisionOptimization | None:
     """Lay out an old revision that no append reaches any more, once.
 
@@ -376,16 +379,16 @@ def _close_revision(spark: Any, snapshot: QbeastSnapshot, revision_id: int,
             notes.append(f"revision {revision_id}: closed (a newer revision receives the appends); "
                          f"{len(wanted)} of the {len(received.paths)} file(s) it received since "
                          f"its last layout move into revision {snapshot.latest_revision_id}")
-            return _merge_revisions(spark, snapshot, [revision_id], notes,
+            return _merge_revisions(access, snapshot, [revision_id], notes,
                                     files=[f for f in files if f.path in wanted],
                                     moved_appends=True, props=props)
     chosen = [f for f in files if f.path in needed]
     notes.append(f"revision {revision_id}: closed (a newer revision receives the appends), "
                  f"laying out its {len(chosen)} file(s) still to lay out in place")
-    return _rewrite_revision(spark, snapshot, revision, chosen, props=props)
+    return _rewrite_revision(access, snapshot, revision, chosen, props=props)
 
 
-def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int],
+def _merge_revisions(access: FileAccess, snapshot: QbeastSnapshot, sources: Sequence[int],
                      notes: list[str], files: list[AddFile] | None = None,
                      moved_appends: bool = False, *, props: CommitProperties) -> RevisionOptimization | None:
     """Re-index the rows of the ``sources`` revisions (all their files, or ``files``) into the
@@ -405,8 +408,8 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
     latest = snapshot.latest_revision
     chosen = files if files is not None else [f for rid in sources
                                               for f in snapshot.revision_files(rid)]
-    phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}", spark)
-    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
+    phase = _phase(table, f"merge of revision(s) {', '.join(map(str, sources))}", access.spark)
+    indexed = index_rows(access, _read_files(access, snapshot, chosen), snapshot, table,
                          rows_already_in_table=True)
     adds = [add_file(w, indexed.revision.revision_id, data_change=False) for w in indexed.written]
     if indexed.new_revision or indexed.revision.revision_id != latest.revision_id:
@@ -426,7 +429,7 @@ def _merge_revisions(spark: Any, snapshot: QbeastSnapshot, sources: Sequence[int
 
 
 
-def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
+def _optimize_listed_files(access: FileAccess, snapshot: QbeastSnapshot,
                            paths: list[str], notes: list[str], *, props: CommitProperties) -> list[RevisionOptimization]:
     active = snapshot.delta.files
     unknown = [p for p in paths if p not in active]
@@ -449,14 +452,14 @@ def _optimize_listed_files(spark: Any, snapshot: QbeastSnapshot,
         if chosen:
             # each commit starts from the table as the previous one left it
             current = QbeastSnapshot.load(snapshot.table_path) if commits else snapshot
-            commits.append(_rewrite_revision(spark, current, current.revision(rid), chosen, props=props))
+            commits.append(_rewrite_revision(access, current, current.revision(rid), chosen, props=props))
     return commits
 
 
 # -- rewriting an indexed revision ----------------------------------------------------------------
 
 
-def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
+def _rewrite_revision(access: FileAccess, snapshot: QbeastSnapshot, revision: Revision,
                       chosen: list[AddFile], *, props: CommitProperties) -> RevisionOptimization:
     """Lay ``chosen`` out again in ``revision`` with its existing thresholds: count the rows of
     every cube exactly, write the files with those sizes, commit (the jobs are the write
@@ -464,15 +467,15 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
     table = snapshot.table_path
     rid = revision.revision_id
     thresholds = pass_through_thresholds(snapshot.index_status(rid))
-    data = _read_files(spark, snapshot, chosen)
+    data = _read_files(access, snapshot, chosen)
 
-    phase = _phase(table, f"revision {rid}: exact cube sizes", spark)
+    phase = _phase(table, f"revision {rid}: exact cube sizes", access.spark)
     sizes = exact_cube_sizes(data, revision, thresholds)
     phase.done(files=len(chosen), rows=sum(sizes.values()), cubes=len(sizes))
 
-    phase = _phase(table, f"revision {rid}: write", spark)
+    phase = _phase(table, f"revision {rid}: write", access.spark)
     # the light bands' sharing is judged on the whole table's rows, not only the rewritten ones
-    written = rewrite_with_sizes(data, revision, thresholds, sizes, table,
+    written = rewrite_with_sizes(data, revision, thresholds, sizes, table, access,
                                  table_rows=snapshot.delta.num_records)
     adds = [add_file(w, rid, data_change=False) for w in written]
     phase.done(files=len(adds), rows=sum(w.num_records for w in written))
@@ -482,23 +485,25 @@ def _rewrite_revision(spark: Any, snapshot: QbeastSnapshot, revision: Revision,
                    blocks_added=sum(len(w.blocks) for w in written))
 
 
-def _read_files(spark: Any, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
-    """The rows of ``files`` with the table's schema (columns a file lacks read as null)."""
-    check_native_access(spark, snapshot.delta.table_path)
-    return read_files(spark, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files],
+def _read_files(access: FileAccess, snapshot: QbeastSnapshot, files: list[AddFile]) -> Any:
+    """The rows of ``files`` with the table's schema (columns a file lacks read as null),
+    refused before anything is read where Spark's parquet reader cannot open them
+    (:meth:`FileAccess.check_native`)."""
+    access.check_native()
+    return read_files(access, snapshot.delta.schema, [snapshot.delta.file_path(f) for f in files],
                       [int(f.size) if f.size else None for f in files])
 
 
 # -- indexing the staging files -------------------------------------------------------------------
 
 
-def _index_staging(spark: Any, snapshot: QbeastSnapshot,
+def _index_staging(access: FileAccess, snapshot: QbeastSnapshot,
                    chosen: list[AddFile], *, props: CommitProperties) -> RevisionOptimization:
     """Index the rows of staging files into the latest revision (opening one when they grow
     its space, or revision 1 on a converted table), as an indexed append would."""
     table = snapshot.table_path
-    phase = _phase(table, "staging", spark)
-    indexed = index_rows(spark, _read_files(spark, snapshot, chosen), snapshot, table,
+    phase = _phase(table, "staging", access.spark)
+    indexed = index_rows(access, _read_files(access, snapshot, chosen), snapshot, table,
                          rows_already_in_table=True)
     revision = indexed.revision
     adds = [add_file(w, revision.revision_id, data_change=False) for w in indexed.written]

@@ -66,6 +66,7 @@ from qbeast.spark.changes import fates, file_merge, merge, shipped_source
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
 from qbeast.spark.changes.rewrite import RewriteTarget, empty_file, rewrite_files
 from qbeast.spark.changes.scan import ChangeScan
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.write.steps import IndexedRows, index_rows
 
 logger = logging.getLogger("qbeast.operations.rowlevel")
@@ -463,6 +464,9 @@ class _Operation:
               properties: CommitProperties | None) -> _Operation:
         properties = commit_properties(properties)
         check_path(path)
+        # how the change's jobs reach the table's files: decided once, before a store is built
+        # (the session's store settings), and handed to every scan, rewrite and append
+        access = FileAccess.decide(spark, path)
         snapshot = QbeastSnapshot.load(path)
         if not snapshot.is_qbeast:
             raise NotAQbeastTableError(
@@ -473,7 +477,7 @@ class _Operation:
             raise InvalidOptionError(
                 f"{snapshot.table_path} still holds pre-0.6 Qbeast metadata; run "
                 f"qbeast.upgrade_format on it before a {name.lower()}")
-        op = cls(ChangeScan(spark, snapshot), snapshot, name, time.perf_counter(), properties)
+        op = cls(ChangeScan(access, snapshot), snapshot, name, time.perf_counter(), properties)
         skipped = properties.done_before(snapshot.delta)
         if skipped is not None:
             logger.info("%s %s: %s", name.lower(), op.path, skipped)
@@ -560,7 +564,7 @@ class _Operation:
                 self.check_cancelled("the rewrite")
                 phase = self.phase("rewrite")
                 rewritten = rewrite_files(fates.remaining_rows(job, out), targets,
-                                          snapshot.revisions, table_dir)
+                                          snapshot.revisions, table_dir, job.access)
                 written += rewritten.values()
                 counts[KEEP] = sum(w.num_records for w in rewritten.values()) - counts[UPDATE_IN_PLACE]
                 phase.done(files=len(rewritten), removed=len(removed),
@@ -585,7 +589,7 @@ class _Operation:
         if new_rows is not None:
             self.check_cancelled("the append")
         if new_rows is not None and appended is None:
-            appended = index_rows(self.job.spark, new_rows, self.snapshot,
+            appended = index_rows(self.job.access, new_rows, self.snapshot,
                                   self.snapshot.delta.log.table_path, driver_rows=driver_rows)
             written += appended.written
         inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
@@ -618,7 +622,7 @@ class _Operation:
                 if t.origin in rewritten:
                     adds.append(add_file(dataclasses.replace(rewritten[t.origin], blocks=blocks), rid))
                 elif blocks:  # every row gone, but a block must stay: an empty file carries it
-                    empty = empty_file(self.job.spark, table_dir, self.job.schema, t.origin, blocks)
+                    empty = empty_file(self.job.access, table_dir, self.job.schema, t.origin, blocks)
                     written.append(empty)
                     adds.append(add_file(empty, rid))
         return adds

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from qbeast.core.band_row_groups import PieceLayout
 from qbeast.delta.actions import is_local_file_path
-from qbeast.spark.data_files import is_remote
+from qbeast.spark.file_access import is_remote
 from qbeast.storage import storage_for
 from qbeast.storage.parquet_footer import read_footer
 

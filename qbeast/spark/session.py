@@ -180,7 +180,7 @@ def get_or_create_session(
         ship_engine(session)
     register(session)  # `qbeast` in SQL: the JVM read bridge, or the Python data source
     if any(str(key).startswith("spark.hadoop.fs.s3a.") for key in merged):
-        from qbeast.spark.data_files import apply_session_settings  # loads the storage layer
+        from qbeast.spark.file_access import apply_session_settings  # loads the storage layer
 
         apply_session_settings(session)  # S3 tables of this process use the session's settings
     return session

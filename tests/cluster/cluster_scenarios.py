@@ -330,10 +330,11 @@ def main(argv: list[str] | None = None) -> int:
             result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
             result["counts"] = table_counts(spark, args.table,
                                             source_name=None if args.remote else "qbeast_python")
-            from qbeast.spark import data_files
+            from qbeast.spark.file_access import FileAccess
 
-            result["signed_reads"] = data_files.signed_native_reads(spark)
-            result["native_reads"] = data_files.native_reads(spark, args.table)
+            access = FileAccess.decide(spark, args.table)
+            result["signed_reads"] = access.signed_reads
+            result["native_reads"] = access.native_reads()
             table = qbeast.QbeastTable.for_path(spark, args.table)
             if result["native_reads"]:
                 result["row_level"] = row_level_changes(spark, args.table, args.rows)
@@ -341,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                 # how Spark's parquet reader opened the files, and whether the driver copied any
                 result["opened_files"] = list(table.to_df().inputFiles())
                 result["mirror_copies"] = sum(
-                    len(names) for _, _, names in os.walk(data_files.mirror(spark).files_dir))
+                    len(names) for _, _, names in os.walk(access.mirror().files_dir))
                 # then without signed reads: reads fall back to Arrow tasks
                 spark.conf.set("spark.qbeast.storage.bridgeFiles", "copies")
                 result["copies_rows"] = table.to_df().count()

@@ -75,7 +75,7 @@ def _table(spark, project, name: str) -> qbeast.QbeastTable:
     return qbeast.QbeastTable.for_path(spark, _location(spark, f"{project.test_schema}.{name}"))
 
 
-def _data_files(location: str) -> set:
+def _parquet_files(location: str) -> set:
     return {
         os.path.relpath(os.path.join(root, f), location)
         for root, _, files in os.walk(location)
@@ -135,7 +135,7 @@ class TestQbeastModelOptions:
                    project.project_root, "models", "broken_sql.sql")
         before = {
             name: (_table(spark, project, name).snapshot().version,
-                   _data_files(_location(spark, f"{schema}.{name}")))
+                   _parquet_files(_location(spark, f"{schema}.{name}")))
             for name in ("broken_sql", "broken_commit", "broken_type", "osc_fail")
         }
 
@@ -159,7 +159,7 @@ class TestQbeastModelOptions:
         for name, (version, files_before) in before.items():
             location = _location(spark, f"{schema}.{name}")
             assert _table(spark, project, name).snapshot().version == version, name
-            assert _data_files(location) == files_before, name  # no orphaned files either
+            assert _parquet_files(location) == files_before, name  # no orphaned files either
             assert spark.table(f"{schema}.{name}").count() == (100 if name == "osc_fail" else 80), name
 
         # on_schema_change on append

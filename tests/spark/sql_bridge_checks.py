@@ -114,7 +114,7 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks",
     import qbeast
     from qbeast.spark.sql import sql_planner
     from qbeast.spark.catalog import create_table
-    from qbeast.spark.data_files import bridge_readable
+    from qbeast.spark.file_access import FileAccess
     from qbeast.spark.read.datasource import PYTHON_SOURCE_NAME
 
     table = qbeast.QbeastTable.for_path(spark, path)
@@ -123,8 +123,9 @@ def bridge_report(spark: Any, path: str, catalog: str = "bridge_checks",
     create_table(spark, f"{catalog}_py", path, replace=True, source=PYTHON_SOURCE_NAME)
     every = table.read_plan().files
     # Spark's plain parquet reader opens the files as the bridge hands them over (a table on an
-    # object store: local copies or signed URLs, see qbeast.spark.data_files)
-    opened = bridge_readable(spark, [f.path for f in every], [f.size for f in every])
+    # object store: local copies or signed URLs, see qbeast.spark.file_access)
+    opened = FileAccess.decide(spark, path).bridge_readable([f.path for f in every],
+                                                            [f.size for f in every])
     spark.read.parquet(*opened).createOrReplaceTempView(f"{catalog}_parquet")
     report: dict[str, Any] = {"total_files": len(every), "filters": {}, "plans": {}}
 

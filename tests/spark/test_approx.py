@@ -19,6 +19,7 @@ from qbeast.spark.read.approx import (
     read_small_bands,
 )
 from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read import local_band
 from qbeast.spark.read.predicates import user_predicate
 from qbeast.spark.read.scan_metrics import scan_io
@@ -93,7 +94,8 @@ def test_each_step_reads_only_its_band(spark, table):
     seen = []
     for lower, upper in [(0.0, 0.05), (0.05, 0.2), (0.2, 1.0)]:
         lo, hi = band(lower, upper)
-        read = read_band(spark, snapshot, predicate, row_filter, None, [], [None], lo, hi)
+        read = read_band(FileAccess.decide(spark, table), snapshot, predicate, row_filter, None,
+                         [], [None], lo, hi)
         top = MAX_WEIGHT + 1 if hi is None else hi
         in_band = spark.read.parquet(table).where(
             f"hash({', '.join(columns)}) >= {lo} and hash({', '.join(columns)}) < {top}").count()
@@ -129,7 +131,8 @@ def test_a_small_band_read_here_or_by_spark_gives_the_statistics_of_spark_fold(
     snapshot = qbeast.QbeastTable.for_path(spark, table).snapshot()
     predicate, row_filter = user_predicate(snapshot, user_filter)
     lo, hi = band(0.05, 0.2)
-    args = (spark, snapshot, predicate, row_filter, user_filter, group_by, [None, "v"], lo, hi)
+    args = (FileAccess.decide(spark, table), snapshot, predicate, row_filter, user_filter,
+            group_by, [None, "v"], lo, hi)
     here, here_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS))
     scanned, scan_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS,
                                                         local=False))
@@ -193,7 +196,8 @@ def test_the_all_null_stratum_and_the_first_band_read_together_give_the_separate
     snapshot = qbeast.QbeastTable.for_path(spark, path).snapshot()
     predicate, row_filter = user_predicate(snapshot, None)
     lo, hi = band(0.0, 0.1)
-    args = (spark, snapshot, predicate, row_filter, None, ["g"], [None, "v"])
+    args = (FileAccess.decide(spark, path), snapshot, predicate, row_filter, None, ["g"],
+            [None, "v"])
     bands = [(MIN_WEIGHT, None, True), (lo, hi, False)]
     together, jobs = _jobs(spark, lambda: read_small_bands(*args, bands, local=False))
     here, here_jobs = _jobs(spark, lambda: read_small_bands(*args, bands))
@@ -256,7 +260,8 @@ def test_a_band_read_here_holds_the_rows_and_values_spark_scan_gives(spark, tmp_
         plan, lo, hi = band_scope(snapshot, predicate, lo, hi, nulls)
         assert local_band.readable_here(plan, None, hash_columns, group_by, columns, limit)
         mine, read_rows = local_band.band_table(plan, hash_columns, group_by, columns, lo, hi, nulls)
-        rows = band_dataframe(spark, snapshot, plan, None, None, group_by, columns, lo, hi, nulls)
+        rows = band_dataframe(FileAccess.decide(spark, path), snapshot, plan, None, None,
+                              group_by, columns, lo, hi, nulls)
         theirs = rows.toArrow()
         order = [(name, "ascending") for name in theirs.column_names]
         assert mine.num_rows > 0 and mine.schema.names == theirs.column_names

@@ -8,6 +8,7 @@ tests/cluster/test_standalone_cluster.py; here the reader itself is pinned row f
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 import uuid
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 from s3_server import BUCKET
 
 import qbeast
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read.arrow_tasks import tasks_dataframe
 from qbeast.spark.read.dataframe import plan_dataframe, spark_schema
 from qbeast.spark.read.planner import load_snapshot, plan_read
@@ -45,6 +47,14 @@ def _typed(spark, rows: int):
     return spark.range(rows).selectExpr(*[c.strip() for c in _TYPED.strip().split(",\n")])
 
 
+def _force_arrow_tasks(patch) -> None:
+    """Every decision in ``patch``'s scope sends the table's reads and writes to Arrow tasks
+    (what an object-store table gets on a cluster), here on a local table."""
+    decide = FileAccess.decide
+    patch.setattr(FileAccess, "decide", classmethod(
+        lambda cls, spark, location: dataclasses.replace(decide(spark, location), arrow_tasks=True)))
+
+
 def _rows(df) -> list[tuple]:
     return sorted(tuple(r) for r in df.collect())
 
@@ -54,7 +64,7 @@ def _same_rows_both_ways(spark, path: str, fraction: float | None = None, where:
     predicate, _ = user_predicate(snapshot, where)
     plan = plan_read(snapshot, fraction=fraction, predicate=predicate)
     filters = [where] if where else []
-    native = plan_dataframe(spark, plan, filters)
+    native = plan_dataframe(FileAccess.decide(spark, path), plan, filters)
     tasks = tasks_dataframe(spark, plan, spark_schema(plan))
     for condition in filters:
         tasks = tasks.filter(condition)
@@ -151,15 +161,13 @@ def test_a_write_in_tasks_lays_out_the_files_spark_s_writer_lays_out(spark, tmp_
 
     from pyspark.sql import functions as F
 
-    from qbeast.spark import data_files
-
     native, tasks = str(tmp_path / "native"), str(tmp_path / "tasks")
     more = _typed(spark, 9_000).withColumn("id", F.col("id") + 100_000)
     first: dict[str, list[tuple]] = {}
     for path in (native, tasks):
         with monkeypatch.context() as patch, caplog.at_level(logging.INFO, "qbeast.spark.write.writer"):
             if path == tasks:
-                patch.setattr(data_files, "in_arrow_tasks", lambda spark, location: True)
+                _force_arrow_tasks(patch)
             caplog.clear()
             qbeast.write(_typed(spark, 12_000), path, columns_to_index="user_id,price",
                          cube_size=1_500, mode="overwrite")
@@ -181,7 +189,6 @@ def test_a_failed_write_in_tasks_leaves_the_table_as_it_was(spark, tmp_path: Pat
     import os
 
     from qbeast.delta.log import DeltaLog
-    from qbeast.spark import data_files
     from qbeast.spark.write import task_files
     from qbeast.storage import LocalStorage
 
@@ -215,7 +222,7 @@ def test_a_failed_write_in_tasks_leaves_the_table_as_it_was(spark, tmp_path: Pat
                 removed.append(file)
             super().delete(file)
 
-    monkeypatch.setattr(data_files, "in_arrow_tasks", lambda spark, location: True)
+    _force_arrow_tasks(monkeypatch)
     monkeypatch.setattr(task_files, "storage_for", lambda location: Failing())
     with pytest.raises(Exception, match="upload refused for the test"):
         qbeast.write(_typed(spark, 30_000), path, mode="append")

@@ -2,7 +2,7 @@
 
 The session is the shared ``local[2]`` one, with no Hadoop connector for ``s3://``: the engine
 stages new files locally and uploads them, and reads open local copies
-(:mod:`qbeast.spark.data_files`). Credentials and endpoint come from the AWS environment
+(:mod:`qbeast.spark.file_access`). Credentials and endpoint come from the AWS environment
 variables only, as a user sets them. Every check compares with what an independent reader
 (deltalake, DuckDB) finds in the bucket, or with exact expected rows.
 """
@@ -362,7 +362,7 @@ def _assert_tampered_signature_refused(spark, opened: str) -> None:
     import base64
 
     from qbeast.spark.bridge import prefix_scan
-    from qbeast.spark.data_files import signed_path
+    from qbeast.spark.file_access import signed_path
 
     _, size, encoded, name = opened.removeprefix("qbeasthttp://").split("/")
     url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
@@ -439,11 +439,11 @@ def test_sql_and_dataframes_read_a_bucket_table_by_signed_urls(spark, bucket_roo
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from sql_bridge_checks import bridge_report, problems, write_table
 
-    from qbeast.spark import data_files
+    from qbeast.spark.file_access import mirror as session_mirror
 
     path = f"{bucket_root}/bridge"
     write_table(spark, path)
-    mirror = data_files.mirror(spark)
+    mirror = session_mirror(spark)
     shutil.rmtree(mirror.files_dir, ignore_errors=True)  # the write's uploads become copies
     spark.conf.set("spark.qbeast.storage.bridgeFiles", "signed")
     try:
@@ -494,11 +494,11 @@ def test_hadoop_reads_without_a_connector_fall_back_or_are_refused_naming_the_se
     setting, the schemes looked for and the other values (the reads through a real connector:
     tests/cluster/test_standalone_cluster.py)."""
     from qbeast.errors import InvalidOptionError
-    from qbeast.spark import data_files
+    from qbeast.spark.file_access import FileAccess, hadoop_file_system
 
-    assert {scheme: data_files.hadoop_file_system(spark, scheme)
+    assert {scheme: hadoop_file_system(spark, scheme)
             for scheme in ("s3", "s3a", "gs", "abfss")} == dict.fromkeys(("s3", "s3a", "gs", "abfss"))
-    assert data_files.bridge_files_mode(spark, "s3") == "copies"
+    assert FileAccess.decide(spark, f"{bucket_root}/hadoop").mode == "copies"
     path = f"{bucket_root}/hadoop"
     qbeast.write(_events(spark, 0, 2_000), path, columns_to_index="user_id,price", cube_size=500)
     table = qbeast.QbeastTable.for_path(spark, path)

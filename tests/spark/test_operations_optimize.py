@@ -302,10 +302,10 @@ def test_concurrent_removal_fails_the_optimize_and_drops_its_new_files(spark, ta
         return df
 
     monkeypatch.setattr(optimize_module, "_read_files", read_then_lose_a_file)
-    data_files = {p.name for p in Path(table_copy).glob("*.parquet")}
+    parquet_files = {p.name for p in Path(table_copy).glob("*.parquet")}
     with pytest.raises(ConcurrentDeleteReadError, match=victim):
         optimize_table(spark, table_copy)
-    assert {p.name for p in Path(table_copy).glob("*.parquet")} == data_files
+    assert {p.name for p in Path(table_copy).glob("*.parquet")} == parquet_files
     assert DeltaLog.for_path(table_copy).latest_version() == 3  # 3 appends + the delete
 
 

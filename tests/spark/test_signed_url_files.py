@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from qbeast.spark.bridge import jar_path, prefix_scan
-from qbeast.spark.data_files import signed_path
+from qbeast.spark.file_access import signed_path
 
 pytestmark = [pytest.mark.spark,
               pytest.mark.skipif(jar_path() is None,

@@ -26,6 +26,7 @@ from qbeast.core.band_row_groups import FOOTER_KEY
 from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.write.steps import index_rows
 from qbeast.table import QbeastTable
 
@@ -162,7 +163,7 @@ def test_an_empty_input_writes_nothing(spark, base):
     for value in ("0", "100"):
         spark.conf.set(KEY, value)
         try:
-            out = index_rows(spark, empty, snapshot, base)
+            out = index_rows(FileAccess.decide(spark, base), empty, snapshot, base)
         finally:
             spark.conf.unset(KEY)
         assert (out.rows, out.written, out.new_revision) == (0, (), False)

@@ -12,6 +12,7 @@ from qbeast.core.cube_id import CubeId
 from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.index.assignment import build_write_plan
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally
 from qbeast.spark.write.staging import partition_keys, write_plan_files
@@ -49,7 +50,8 @@ def _write_every_way(spark, tmp_path):
         flags = new_flag_tally(spark) if "flags" in name else None
         tasks = 3 if "plain" in name else 2
         rows = write_plan_files(data, plan, str(folder), revision=revision, tasks=tasks,
-                                tally=tally, flags=flags)
+                                tally=tally, flags=flags,
+                                access=FileAccess.decide(spark, str(folder)))
         out[name] = (folder, rows)
         if flags is not None:
             assert set(flags.value.values()) == {2, 6}  # floats x, f, g: f everywhere, g in two files

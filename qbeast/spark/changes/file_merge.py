@@ -8,7 +8,7 @@ every task; the candidate files are spread over a few tasks per core (:func:`tas
 for each of its files a task:
 
 1. reads the file's key columns with pyarrow (the file itself, the local copy of a file on an
-   object store, :func:`qbeast.spark.data_files.readable`, or, from a cluster, the object
+   object store, :meth:`qbeast.spark.file_access.FileAccess.readable`, or, from a cluster, the object
    through the storage layer) and matches them against the
    source's keys (:mod:`qbeast.spark.changes.key_match`); a file without a matched row returns
    only the source rows it matched (none), is not read further and not rewritten;
@@ -37,7 +37,7 @@ import pyarrow as pa
 from qbeast.commit import WrittenFile
 from qbeast.core.revision import Revision
 from qbeast.delta.actions import AddFile
-from qbeast.spark import data_files, settings
+from qbeast.spark import settings
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
 from qbeast.spark.changes.rewrite import (
     InPlace,
@@ -114,17 +114,17 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
     snapshot = job.snapshot
     table_dir = snapshot.delta.log.table_path
     sizes = [int(a.size) if a.size else None for a in candidates]
-    in_tasks = task_uploads_wanted(spark, table_dir)
+    in_tasks = task_uploads_wanted(job.access)
     locations = [snapshot.delta.file_path(a) for a in candidates]
     if not in_tasks:  # tasks share this disk: they open local copies of object-store files
-        locations = data_files.readable(spark, locations, sizes)
+        locations = job.access.readable(locations, sizes)
     files = tuple(
         _FileTask(RewriteTarget.of(i, a, snapshot), location)
         for i, (a, location) in enumerate(zip(candidates, locations)))
     values = list(updated) if action == "update" else []
     keys = shipped.key_table(values, distinct=distinct_keys)
     indexed = {c for r in snapshot.revisions.values() for c in r.columns}
-    with StagedFiles(table_dir, spark, writers="tasks" if in_tasks else "spark") as staged:
+    with StagedFiles(table_dir, job.access, writers="tasks" if in_tasks else "spark") as staged:
         uploads = staged.task_uploads(range(len(files))) if in_tasks else None
         if uploads is None:
             os.makedirs(staged.path)

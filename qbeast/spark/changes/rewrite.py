@@ -34,7 +34,8 @@ from qbeast.core.blocks import Block
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.delta.actions import AddFile, resolve_file_path
-from qbeast.spark import data_files, settings
+from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.write.staging import StagedFiles, TaskUploads
 from qbeast.spark.write.options import WEIGHT_COLUMN
 
@@ -87,14 +88,14 @@ def uploaded(described: dict[str, Any], staging: str, uploads: TaskUploads) -> d
     return {**described, "name": name, "size": stat.size, "mtime": stat.mtime_ms}
 
 
-def task_uploads_wanted(spark: Any, table_dir: str) -> bool:
+def task_uploads_wanted(access: FileAccess) -> bool:
     """Whether a rewrite's tasks upload their files themselves: an object-store table seen from
     a session whose tasks run elsewhere (they cannot write into this machine's staging folder).
     Such a session reads the old files by signed URL; without that (no bridge jar, Spark Connect)
     the operation is refused with what works."""
-    if not data_files.in_arrow_tasks(spark, table_dir):
+    if not access.arrow_tasks:
         return False
-    data_files.check_native_access(spark, table_dir)
+    access.check_native()
     return True
 
 
@@ -118,10 +119,11 @@ def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, R
 
 
 def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision],
-                  table_dir: str) -> dict[int, WrittenFile]:
+                  table_dir: str, access: FileAccess) -> dict[int, WrittenFile]:
     """Write the remaining ``rows`` of each target into one new file; origin -> description.
 
-    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN``. Targets without any remaining row
+    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN``; ``access`` is how the change
+    reaches the table's files (decided when it started). Targets without any remaining row
     get no file. Block lists include blocks left without rows (``elementCount`` 0); the caller
     settles them (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
     """
@@ -133,8 +135,8 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
     needed = {t.revision_id: revisions[t.revision_id] for t in targets if t.revision_id > 0}
     columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
     spark = rows.sparkSession
-    in_tasks = task_uploads_wanted(spark, table_dir)
-    with StagedFiles(table_dir, spark, writers="tasks" if in_tasks else "spark") as staged:
+    in_tasks = task_uploads_wanted(access)
+    with StagedFiles(table_dir, access, writers="tasks" if in_tasks else "spark") as staged:
         version = settings.PARQUET_VERSION.read(spark)
         olds = [resolve_file_path(table_dir, t.path) for t in targets]
         uploads = staged.task_uploads([t.origin for t in targets]) if in_tasks else None
@@ -142,7 +144,7 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
             os.makedirs(staged.path)
             # where each task reads its old file's footer: the file itself, or (object stores)
             # the local copy the scan of its rows made, so tasks need no store credentials
-            olds = data_files.readable(spark, olds, [t.size for t in targets])
+            olds = access.readable(olds, [t.size for t in targets])
         footers = {t.origin: old for t, old in zip(targets, olds)}
         task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version, uploads)
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
@@ -152,7 +154,7 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
         return {int(r["origin"]): published(staged, r) for r in described}
 
 
-def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
+def empty_file(access: FileAccess, table_dir: str, schema: Any, origin: int,
                blocks: tuple[Block, ...]) -> WrittenFile:
     """A parquet file without rows (of the Spark ``schema``) whose tags carry ``blocks``.
 
@@ -168,7 +170,7 @@ def empty_file(spark: Any, table_dir: str, schema: Any, origin: int,
     from qbeast.delta.stats import footer_stats
 
     arrow = spark_arrow_schema(schema)
-    with StagedFiles(table_dir, spark, writers="driver") as staged:
+    with StagedFiles(table_dir, access, writers="driver") as staged:
         os.makedirs(staged.path)
         local = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")
         pq.write_table(pa.Table.from_batches([], arrow), local, compression="snappy")

@@ -16,7 +16,7 @@ from qbeast.core.sql import quote_identifier
 from qbeast.delta.actions import AddFile
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
-from qbeast.spark.data_files import check_native_access, spark_readable
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read.files import read_opened
 from qbeast.storage import local_path
 
@@ -29,14 +29,17 @@ class ChangeScan:
     """Scans of one snapshot's files for one row-level change, and the frames it keeps.
 
     ``staging_origins`` lists the origins (see :meth:`scan_affected`) of staging files: their
-    rows are rewritten as staging rows and never move to the index.
+    rows are rewritten as staging rows and never move to the index. ``access`` is how the
+    change reaches the table's files, decided once when it started: every scan, rewrite and
+    append of the change uses it.
     """
 
-    def __init__(self, spark: Any, snapshot: QbeastSnapshot) -> None:
+    def __init__(self, access: FileAccess, snapshot: QbeastSnapshot) -> None:
         from pyspark.sql.types import StructType
 
-        check_native_access(spark, snapshot.delta.table_path)  # before the first scan
-        self.spark = spark
+        access.check_native()  # before the first scan
+        self.access = access
+        self.spark = access.spark
         self.snapshot = snapshot
         self.schema = StructType.fromJson(snapshot.delta.schema)
         self.staging_origins: list[int] = []
@@ -98,7 +101,7 @@ class ChangeScan:
         if missing:
             locations = [self.snapshot.delta.file_path(a) for a in missing]
             sizes = [int(a.size) if a.size else None for a in missing]
-            opened = spark_readable(self.spark, locations, sizes)
+            opened = self.access.spark_readable(locations, sizes)
             self._path_of.update((a.path, p) for a, p in zip(missing, opened))
         return [self._path_of[a.path] for a in files]
 

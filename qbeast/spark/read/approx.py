@@ -38,6 +38,7 @@ from qbeast.core.sql import quote_identifier, row_weight_sql
 from qbeast.core.weight import MAX_WEIGHT, MIN_WEIGHT
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read.dataframe import plan_dataframe
 from qbeast.spark.read.local_band import band_table, readable_here
 from qbeast.spark.read.planner import ReadPlan, plan_read
@@ -111,19 +112,20 @@ def band_scope(snapshot: Any, predicate: Any, lo: int, hi: int | None,
     return band_plan(snapshot, predicate, lo, hi), lo, hi
 
 
-def band_dataframe(spark: Any, snapshot: Any, plan: ReadPlan, row_filter: Any, user_filter: Any,
+def band_dataframe(access: FileAccess, snapshot: Any, plan: ReadPlan, row_filter: Any, user_filter: Any,
                group_by: Sequence[str], columns: Sequence[str], lo: int, hi: int | None,
                nulls: bool | None, tag: int | None = None) -> Any:
     """The rows of one band, read from ``plan``'s files, as ``_met, _w, _g0.., _v0..`` (see
     :mod:`qbeast.approx.clusters`; the arguments are :func:`read_band`'s, ``lo`` and ``hi``
     those of :func:`band_scope`; ``tag``: a ``_band`` column of this value, to tell bands
-    apart in a union)."""
+    apart in a union; ``access``: how the read reaches the table's files, decided once per
+    ``approx``)."""
     from pyspark.errors import PySparkException
     from pyspark.sql import functions as F
 
     hash_columns = tuple(snapshot.latest_revision.columns)
     try:
-        df = plan_dataframe(spark, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
+        df = plan_dataframe(access, plan).filter(_band_condition(hash_columns, lo, hi, nulls))
         met = _filter_column(row_filter)  # one projection: each DataFrame step is a round trip
         keys = [F.when(met, F.col(quote_identifier(g))).alias(f"_g{i}")
                 for i, g in enumerate(group_by)]
@@ -182,7 +184,7 @@ def _read_here(snapshot: Any, band: _Band, group_by: Sequence[str],
     return BandRead(found, band_rows, sum_sq, rows_read, band.plan.selected_bytes)
 
 
-def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+def read_band(access: FileAccess, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
               group_by: Sequence[str], inputs: Sequence[str | None], lo: int,
               hi: int | None, nulls: bool | None = None,
               expected_rows: float | None = None, local: bool = True) -> BandRead:
@@ -203,20 +205,20 @@ def read_band(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_f
     band = _band(snapshot, predicate, lo, hi, nulls)
     plan = band.plan
     if fold_on_driver(expected_rows, json.loads(plan.schema_json), group_by):
-        if _here(spark, snapshot, [band], row_filter, group_by, columns, local):
+        if _here(access.spark, snapshot, [band], row_filter, group_by, columns, local):
             return _read_here(snapshot, band, group_by, columns)
-        rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
+        rows = band_dataframe(access, snapshot, plan, row_filter, user_filter, group_by, columns,
                               band.lo, band.hi, nulls)
         table = rows.toArrow()  # one scan-only job: the band's rows, a few narrow columns
         io = scan_io(rows, [plan])
         found, band_rows, sum_sq = fold_band(table, len(group_by), columns, band.per_weight)
         return BandRead(found, band_rows, sum_sq, io.rows_scanned, io.bytes)
-    rows = band_dataframe(spark, snapshot, plan, row_filter, user_filter, group_by, columns,
+    rows = band_dataframe(access, snapshot, plan, row_filter, user_filter, group_by, columns,
                           band.lo, band.hi, nulls)
     return _fold_in_spark(rows, group_by, columns, band.per_weight, plan)
 
 
-def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
+def read_small_bands(access: FileAccess, snapshot: Any, predicate: Any, row_filter: Any, user_filter: Any,
                      group_by: Sequence[str], inputs: Sequence[str | None],
                      bands: Sequence[tuple[int, int | None, bool | None]],
                      local: bool = True) -> list[BandRead]:
@@ -231,11 +233,11 @@ def read_small_bands(spark: Any, snapshot: Any, predicate: Any, row_filter: Any,
     columns = [c for c in dict.fromkeys(inputs) if c is not None]
     scopes = [_band(snapshot, predicate, lo, hi, nulls) for lo, hi, nulls in bands]
     assert scopes, "no band to read"
-    if _here(spark, snapshot, scopes, row_filter, group_by, columns, local):
+    if _here(access.spark, snapshot, scopes, row_filter, group_by, columns, local):
         return [_read_here(snapshot, band, group_by, columns) for band in scopes]
     union = None
     for i, band in enumerate(scopes):
-        rows = band_dataframe(spark, snapshot, band.plan, row_filter, user_filter, group_by,
+        rows = band_dataframe(access, snapshot, band.plan, row_filter, user_filter, group_by,
                               columns, band.lo, band.hi, band.nulls, tag=i)
         union = rows if union is None else union.union(rows)
     assert union is not None

@@ -2,7 +2,7 @@
 
 A Spark session on a cluster master has no Hadoop connector for ``s3://`` (a plain pip pyspark),
 and its executors cannot open the local copies the driver keeps
-(:mod:`qbeast.spark.data_files`). Here each Spark task opens its share of the planned files
+(:mod:`qbeast.spark.file_access`). Here each Spark task opens its share of the planned files
 through the engine's storage layer instead, with the store settings the driver resolved
 (:meth:`qbeast.storage.Storage.for_tasks`), and yields Arrow batches: the same reader as
 the Python data source (:func:`qbeast.spark.read.datasource.read_partition`), driven by

@@ -19,7 +19,7 @@ from typing import Any
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.bridge import prefix_scan
-from qbeast.spark.data_files import in_arrow_tasks, native_reads, spark_readable
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.paths import spark_path
 from qbeast.spark.read.planner import ReadPlan, weight_filter_sql
 
@@ -97,19 +97,22 @@ def _partition_literal(value: Any):
     return F.lit(value)
 
 
-def opened_plan(spark: Any, plan: ReadPlan) -> ReadPlan:
+def opened_plan(access: FileAccess, plan: ReadPlan) -> ReadPlan:
     """``plan`` with each file's path as Spark opens it: unchanged on a local disk; for a file
     on an object store, its path through the session's Hadoop file system for the scheme, its
-    local copy or its signed-URL path (:func:`qbeast.spark.data_files.spark_readable`)."""
-    opened = spark_readable(spark, plan.paths, [f.size for f in plan.files])
+    local copy or its signed-URL path
+    (:meth:`qbeast.spark.file_access.FileAccess.spark_readable`)."""
+    opened = access.spark_readable(plan.paths, [f.size for f in plan.files])
     if opened == plan.paths:
         return plan
     files = tuple(dataclasses.replace(f, path=p) for f, p in zip(plan.files, opened))
     return dataclasses.replace(plan, files=files)
 
 
-def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
-    """A DataFrame over exactly the plan's files (native parquet scan) with the row filters.
+def plan_dataframe(access: FileAccess, plan: ReadPlan, row_filters: Iterable[Any] = ()):
+    """A DataFrame over exactly the plan's files (native parquet scan) with the row filters;
+    ``access`` is how the read reaches the table's files (:meth:`FileAccess.decide`, once per
+    read: :func:`user_filtered_dataframe`).
 
     ``df.inputFiles()`` lists the planned files (for a table on an object store, their local
     copies or signed-URL paths, :func:`opened_plan`; a Spark Connect session, or a cluster
@@ -118,8 +121,9 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
     Columns or SQL strings applied after the sample filter (the user's predicate, so that
     results are exact).
     """
+    spark = access.spark
     schema = spark_schema(plan)
-    if not native_reads(spark, plan.table_path) and in_arrow_tasks(spark, plan.table_path):
+    if not access.native_reads() and access.arrow_tasks:
         # a cluster (or Connect) whose parquet reader can take neither signed URLs nor the
         # files through Hadoop: executors cannot see local copies
         from qbeast.spark.read.arrow_tasks import tasks_dataframe
@@ -128,7 +132,7 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
         for condition in row_filters:
             df = df.filter(condition)
         return df
-    plan = opened_plan(spark, plan)
+    plan = opened_plan(access, plan)
     if not plan.files:
         df = spark.createDataFrame([], schema)
     elif plan.layout is None:
@@ -150,17 +154,19 @@ def plan_dataframe(spark: Any, plan: ReadPlan, row_filters: Iterable[Any] = ()):
 
 def user_filtered_dataframe(spark: Any, plan: ReadPlan, user_filter: Any, row_filter: Any):
     """:func:`plan_dataframe` with the row filter of the user's ``filter`` argument (from
-    :func:`qbeast.spark.read.predicates.user_predicate`; None: every row).
+    :func:`qbeast.spark.read.predicates.user_predicate`; None: every row): the DataFrame read
+    of ``QbeastTable.to_df`` and ``sample``, which decides here how it reaches the files.
 
     SQL text is parsed and resolved by Spark when the DataFrame is built: a text it refuses
     becomes an :class:`InvalidOptionError` naming the table's columns.
     """
+    access = FileAccess.decide(spark, plan.table_path)
     if not isinstance(user_filter, str):
-        return plan_dataframe(spark, plan, [row_filter] if row_filter is not None else [])
+        return plan_dataframe(access, plan, [row_filter] if row_filter is not None else [])
     from pyspark.errors import PySparkException
 
     try:  # Spark parses and resolves the SQL text here
-        return plan_dataframe(spark, plan, [row_filter])
+        return plan_dataframe(access, plan, [row_filter])
     except PySparkException as exc:
         columns = [f["name"] for f in json.loads(plan.schema_json)["fields"]]
         reason = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))

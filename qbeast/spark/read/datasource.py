@@ -261,7 +261,7 @@ def plan_partitions(plan: ReadPlan, storage: Storage | None = None) -> list[File
     """The tasks that read ``plan``'s files (:func:`group_files`), each with the sample's weight
     range: a task returns exactly the plan's rows. ``storage`` opens files on an object store
     (default: one built here from the table's location)."""
-    from qbeast.spark.data_files import is_remote
+    from qbeast.spark.file_access import is_remote
 
     _check_python_readable(plan.schema_json, plan.layout)
     if storage is None and is_remote(plan.table_path):
@@ -399,7 +399,7 @@ def _opened(path: str, size: int | None = None, storage: Storage | None = None) 
     """What pyarrow opens for a planned file: its local path, or a file on an object store read
     through the storage layer (the task may run on any machine of the cluster): by ranges when
     it is large (:meth:`Storage.open_input`), else in one request."""
-    from qbeast.spark.data_files import is_remote
+    from qbeast.spark.file_access import is_remote
 
     if not is_remote(path):
         return path

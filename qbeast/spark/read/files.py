@@ -9,22 +9,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from qbeast.spark.data_files import spark_readable
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.paths import spark_path
 
 
-def read_files(spark: Any, schema: Mapping[str, Any] | Any, locations: Iterable[str],
+def read_files(access: FileAccess, schema: Mapping[str, Any] | Any, locations: Iterable[str],
                sizes: Sequence[int | None] | None = None) -> Any:
-    """A native parquet scan of exactly ``locations`` with ``schema`` (a Spark ``StructType`` or
-    its JSON form); columns a file lacks read as null. Files on an object store are read from
-    local copies or by signed URL (:func:`qbeast.spark.data_files.spark_readable`; ``sizes``,
-    from the log, check the copies and size the signed reads)."""
-    return read_opened(spark, schema, spark_readable(spark, list(locations), sizes))
+    """A native parquet scan of exactly ``locations`` (files of the table ``access`` reaches)
+    with ``schema`` (a Spark ``StructType`` or its JSON form); columns a file lacks read as
+    null. Files on an object store are read through Hadoop, from local copies or by signed URL
+    (:meth:`qbeast.spark.file_access.FileAccess.spark_readable`; ``sizes``, from the log, check
+    the copies and size the signed reads)."""
+    return read_opened(access.spark, schema, access.spark_readable(list(locations), sizes))
 
 
 def read_opened(spark: Any, schema: Mapping[str, Any] | Any, opened: Sequence[str]) -> Any:
     """:func:`read_files` of files already as Spark opens them (from
-    :func:`qbeast.spark.data_files.spark_readable`: a caller that keeps those paths across
+    :meth:`qbeast.spark.file_access.FileAccess.spark_readable`: a caller that keeps those paths across
     scans does not map them again)."""
     from pyspark.sql.types import StructType
 
@@ -33,10 +34,11 @@ def read_opened(spark: Any, schema: Mapping[str, Any] | Any, opened: Sequence[st
     return spark.read.schema(schema).parquet(*[spark_path(p) for p in opened])
 
 
-def infer_parquet_schema(spark: Any, files: Sequence[str],
+def infer_parquet_schema(access: FileAccess, files: Sequence[str],
                          sizes: Sequence[int | None] | None = None) -> dict[str, Any]:
-    """The schema Spark reads ``files`` with (merged across files) in its JSON form, every field
-    nullable and without engine column metadata: the schema a converted parquet folder records.
+    """The schema Spark reads ``files`` (of the folder ``access`` reaches) with (merged across
+    files) in its JSON form, every field nullable and without engine column metadata: the
+    schema a converted parquet folder records.
 
     Files Spark cannot read as one table (a column with different types in different files, a
     file that is not parquet) are refused with an error naming the folder and the cause.
@@ -50,8 +52,8 @@ def infer_parquet_schema(spark: Any, files: Sequence[str],
     from qbeast.errors import InvalidOptionError, root_cause
 
     try:
-        opened = spark_readable(spark, files, sizes)
-        inferred = spark.read.option("mergeSchema", "true").parquet(
+        opened = access.spark_readable(files, sizes)
+        inferred = access.spark.read.option("mergeSchema", "true").parquet(
             *[spark_path(f) for f in opened]).schema.jsonValue()
     except (PySparkException, Py4JJavaError) as exc:
         folder = os.path.dirname(files[0])

@@ -82,7 +82,7 @@ def readable_here(plan: ReadPlan, row_filter: Any, hash_columns: Sequence[str],
     if row_filter is not None or plan.layout is not None:
         return False
     # local files are absolute paths; an object store's are URIs (their local copies are
-    # Spark's business: :func:`qbeast.spark.data_files.readable`)
+    # Spark's business: :meth:`qbeast.spark.file_access.FileAccess.readable`)
     if plan.selected_bytes > max_bytes or not all(os.path.isabs(f.path) for f in plan.files):
         return False
     types = {f["name"]: f["type"] for f in json.loads(plan.schema_json)["fields"]}

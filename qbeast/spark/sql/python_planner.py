@@ -51,17 +51,17 @@ class PythonPlanner:
 
     def describe(self, options_json: str, catalog_schema_json: str) -> str:
         from qbeast.storage import file_uri
-        from qbeast.spark import data_files
+        from qbeast.spark.file_access import FileAccess, current_session, is_remote
         from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             schema = json.loads(catalog_schema_json) if catalog_schema_json else None
             described = sql_planner.describe(json.loads(options_json), schema)
             location = described.table.location
-            if data_files.is_remote(location):  # Spark opens local copies (listFiles)
-                session = data_files.current_session()
-                data_files.check_bridge_access(session, location)
-                location = data_files.mirror(session).files_dir
+            if is_remote(location):  # Spark opens local copies (listFiles)
+                access = FileAccess.decide(current_session(), location)  # once per call
+                access.check_bridge()
+                location = access.mirror().files_dir
             return {
                 "table": json.dumps(described.table.to_json()),
                 "root": file_uri(location),
@@ -74,14 +74,14 @@ class PythonPlanner:
 
     def listFiles(self, table_json: str, filters_json: str, time_zone: str) -> str:  # noqa: N802 - Java name
         from qbeast.storage import file_uri
-        from qbeast.spark import data_files
+        from qbeast.spark.file_access import FileAccess, current_session
         from qbeast.spark.sql import sql_planner
 
         def run() -> dict[str, Any]:
             table = sql_planner.TableRef.from_json(json.loads(table_json))
             files = sql_planner.list_files(table, json.loads(filters_json), time_zone)
-            opened = data_files.bridge_readable(data_files.current_session(),
-                                                [f.path for f in files], [f.size for f in files])
+            access = FileAccess.decide(current_session(), table.location)  # once per scan
+            opened = access.bridge_readable([f.path for f in files], [f.size for f in files])
             return {"files": [[file_uri(p), f.bytes_to_read, f.modification_time]
                               for p, f in zip(opened, files)]}
 

@@ -19,7 +19,7 @@ bridge; the Python source stays available there as ``qbeast_python`` through
 :func:`qbeast.spark.read.datasource.register_python_source` (for comparisons), and :func:`register`
 registers it under that name on sessions with a cluster master, where it is the SQL path to tables
 on object stores (its tasks open their files through the storage layer; the bridge needs local
-copies the executors cannot see, :mod:`qbeast.spark.data_files`).
+copies the executors cannot see, :mod:`qbeast.spark.file_access`).
 
 The choice sits in the SQL wing because it needs both readers (and hands the bridge the planner
 and the writer); the bridge module below it knows only the JVM side. Which path a session took
@@ -101,7 +101,7 @@ def register(spark: Any) -> str:
     _report(JVM, "native parquet scans planned by the engine through the JVM read bridge")
     if tasks_leave_process(spark.sparkContext.master, None):
         # object-store tables on a cluster master: the bridge needs local copies the executors
-        # cannot see, the Python source reads them in its tasks (qbeast.spark.data_files)
+        # cannot see, the Python source reads them in its tasks (qbeast.spark.file_access)
         register_python_source(spark, PYTHON_SOURCE_NAME)
     return JVM
 

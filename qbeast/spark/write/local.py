@@ -29,7 +29,7 @@ import os
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +58,9 @@ from qbeast.index.tally import batch_blocks
 from qbeast.index.thresholds import effective_thresholds
 from qbeast.spark import settings
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
+
+if TYPE_CHECKING:
+    from qbeast.spark.file_access import FileAccess
 
 logger = logging.getLogger("qbeast.spark.write.writer")
 
@@ -205,12 +208,14 @@ def analyze_locally(spark: Any, indexed: pa.Table, partitions: np.ndarray, revis
 # -- writing --------------------------------------------------------------------------------------
 
 
-def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.ndarray,
+def write_locally(access: FileAccess, table: pa.Table, indexed: pa.Table, weights: np.ndarray,
                   revision: Revision, plan: WritePlan, table_dir: str) -> list[WrittenFile]:
-    """Assign the rows and write one file per output file of ``plan``; staged, then published."""
+    """Assign the rows and write one file per output file of ``plan``; staged, then published
+    (``access``: how the operation reaches the table's files)."""
     from qbeast.spark.bridge import run_parquet_format
     from qbeast.spark.write.staging import StagedFiles
 
+    spark = access.spark
     coords = table_points(revision, indexed, list(revision.columns))
     cubes, files = plan.assign(coords, weights)
     owners = plan.row_group_files
@@ -223,7 +228,7 @@ def write_locally(spark: Any, table: pa.Table, indexed: pa.Table, weights: np.nd
     version = settings.PARQUET_VERSION.read(spark)
     data = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
     written: list[WrittenFile] = []
-    with StagedFiles(table_dir, spark, writers="driver") as staged:
+    with StagedFiles(table_dir, access, writers="driver") as staged:
         os.makedirs(staged.path)
         for rows in output_rows(plan, files):
             path = os.path.join(staged.path, f"{uuid.uuid4()}.parquet")

@@ -19,7 +19,7 @@ from qbeast.core.cube_id import CubeId
 from qbeast.core.revision import Revision
 from qbeast.core.sql import quote_identifier
 from qbeast.index.assignment import build_write_plan
-from qbeast.spark import data_files
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.write.options import ASSIGNMENT_COLUMN, WEIGHT_COLUMN
 from qbeast.spark.write.steps import weight_bands, write_files
@@ -51,7 +51,7 @@ def exact_cube_sizes(data: Any, revision: Revision, thresholds: Mapping[CubeId, 
 
 
 def rewrite_with_sizes(data: Any, revision: Revision, thresholds: Mapping[CubeId, int],
-                       sizes: Mapping[CubeId, int], table_dir: str, *,
+                       sizes: Mapping[CubeId, int], table_dir: str, access: FileAccess, *,
                        table_rows: int | None) -> list[WrittenFile]:
     """Write ``data`` into ``revision``'s cubes with the existing ``thresholds`` and the exact
     ``sizes`` of :func:`exact_cube_sizes`; nothing is committed.
@@ -59,14 +59,14 @@ def rewrite_with_sizes(data: Any, revision: Revision, thresholds: Mapping[CubeId
     The files are grouped by the rollup over the true sizes and laid out in the session's weight
     bands; ``table_rows`` (the whole table's rows, not only the rewritten ones) decides which
     light bands share files, as for an append. No rows (empty ``sizes``): no files.
+    ``access``: how the optimize reaches the table's files (decided once, when it started).
     """
     if not sizes:
         return []
     plan = build_write_plan(revision.dimension_count, dict(thresholds), dict(sizes),
                             revision.desired_cube_size,
                             weight_bands=weight_bands(data.sparkSession), table_rows=table_rows)
-    return write_files(data, revision, plan, table_dir,
-                       in_tasks=data_files.in_arrow_tasks(data.sparkSession, table_dir))
+    return write_files(data, revision, plan, table_dir, access)
 
 
 __all__ = ["exact_cube_sizes", "rewrite_with_sizes"]

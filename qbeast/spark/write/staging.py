@@ -53,8 +53,9 @@ from qbeast.core.sql import quote_identifier
 from qbeast.delta.stats import footer_stats
 from qbeast.errors import QbeastError
 from qbeast.index.assignment import WritePlan
-from qbeast.spark import data_files, settings
+from qbeast.spark import settings
 from qbeast.spark.bridge import RUN_FOOTER_KEY_OPTION, run_parquet_format
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.runtime import scoped_confs
 from qbeast.spark.write.assignment_udf import assignment_udf, weight_column
 from qbeast.spark.write.describe import (
@@ -108,6 +109,7 @@ def write_plan_files(
     tasks: int,
     tally: Any = None,
     flags: Any = None,
+    access: FileAccess,
 ) -> list[WrittenFile]:
     """Write ``data``'s rows into one file per plan group of ``revision``; describe each file.
 
@@ -118,6 +120,7 @@ def write_plan_files(
     without the jar, each piece as a staging file (one task per piece, or the pieces of an
     output file in one task) joined into the output file in band order
     (:mod:`qbeast.spark.write.row_groups`). Either way the files returned are the output files.
+    ``access`` is how the operation reaches the table's files (its tasks must share this disk).
 
     With a ``tally`` accumulator (:func:`~qbeast.spark.write.assignment_udf.new_block_tally`, classic sessions) the assignment UDF
     counts the blocks while it runs, and stats come from the parquet footers, without reading
@@ -130,7 +133,7 @@ def write_plan_files(
     started = time.perf_counter()
     spark = data.sparkSession
     runs_format = run_parquet_format(spark) if plan.row_group_files is not None else None
-    out = StagedFiles(table_dir, spark)
+    out = StagedFiles(table_dir, access)
     staging = out.path
     try:
         if runs_format is not None:
@@ -352,9 +355,10 @@ class StagedFiles:
     Tasks write into :attr:`path`; :meth:`publish` makes a finished file a data file of the
     table, named ``<uuid>.parquet`` at its root. For a table on the local disk the staging folder
     is inside the table folder and publishing is a rename. For a table on an object store
-    (:mod:`qbeast.spark.data_files`) the staging folder is in the session's local mirror folder
+    (:mod:`qbeast.spark.file_access`) the staging folder is in the session's local mirror folder
     and publishing uploads the file, which then stays as the mirror's copy of it (in sessions
-    that read copies: :func:`qbeast.spark.data_files.reads_local_copies`). When the
+    that read copies: :meth:`qbeast.spark.file_access.FileAccess.reads_local_copies`). ``access``
+    is how the operation reaches the table's files (decided once, when it started). When the
     operation fails, :meth:`discard` removes what was published (nothing references it yet);
     :meth:`cleanup` always removes the staging folder. As a context manager it does both.
     """
@@ -364,23 +368,23 @@ class StagedFiles:
     #: (tasks elsewhere, each uploading its own files: :meth:`task_uploads`).
     WRITERS = ("spark", "driver", "tasks")
 
-    def __init__(self, table_dir: str, spark: Any = None, writers: str = "spark") -> None:
+    def __init__(self, table_dir: str, access: FileAccess, writers: str = "spark") -> None:
         if writers not in self.WRITERS:
             raise ValueError(f"writers must be one of {self.WRITERS}, got {writers!r}")
         self.table_dir = table_dir
-        self.remote = data_files.is_remote(table_dir)
+        self.remote = access.remote
         name = f"{STAGING_PREFIX}{uuid.uuid4().hex}"
         self.published: list[str] = []
         self.uploads: TaskUploads | None = None
         self.writers = writers
         if self.remote:
             if writers == "spark":
-                data_files.check_access(spark, table_dir)
+                access.check_shared_disk()
             self.storage = storage_for(table_dir)
-            self.mirror = data_files.mirror(spark)
+            self.mirror = access.mirror()
             self.path = os.path.join(self.mirror.root, "staging", name)
             # an uploaded file stays as the local copy of it only where reads open copies
-            self.keep_copies = data_files.reads_local_copies(spark, table_dir)
+            self.keep_copies = access.reads_local_copies()
         else:
             self.path = os.path.join(table_dir, name)
 

@@ -35,7 +35,8 @@ from qbeast.index.estimation import (
 )
 from qbeast.index.thresholds import effective_thresholds, threshold_markers
 from qbeast.progress import Phase
-from qbeast.spark import data_files, settings
+from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.arrow_jobs import map_in_arrow
 from qbeast.spark.task_progress import task_monitor
 from qbeast.spark.runtime import scoped_confs
@@ -161,17 +162,17 @@ def write_tasks(spark: Any, plan: WritePlan, rows: int | None) -> int:
     return tasks
 
 
-def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, *,
-                rows: int | None = None, in_tasks: bool = False) -> list[WrittenFile]:
+def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str,
+                access: FileAccess, *, rows: int | None = None) -> list[WrittenFile]:
     """Assignment, shuffle by file and Spark's parquet writer; returns one description per file.
 
     See ``qbeast.spark.write.staging``: only the indexed columns and the weight cross to Python.
-    ``rows`` (the input's row count, when known) lets large files get one task each. With
-    ``in_tasks`` (an object-store table seen from a cluster, :func:`qbeast.spark.data_files.
-    in_arrow_tasks`) the files are written and uploaded by Arrow tasks instead
-    (:mod:`qbeast.spark.write.task_files`).
+    ``rows`` (the input's row count, when known) lets large files get one task each. Where
+    ``access`` says so (an object-store table seen from a cluster,
+    :attr:`qbeast.spark.file_access.FileAccess.arrow_tasks`) the files are written and
+    uploaded by Arrow tasks instead (:mod:`qbeast.spark.write.task_files`).
     """
-    if in_tasks:
+    if access.arrow_tasks:
         from qbeast.spark.write.task_files import write_files_in_tasks
 
         return write_files_in_tasks(data, revision, plan, table_dir,
@@ -182,7 +183,7 @@ def write_files(data: Any, revision: Revision, plan: WritePlan, table_dir: str, 
              if tally is not None and float_stats_columns(data.schema) else None)
     tasks = write_tasks(data.sparkSession, plan, rows)
     return write_plan_files(data, plan, table_dir, revision=revision, tasks=tasks, tally=tally,
-                            flags=flags)
+                            flags=flags, access=access)
 
 
 def with_threshold_markers(written: Sequence[WrittenFile], plan: WritePlan,
@@ -209,7 +210,7 @@ class IndexedRows:
     rows: int
 
 
-def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
+def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
                options: WriteOptions | None = None, rows_already_in_table: bool = False,
                driver_rows: int = 0) -> IndexedRows:
     """Stats, estimation, assignment, file writing and threshold markers of rows appended to the
@@ -224,14 +225,16 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
     one collect (:func:`index_locally`), with the same revision, plan and files.
     ``driver_rows``: ``data`` is a DataFrame of that many rows the driver already holds (a
     shipped merge's inserts): collecting them back costs no new memory, so they are indexed on
-    the driver whatever their number (unless ``localRows`` is 0).
+    the driver whatever their number (unless ``localRows`` is 0). ``access``: how the
+    operation reaches the table's files (decided once, when it started).
     """
     from qbeast.spark.write.revision_change import choose_revision, index_spec
 
+    spark = access.spark
     path = snapshot.table_path
     latest = snapshot.latest_revision
     spec = index_spec(data.schema, None, latest)
-    local = index_locally(spark, data, latest, spec, table_dir, path=path,
+    local = index_locally(access, data, latest, spec, table_dir, path=path,
                           cube_size=latest.desired_cube_size, column_stats=None,
                           table_id=latest.table_id,
                           index_status=lambda r: snapshot.index_status(r.revision_id),
@@ -255,14 +258,13 @@ def index_rows(spark: Any, data: Any, snapshot: Any, table_dir: str, *,
                        path=path,
                        table_rows=(snapshot.delta.num_records or 0) + (0 if rows_already_in_table else count))
         phase = write_phase(path, "write", spark)
-        written = write_files(data, revision, plan, table_dir, rows=count,
-                              in_tasks=data_files.in_arrow_tasks(spark, table_dir))
+        written = write_files(data, revision, plan, table_dir, access, rows=count)
     written = with_threshold_markers(written, plan, existing)
     phase.done(files=len(written), rows=count)
     return IndexedRows(revision, is_new, tuple(written), count)
 
 
-def index_locally(spark: Any, data: Any, base: Revision, spec: Any, table_dir: str, *,
+def index_locally(access: FileAccess, data: Any, base: Revision, spec: Any, table_dir: str, *,
                   path: str, cube_size: int, column_stats: Any, table_id: str,
                   index_status: Any, rows_before: int, options: WriteOptions,
                   rows_already_in_table: bool = False, driver_rows: int = 0) -> IndexedRows | None:
@@ -275,6 +277,7 @@ def index_locally(spark: Any, data: Any, base: Revision, spec: Any, table_dir: s
     """
     from qbeast.spark.write import local
 
+    spark = access.spark
     limit = settings.LOCAL_ROWS.read(spark)
     if limit == 0:
         return None
@@ -308,7 +311,7 @@ def index_locally(spark: Any, data: Any, base: Revision, spec: Any, table_dir: s
         logger.info("indexed append of %d rows runs in Spark: %s", count, reason)
         return None
     phase = write_phase(path, "local write")
-    written = local.write_locally(spark, table, indexed, weights, revision, plan, table_dir)
+    written = local.write_locally(access, table, indexed, weights, revision, plan, table_dir)
     written = with_threshold_markers(written, plan, existing)
     phase.done(files=len(written), rows=count)
     return IndexedRows(revision, is_new, tuple(written), count)

@@ -58,7 +58,8 @@ from qbeast.errors import InvalidOptionError, QbeastError, WriteFailedError, roo
 from qbeast.rebase import PlannedCommit, commit_with_retries, metadata_for
 from qbeast.skipping_files import declare
 from qbeast.snapshot import QbeastSnapshot
-from qbeast.spark import data_files, settings
+from qbeast.spark import settings
+from qbeast.spark.file_access import FileAccess
 from qbeast.spark.write.revision_change import choose_revision, index_spec
 from qbeast.spark.write.table_state import TableState
 from qbeast.spark.write.options import (
@@ -155,10 +156,9 @@ def write(
         raise InvalidOptionError(f"path must be a non-empty string, got {path!r}")
     check_storable_schema(df.schema)
     spark = df.sparkSession
-    # before the log is read: a store's settings may be the session's
-    in_tasks = data_files.in_arrow_tasks(spark, path)  # an object store seen from a cluster
-    if not in_tasks:
-        data_files.check_access(spark, path)
+    # decided once, before the log is read: a store's settings may be the session's
+    access = FileAccess.decide(spark, path)
+    in_tasks = access.arrow_tasks  # an object store seen from a cluster
 
     state = TableState.load(path)
     skipped = props.done_before(state.snapshot)
@@ -190,7 +190,7 @@ def write(
     if base is not None and mode == "append" and not in_tasks:
         # a small append: collected once and indexed on the driver (qbeast.spark.write.local)
         try:
-            local = index_locally(spark, data, base, spec, table_dir, path=path,
+            local = index_locally(access, data, base, spec, table_dir, path=path,
                                   cube_size=desired, column_stats=column_stats, table_id=path,
                                   index_status=state.index_status, rows_before=kept_rows,
                                   options=opts)
@@ -211,7 +211,7 @@ def write(
             delete_new_files(state.log, [add_file(w, revision.revision_id) for w in local.written])
         raise
 
-    if not data_files.is_remote(table_dir):
+    if not access.remote:
         os.makedirs(table_dir, exist_ok=True)
     adds: list[AddFile] = []
     blocks_written = 0
@@ -227,7 +227,7 @@ def write(
                            existing=existing, options=opts, path=path, table_rows=kept_rows + count)
             phase = write_phase(path, "write", spark)
             try:
-                written = write_files(data, revision, plan, table_dir, rows=count, in_tasks=in_tasks)
+                written = write_files(data, revision, plan, table_dir, access, rows=count)
             except Exception as exc:  # a Spark job failed: full disk, read-only folder, ...
                 if isinstance(exc, QbeastError):
                     raise

@@ -93,7 +93,7 @@ def test_upgrade_commit_re_adds_each_file_without_removing_it(legacy_table):
     assert legacy_table.snapshot().tombstones == {}
 
 
-def test_upgrade_leaves_data_files_untouched(legacy_table):
+def test_upgrade_leaves_the_parquet_files_untouched(legacy_table):
     table = Path(legacy_table.table_path)
     data = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in table.glob("*.parquet")}
     upgrade_format(legacy_table.table_path)
