@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterator, Optional, Tuple, cast
+from typing import Any, Dict, Iterator, List, Optional, Tuple, cast
 
 from dbt.adapters.base import available
 from dbt.adapters.contracts.connection import AdapterResponse
@@ -63,6 +63,17 @@ class QbeastAdapter(SparkAdapter):
         info = super()._get_adapter_specific_run_info(config)
         info["adapter_type"] = "qbeast"
         return info
+
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> List[Any]:
+        """dbt-spark's relations of a schema, without the session's temporary views.
+
+        ``SHOW TABLE EXTENDED IN <schema>`` also lists every temporary view of the session with
+        an empty schema (dbt-spark's incremental runs leave ``<model>__dbt_tmp`` views behind in
+        a session that outlives a model: the embedded session of programmatic dbt runs, a
+        ``qbeast serve`` connection). They belong to no schema: counted in, ``dbt docs generate``
+        failed on their missing schema, and dbt's relation cache got relations without one."""
+        in_schema = [row for row in row_list if row[0]]
+        return list(super()._build_spark_relation_list(in_schema, relation_info_func))
 
     def _get_columns_for_catalog(self, relation: Any) -> Iterator[Dict[str, Any]]:
         """dbt-spark's catalog rows plus the comments the catalog holds (``persist_docs``) and,
