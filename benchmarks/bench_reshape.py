@@ -1,12 +1,14 @@
-"""Does a change that only moves code cost performance? The quick write, sample and SQL benchmarks on two trees.
+"""Does a change that only moves code cost performance? The quick write, read, optimize and merge benchmarks on two trees.
 
 A reshaping (modules moved, hand-offs retyped) must not slow the engine down, but on a shared
 2-core machine one run of each tree says little: sub-second timings move by ±30% between runs of
-the same code. So this script runs ``run_all.py --quick --only write,sampling,sql --no-report`` on
+the same code. So this script runs ``run_all.py --quick --only write,sampling,sql,optimize,merge
+--no-report`` (this checkout's benchmark scripts, each tree's engine) on
 a baseline revision and on the current one, alternating them (``B A A B`` for two rounds, so
 that a trend in the machine's load hits both alike), and compares **in-run ratios**: each
 figure is divided by a baseline measured in the same run on the same data (the same run's plain
-parquet write, full scan or native parquet query), which absorbs most of the load.
+parquet write, full scan or native parquet query, deltalake's Z-order optimize or merge), which
+absorbs most of the load.
 
 Each tree is a ``git archive`` copy (uncommitted edits and build leftovers stay out) with its own
 bridge jar (copied when ``jvm/`` is the same in both, built otherwise), run with the same
@@ -15,7 +17,7 @@ is the one imported. The report, ``benchmarks/results/reshape.md`` by default, g
 the median of each tree's runs, their spread, the quotient and a verdict: ``slower`` or
 ``faster`` only where the two trees' ranges do not overlap, ``noise`` otherwise.
 
-Usage: ``.venv/bin/python benchmarks/bench_reshape.py --base 9ad8cbe`` (about 4 minutes a run).
+Usage: ``.venv/bin/python benchmarks/bench_reshape.py --base 9ad8cbe`` (about 5 minutes a run).
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 WORK = HERE / ".data" / "reshape"
-SECTIONS = "write,sampling,sql"
+SECTIONS = "write,sampling,sql,optimize,merge"
 JAR = Path("qbeast") / "jars" / "qbeast-bridge.jar"
 
 logger = logging.getLogger("qbeast.benchmarks.reshape")
@@ -77,11 +79,17 @@ def check_imports_copy(tree: Path) -> None:
 
 
 def run_tree(tree: Path, log: Path) -> dict:
-    """One quick run of the sections on ``tree``; its raw results."""
+    """One quick run of the sections on ``tree``'s engine; its raw results.
+
+    The benchmark code is this checkout's for both trees (the engine comes from ``tree`` through
+    ``PYTHONPATH``): both are measured by the same scripts, and a section added after the
+    baseline (merge) measures the baseline too. The scripts use the engine's public API and a
+    few stable internals only."""
     with log.open("w") as out:
-        subprocess.run([sys.executable, "benchmarks/run_all.py", "--quick", "--only", SECTIONS, "--no-report"],
-                       cwd=tree, env=_env(tree), check=True, stdout=out, stderr=subprocess.STDOUT)
-    return json.loads((tree / "benchmarks" / ".data" / "results-quick.json").read_text())
+        subprocess.run([sys.executable, str(HERE / "run_all.py"), "--quick", "--only", SECTIONS,
+                        "--no-report"], cwd=tree, env=_env(tree), check=True, stdout=out,
+                       stderr=subprocess.STDOUT)
+    return json.loads((HERE / ".data" / "results-quick.json").read_text())
 
 
 def _shape(name: str) -> str:
@@ -104,11 +112,27 @@ def metrics(results: dict) -> Iterator[tuple[str, float]]:
         for c in shape["contenders"]:
             if c["name"] != "native parquet":
                 yield f"sql {_shape(shape['shape'])}: {c['name']} / native parquet", c["ratio_vs_native"]
+    optimize = results.get("optimize")
+    if optimize:
+        yield ("optimize after appends: qbeast / deltalake z-order",
+               optimize["qbeast"]["time_s"] / optimize["delta z-order"]["time_s"])
+    merge = results.get("merge")
+    if merge:
+        for kind, case in merge["cases"].items():
+            qbeast_s = statistics.median(r["seconds"] for r in case["qbeast"])
+            delta_s = statistics.median(r["seconds"] for r in case["delta"])
+            yield f"merge {kind} ({merge['rows']:,} rows): qbeast / deltalake", qbeast_s / delta_s
     yield f"write {rows:,} {write['dataset']}: qbeast (s)", peers["qbeast"]["median_s"]
     yield f"write {rows:,} {write['dataset']}: parquet (s)", peers["parquet"]["median_s"]
     for f in sampling["fractions"]:
         yield f"sample {f['fraction']}: qbeast (s)", f["qbeast"]["time_s"]
     yield "sample: full scan (s)", sampling["full_time_s"]
+    if optimize:
+        yield "optimize after appends: qbeast (s)", optimize["qbeast"]["time_s"]
+    if merge:
+        for kind, case in merge["cases"].items():
+            yield (f"merge {kind} ({merge['rows']:,} rows): qbeast (s)",
+                   statistics.median(r["seconds"] for r in case["qbeast"]))
 
 
 def read_amounts(results: dict) -> dict[str, object]:
@@ -151,8 +175,9 @@ def render(runs: dict[str, list[dict]], order: list[str], revisions: dict[str, s
     lines = [
         "# Reshape: no performance regression, measured against the code before it",
         "",
-        f"`benchmarks/bench_reshape.py --base {revisions['base']}`: the quick write, sampling and SQL",
-        f"benchmarks (`run_all.py --quick --only {SECTIONS}`) on the baseline `{revisions['base']}` (B)",
+        f"`benchmarks/bench_reshape.py --base {revisions['base']}`: the quick write, sampling, SQL,",
+        f"optimize and merge benchmarks (`run_all.py --quick --only {SECTIONS}`, this checkout's",
+        f"scripts on each tree's engine) on the baseline `{revisions['base']}` (B)",
         f"and on `{revisions['branch']}` (A), run in the order {' '.join(order)}; {elapsed_s / 60:.0f} minutes",
         "in all. Each number is the median of a tree's runs (each run already takes medians of its",
         "repetitions); `range` is the lowest and highest run. `verdict` is `slower` or `faster` only",

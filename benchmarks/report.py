@@ -301,6 +301,14 @@ def _optimize(op: dict) -> list[str]:
     ]
 
 
+def _merge(merge: dict) -> list[str]:
+    """The merge section as ``bench_merge.py`` words it, one heading level down."""
+    import bench_merge
+
+    text = bench_merge.report([merge]).replace("\n## ", "\n### ").replace("# Merge", "## Merge", 1)
+    return text.splitlines() + [""]
+
+
 def _summary(r: dict) -> list[str]:
     """Where the project wins and loses, in one list (figures from the sections below)."""
     out = ["## Summary", ""]
@@ -436,10 +444,10 @@ def render(results: dict[str, Any], root: Path = HERE) -> Path:
     """Write the mode's report and charts (see :func:`outputs`); returns the report path."""
     lines = _header(results) + _summary(results)
     for name, fn in (("write", _write), ("sampling", _sampling), ("ranges", _ranges), ("sql", _sql),
-                     ("metadata", _metadata), ("optimize", _optimize)):
+                     ("metadata", _metadata), ("optimize", _optimize), ("merge", _merge)):
         if results.get(name):
             lines += fn(results[name])
-    missing = [n for n in ("write", "sampling", "ranges", "sql", "metadata", "optimize")
+    missing = [n for n in ("write", "sampling", "ranges", "sql", "metadata", "optimize", "merge")
                if not results.get(n)]
     if missing:
         lines += [f"Sections not run in this report: {', '.join(missing)}.", ""]

@@ -30,7 +30,7 @@ from qbeast.errors import InvalidOptionError  # noqa: E402
 
 logger = logging.getLogger("qbeast.benchmarks.run_all")
 
-SECTIONS = ("write", "sampling", "ranges", "sql", "metadata", "optimize")
+SECTIONS = ("write", "sampling", "ranges", "sql", "metadata", "optimize", "merge")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Settings:
     optimize_rows: int
     optimize_appends: int
     metadata_repeat: int
+    merge_rows: int
+    merge_repeat: int
     cube_rows_divisor: int = 100  # cube size = rows / this: about this many leaf files
     fractions: tuple[float, ...] = (0.001, 0.01, 0.1, 0.5)
     selectivities: tuple[float, ...] = (0.001, 0.01, 0.1)
@@ -58,16 +60,19 @@ class Settings:
 
 QUICK = Settings(mode="quick", write_rows=1_000_000, write_repeat=2,
                  scaling_rows=(250_000, 500_000, 1_000_000), range_rows=1_000_000, range_queries=3,
-                 read_repeat=3, optimize_rows=1_000_000, optimize_appends=5, metadata_repeat=11)
+                 read_repeat=3, optimize_rows=1_000_000, optimize_appends=5, metadata_repeat=11,
+                 merge_rows=500_000, merge_repeat=1)
 FULL = Settings(mode="full", write_rows=20_000_000, write_repeat=3,
                 scaling_rows=(1_000_000, 2_000_000, 4_000_000, 8_000_000, 16_000_000),
                 range_rows=4_000_000, range_queries=3, read_repeat=3, optimize_rows=4_000_000,
-                optimize_appends=5, metadata_repeat=11, driver_memory="12g")
+                optimize_appends=5, metadata_repeat=11, merge_rows=4_000_000, merge_repeat=3,
+                driver_memory="12g")
 
 #: A minutes-long check that every section runs (development and CI); its numbers mean little.
 SMOKE = Settings(mode="smoke", write_rows=60_000, write_repeat=1, scaling_rows=(20_000, 40_000),
                  range_rows=60_000, range_queries=1, read_repeat=1, optimize_rows=60_000,
-                 optimize_appends=3, metadata_repeat=3, driver_memory="2g")
+                 optimize_appends=3, metadata_repeat=3, merge_rows=60_000, merge_repeat=1,
+                 driver_memory="2g")
 
 SQL_RANGE = ("event_time >= TIMESTAMP'2019-11-10 00:00:00' AND event_time < TIMESTAMP'2019-11-12 00:00:00'"
              " AND price < 40.0")
@@ -88,6 +93,7 @@ def save_raw(results: dict) -> Path:
 
 
 def run(settings: Settings, only: tuple[str, ...]) -> dict:
+    import bench_merge
     import bench_metadata_selection
     import bench_optimize
     import bench_ranges
@@ -147,6 +153,8 @@ def run(settings: Settings, only: tuple[str, ...]) -> dict:
     section("optimize", lambda: bench_optimize.run(
         spark, datasets.generate("uniform", settings.optimize_rows), ("x", "y"),
         settings.cube_size(settings.optimize_rows), settings.optimize_appends))
+    # upserts of 1% (scattered, clustered) and 0.01% of the keys against deltalake's merge
+    section("merge", lambda: bench_merge.run(settings.merge_rows, settings.merge_repeat))
     results["total_elapsed_s"] = time.perf_counter() - started
     return results
 
