@@ -70,11 +70,15 @@ lint: $(STAMP)
 
 # The whole suite in two pytest-xdist workers, each with its own Spark session and catalog. A test
 # module stays on one worker (its fixtures are built once); the cluster tests stay together on one
-# worker (they share their baselines), where the waits of their servers, clusters and dbt
-# processes leave a core free for the other worker's engine tests (pytest_xdist_make_scheduler in
-# tests/conftest.py). The cluster tests come first, so their group starts at once. PYTEST_ARGS
-# naming test paths runs just those, in this process.
-test: lint install azurite hadoop-aws $(JVM_ARCHIVE)
+# worker (they share their baselines) and go first, so the other worker runs engine and dbt tests
+# while their servers, clusters and dbt processes start and wait (pytest_xdist_make_scheduler in
+# tests/conftest.py). The cluster tests come first, so their group starts at once. The class
+# archive is built while the static checks run. PYTEST_ARGS naming test paths runs just those, in
+# this process.
+test: install azurite hadoop-aws
+	@$(MAKE) --no-print-directory $(JVM_ARCHIVE) & archive=$$!; \
+	 $(MAKE) --no-print-directory lint; linted=$$?; wait $$archive; \
+	 [ $$linted -eq 0 ] || exit $$linted
 	@case "$(PYTEST_ARGS)" in \
 	  *tests/*) $(PY) -m pytest $(PYTEST_ARGS) ;; \
 	  *) $(PY) -m pytest -n 2 $(PYTEST_ARGS) \

@@ -216,19 +216,25 @@ def sql_bridge_report(spark, tmp_path_factory) -> tuple[str, dict]:
 _SPARK_DIRS = ("tests/spark/", "tests/interop/")
 
 
+#: Modules that share an expensive session fixture with the cluster tests (``sql_bridge_report``):
+#: on the cluster tests' worker it is built once.
+_WITH_THE_CLUSTER_TESTS = frozenset({"tests/spark/test_sql_bridge.py"})
+
+
 def pytest_xdist_make_scheduler(config, log):  # noqa: ARG001 - pytest-xdist hook signature
     """How ``make test``'s two xdist workers share the tests: a test module stays on one worker,
     so its module- and class-scoped fixtures (a dbt project, a server, a prepared table) are
     built once; the cluster tests stay together on one worker, as they share session-scoped
-    baselines (the example project and the round trip built on the shared session) and their
-    servers', clusters' and driver processes' waits leave a core that the other worker fills
-    with engine tests. (xdist's own ``loadgroup`` ignores its markers under pytest 9.)"""
+    baselines (the example project and the round trip built on the shared session), and go
+    first: while their servers, clusters and driver processes start and wait, the other worker
+    runs engine and dbt tests. (xdist's own ``loadgroup`` ignores its markers under pytest 9.)"""
     from xdist.scheduler import LoadScopeScheduling
 
     class ModulesAndClusterTogether(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.replace("\\", "/").split("::", 1)[0]
-            return "tests/cluster" if module.startswith("tests/cluster/") else module
+            together = module.startswith("tests/cluster/") or module in _WITH_THE_CLUSTER_TESTS
+            return "tests/cluster" if together else module
 
     return ModulesAndClusterTogether(config, log)
 
