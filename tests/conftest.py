@@ -30,7 +30,7 @@ from s3_server import BUCKET, aws_environment, free_port, make_puts_atomic  # no
 # example project's second run fills it at about 28 s here): the JVM then disables its compiler,
 # runs everything interpreted and one CI run failed inside Spark's code generation. The cache is
 # therefore set back to the tiered default.
-_SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
+_JIT_AND_GC_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ _JVM_ARCHIVE = Path(os.environ.get("QBEAST_TEST_JVM_ARCHIVE",
                                    REPO_ROOT / ".venv" / "jvm" / "spark-classes.jsa"))
 _ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={_JVM_ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
                     if _JVM_ARCHIVE.is_file() else "")
-_SHORT_LIVED_JVM_OPTIONS = f"{_SHORT_LIVED_JVM_OPTIONS} {_ARCHIVE_OPTIONS}".strip()
+_SHORT_LIVED_JVM_OPTIONS = f"{_JIT_AND_GC_OPTIONS} {_ARCHIVE_OPTIONS}".strip()
 os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
 

@@ -59,13 +59,13 @@ import dataclasses
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
 from qbeast.spark.shipping import is_connect_session, tasks_leave_process
-from qbeast.storage import SCHEMES, aws_config, scheme_of, set_session_settings, storage_for
+from qbeast.storage import SCHEMES, Storage, aws_config, scheme_of, set_session_settings, storage_for
 from qbeast.storage.mirror import LocalMirror, default_root, private_folder
 
 logger = logging.getLogger(__name__)
@@ -181,13 +181,13 @@ class FileAccess:
                     "changes, and reads where the JVM read bridge cannot read signed URLs, run "
                     "in tasks that open and upload the files through the engine's storage layer "
                     "with the settings resolved on this driver (master %s, %s)", scheme, master,
-                    _connector_note(spark, scheme))
+                    self._connector_note())
             else:
                 logger.info(
                     "%s:// tables: data files go through the engine's storage layer (master %s, "
                     "%s): new files are staged in %s and uploaded, reads open local copies kept "
                     "there unless Hadoop reads them", scheme, master,
-                    _connector_note(spark, scheme), mirror_dir(spark))
+                    self._connector_note(), mirror_dir(spark))
         if self.mode == "hadoop" and _first_time(spark, f"{scheme}+hadoop"):
             served, klass = self.hadoop or ("?", "?")
             logger.info(
@@ -200,7 +200,23 @@ class FileAccess:
                 "%s:// tables in SQL: Spark's parquet reader opens their files by ranged GETs on "
                 "URLs signed on this driver, valid %d s (executors need no Hadoop connector and "
                 "no credentials; %s)", scheme, settings.SIGNED_URL_SECONDS.read(spark),
-                _connector_note(spark, scheme))
+                self._connector_note())
+
+    def _connector_note(self) -> str:
+        """Whether Hadoop has a file system for the scheme, and whether reads use it (log
+        lines), from this decision's own facts."""
+        spark, scheme = self.spark, self.scheme or ""
+        if spark is None:
+            return "no session"
+        if is_connect_session(spark):
+            return "the server's Hadoop connectors are not used"
+        if self.hadoop is None:
+            return f"Hadoop has no {scheme} connector"
+        if self.files_mode == "hadoop":
+            return (f"Spark's parquet reader opens them through Hadoop's {self.hadoop[0]} "
+                    f"connector ({self.hadoop[1]})")
+        return (f"Hadoop has a {self.hadoop[0]} connector ({self.hadoop[1]}), not used for reads: "
+                f"{settings.BRIDGE_FILES.key}={settings.BRIDGE_FILES.read(spark)}")
 
     # -- what the operation's jobs ask --------------------------------------------------------
 
@@ -263,12 +279,8 @@ class FileAccess:
             return locations
         self.check_shared_disk()
         out = list(locations)
-        by_store: dict[str, list[int]] = {}
-        for i in remote:
-            by_store.setdefault(scheme_of(locations[i]) or "", []).append(i)
         local = self.mirror()
-        for indexes in by_store.values():
-            storage = storage_for(locations[indexes[0]])
+        for storage, indexes in _by_store(locations, remote):
             files = [(locations[i], sizes[i] if sizes is not None else None) for i in indexes]
             for i, path in zip(indexes, local.fetch(storage, files)):
                 out[i] = path
@@ -311,11 +323,7 @@ class FileAccess:
                 out[i] = path
             return out
         seconds = settings.SIGNED_URL_SECONDS.read(self.spark)
-        by_store: dict[str, list[int]] = {}
-        for i in remote:
-            by_store.setdefault(scheme_of(locations[i]) or "", []).append(i)
-        for indexes in by_store.values():
-            storage = storage_for(locations[indexes[0]])
+        for storage, indexes in _by_store(locations, remote):
             known = [size if size is not None else storage.stat(locations[i]).size
                      for i in indexes for size in (sizes[i],)]
             urls = storage.signed_urls([locations[i] for i in indexes], seconds)
@@ -370,6 +378,16 @@ class FileAccess:
             "(QbeastTable.to_df / sample) reads it, without either (docs/cluster.md)",
             option="location", value=location,
         )
+
+
+def _by_store(locations: Sequence[str], indexes: Iterable[int]) -> Iterator[tuple[Storage, list[int]]]:
+    """The object-store files among ``indexes`` of ``locations`` grouped by scheme, each group
+    with the storage that serves it (copies and signed URLs are made per store)."""
+    groups: dict[str, list[int]] = {}
+    for i in indexes:
+        groups.setdefault(scheme_of(locations[i]) or "", []).append(i)
+    for group in groups.values():
+        yield storage_for(locations[group[0]]), group
 
 
 # -- what is not about one table: the session's helpers ------------------------------------------
@@ -581,21 +599,6 @@ def _session_key(spark: Any) -> str:
     if is_connect_session(spark):
         return f"connect:{spark.session_id}"
     return str(spark.sparkContext.applicationId)
-
-
-def _connector_note(spark: Any, scheme: str) -> str:
-    """Whether Hadoop has a file system for the scheme, and whether reads use it (log lines)."""
-    if spark is None:
-        return "no session"
-    if is_connect_session(spark):
-        return "the server's Hadoop connectors are not used"
-    found = hadoop_file_system(spark, scheme)
-    if found is None:
-        return f"Hadoop has no {scheme} connector"
-    if _files_mode(spark, scheme) == "hadoop":
-        return f"Spark's parquet reader opens them through Hadoop's {found[0]} connector ({found[1]})"
-    return (f"Hadoop has a {found[0]} connector ({found[1]}), not used for reads: "
-            f"{settings.BRIDGE_FILES.key}={settings.BRIDGE_FILES.read(spark)}")
 
 
 __all__ = ["SIGNED_SCHEME", "FileAccess", "apply_session_settings", "current_session",
