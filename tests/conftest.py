@@ -19,6 +19,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3_server import BUCKET, aws_environment, free_port, make_puts_atomic  # noqa: E402
 
+import dbt_speedups  # noqa: E402
+
+# dbt runs in this process in the functional tests and the cluster tests' baselines: see the module
+dbt_speedups.install()
+
 # The JVMs the tests start in other processes (servers, clusters, dbt and appender processes,
 # which inherit the environment) compile with C1 only and collect with one thread: they live
 # seconds to minutes on small data, where C2's compile threads and G1's workers only compete for
