@@ -55,6 +55,23 @@ def sql_bridge_report(spark: Any, path: str) -> dict[str, Any]:
     return bridge_report(spark, path)
 
 
+def object_store_read(spark: Any, path: str, bridge_table: str | None,
+                      remote: str | None) -> dict[str, Any]:
+    """Counts of the bucket table at ``path``, seen from this driver, and the SQL bridge checks
+    on ``bridge_table`` with the files Spark's parquet reader opened."""
+    result: dict[str, Any] = {"worker_aws_variables": worker_aws_variables(spark)}
+    # through Connect the data source plans in the server, which has no store settings here:
+    # the DataFrame API alone (planned by this client)
+    result["counts"] = table_counts(spark, path, source_name=None if remote else "qbeast_python")
+    if bridge_table:
+        from sql_bridge_checks import bridge_report
+
+        # the embedded baseline runs without the Python source (see bridge_report)
+        result["sql_bridge"] = bridge_report(spark, bridge_table, python_source=False)
+        result["opened_files"] = spark.read.format("qbeast").load(path).inputFiles()
+    return result
+
+
 def table_counts(spark: Any, path: str, source_name: str | None = "qbeast") -> dict[str, int]:
     """Full, sampled and filtered row counts (API and data source ``source_name``; None: API
     only) and a sample checksum."""
@@ -306,6 +323,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="read the s3:// table at --table (API and qbeast_python source) and "
                              "run the SQL bridge checks on the one at --bridge-table")
     parser.add_argument("--bridge-table", help="an s3:// table written by sql_bridge_checks")
+    # A second check in the same driver saves an application start (a driver and, on a master,
+    # an executor per worker) where a test run needs both on one cluster.
+    parser.add_argument("--then-read", metavar="TABLE",
+                        help="after --object-store-write: --object-store-read's checks on TABLE "
+                             "(and --bridge-table), reported under 'read'")
+    parser.add_argument("--then-sql-bridge", metavar="TABLE",
+                        help="after the round trip: --sql-bridge's report on TABLE")
     parser.add_argument("--conf-json", default="{}",
                         help="more session settings, a JSON object (e.g. a Hadoop connector's)")
     args = parser.parse_args(argv)
@@ -326,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
 
         result["sql_source"] = qbeast.register(spark)  # jvm (the bridge) or python (fallback)
         if args.object_store_write:
+            bridge_files = spark.conf.get("spark.qbeast.storage.bridgeFiles", None)
             result["worker_aws_variables"] = worker_aws_variables(spark)
             result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
             result["counts"] = table_counts(spark, args.table,
@@ -351,18 +376,15 @@ def main(argv: list[str] | None = None) -> int:
                 result["delete"] = "deleted"
             except qbeast.QbeastError as exc:
                 result["delete"] = f"{type(exc).__name__}: {exc}"
+            if args.then_read:  # a second check in the same application (see --then-read)
+                if bridge_files is None:
+                    spark.conf.unset("spark.qbeast.storage.bridgeFiles")
+                else:
+                    spark.conf.set("spark.qbeast.storage.bridgeFiles", bridge_files)
+                result["read"] = object_store_read(spark, args.then_read, args.bridge_table,
+                                                   args.remote)
         elif args.object_store_read:
-            result["worker_aws_variables"] = worker_aws_variables(spark)
-            # through Connect the data source plans in the server, which has no store settings
-            # here: the DataFrame API alone (planned by this client)
-            result["counts"] = table_counts(spark, args.table,
-                                            source_name=None if args.remote else "qbeast_python")
-            if args.bridge_table:
-                from sql_bridge_checks import bridge_report
-
-                # the embedded baseline runs without the Python source (see bridge_report)
-                result["sql_bridge"] = bridge_report(spark, args.bridge_table, python_source=False)
-                result["opened_files"] = spark.read.format("qbeast").load(args.table).inputFiles()
+            result.update(object_store_read(spark, args.table, args.bridge_table, args.remote))
         elif args.sql_bridge:
             result["sql_bridge"] = sql_bridge_report(spark, args.table)
         elif args.read_only:
@@ -370,6 +392,8 @@ def main(argv: list[str] | None = None) -> int:
             result["capabilities"] = session_capabilities(spark)
         else:
             result["round_trip"] = engine_round_trip(spark, args.table, args.rows, args.cube_size)
+            if args.then_sql_bridge:
+                result["sql_bridge"] = sql_bridge_report(spark, args.then_sql_bridge)
     finally:
         spark.stop()
     result["seconds"]["total"] = round(time.monotonic() - started, 1)

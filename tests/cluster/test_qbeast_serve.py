@@ -478,34 +478,28 @@ def test_a_server_off_loopback_admits_only_clients_with_its_token(tmp_path):
     assert token not in server.text()
 
 
-def test_two_dbt_builds_at_once_through_one_server(served, build_example_project,
-                                                   embedded_dbt_build):
-    """Two projects built at the same time against the server with `method: connect` and the
-    server's URL (each its own schema): both green, and each holds what the project built
-    embedded holds, every row once (same models, rows and samples; the engine writes from dbt's
-    process, the server's driver plans the reads and holds the catalog)."""
+def test_two_dbt_builds_at_once_through_one_server_like_embedded(served, build_example_project,
+                                                               embedded_dbt_build):
+    """Two projects built at the same time against one server, each in its own schema: one with
+    `method: connect` and the server's URL (the engine writes from dbt's process, the server's
+    driver plans the reads and holds the catalog), one with `method: thrift` (host, port, user,
+    as dbt-spark's: no Spark session in dbt's process, every engine call a SQL statement the
+    server's driver runs). Both green, and each holds what the project built embedded holds,
+    every row once: the same models, rows and samples (the thrift build read back through the
+    server's Spark Connect port)."""
     from concurrent.futures import ThreadPoolExecutor
 
     server, _ = served
     url = f"sc://127.0.0.1:{server.connect_port}"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        builds = [pool.submit(build_example_project, f"serve_{side}", method="connect",
-                              host=url, schema=f"served_{side}") for side in ("a", "b")]
-        built = [b.result() for b in builds]
-    assert built[0] == embedded_dbt_build
-    assert built[1] == embedded_dbt_build
-
-
-def test_example_project_builds_through_thrift_like_embedded(served, build_example_project,
-                                                             embedded_dbt_build):
-    """`dbt build` with `method: thrift` (host, port, user, as dbt-spark's): no Spark session in
-    dbt's process, every engine call a SQL statement the server's driver runs. Same models, rows
-    and samples as embedded (read back through the server's Spark Connect port)."""
-    server, _ = served
-    built = build_example_project(
-        "thrift", method="thrift", host="127.0.0.1", port=server.thrift_port, user="dbt",
-        schema="served_thrift", measure_remote=f"sc://127.0.0.1:{server.connect_port}")
-    assert built == embedded_dbt_build
+        connect = pool.submit(build_example_project, "serve_connect", method="connect",
+                              host=url, schema="served_connect")
+        thrift = pool.submit(build_example_project, "serve_thrift", method="thrift",
+                             host="127.0.0.1", port=server.thrift_port, user="dbt",
+                             schema="served_thrift", measure_remote=url)
+        built = {"connect": connect.result(), "thrift": thrift.result()}
+    assert built["connect"] == embedded_dbt_build
+    assert built["thrift"] == embedded_dbt_build
 
 
 #: A project that uses what the example project does not: the append and delete+insert

@@ -39,14 +39,27 @@ def _completed_app_names(ui_port: int) -> list[str]:
     return [app.get("name") for app in master_status(ui_port).get("completedapps", [])]
 
 
-def test_round_trip_on_standalone_cluster_equals_embedded(
-    standalone_cluster, run_scenario, cluster_dir, embedded_round_trip
-):
+@pytest.fixture(scope="module")
+def cluster_round_trip(standalone_cluster, run_scenario, cluster_dir, request) -> dict:
+    """One driver application on the master: the round trip on a table of its own, then (with
+    the bridge jar) the SQL bridge checks on the table the embedded run wrote. One application
+    for both saves a driver and an executor start; each test below checks its part."""
     table = cluster_dir / "standalone-table"
+    extra = []
+    if jar_path() is not None:
+        bridge_path, _ = request.getfixturevalue("embedded_sql_bridge_report")
+        extra = ["--then-sql-bridge", bridge_path]
     result = run_scenario(
         "--master", standalone_cluster.url, "--table", str(table),
-        "--rows", str(ROUND_TRIP_ROWS), "--cube-size", str(ROUND_TRIP_CUBE_SIZE),
+        "--rows", str(ROUND_TRIP_ROWS), "--cube-size", str(ROUND_TRIP_CUBE_SIZE), *extra,
     )
+    return {"table": table, **result}
+
+
+def test_round_trip_on_standalone_cluster_equals_embedded(
+    standalone_cluster, cluster_round_trip, embedded_round_trip
+):
+    result, table = cluster_round_trip, cluster_round_trip["table"]
 
     assert result["session_type"] == "pyspark.sql.session"
     # the engine's session loads the JVM read bridge (the Python source where it was not built)
@@ -92,7 +105,7 @@ def test_example_project_on_a_bucket_builds_and_merges_on_standalone_cluster_lik
 
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
 def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
-    standalone_cluster, run_scenario, embedded_sql_bridge_report
+    cluster_round_trip, embedded_sql_bridge_report
 ):
     """SQL over a catalog table on the cluster: native scans, the engine's files, the same rows.
 
@@ -100,16 +113,49 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
     a table written on the cluster has other files): every scan must open the same files and
     return the same rows as embedded.
     """
-    path, embedded = embedded_sql_bridge_report
-    result = run_scenario("--master", standalone_cluster.url, "--sql-bridge", "--table", path)
-    report = result["sql_bridge"]
+    _, embedded = embedded_sql_bridge_report
+    report = cluster_round_trip["sql_bridge"]
     assert not problems(report), "\n".join(problems(report))
     assert report == embedded
 
 
+@pytest.fixture(scope="module")
+def cluster_bucket_run(spark, standalone_cluster, run_scenario, moto_endpoint,
+                       embedded_bucket_baseline, tmp_path_factory) -> dict:
+    """One driver application on the master whose workers have no AWS setting (the driver has
+    the test bucket's, from the environment): ``--object-store-write`` on a fresh prefix, then
+    (with the bridge jar) the reads of a table and a SQL bridge table written here, embedded.
+    What each half must equal is computed here too; each test below checks its half."""
+    from s3_server import aws_environment
+    from sql_bridge_checks import bridge_report, write_table
+
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    run: dict = {"cluster_path": f"{root}/cluster"}
+    with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
+        for key, value in aws_environment(moto_endpoint).items():
+            patch.setenv(key, value)
+        extra = []
+        if jar_path() is not None:
+            path, bridge_path = f"{root}/events", f"{root}/bridge"
+            spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path_factory.mktemp("mirror")))
+            try:
+                qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path,
+                             columns_to_index=["user_id", "price"],
+                             cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
+                run["embedded_counts"] = table_counts(spark, path)
+                write_table(spark, bridge_path)
+                run["embedded_report"] = bridge_report(spark, bridge_path, python_source=False)
+            finally:
+                spark.conf.unset("spark.qbeast.storage.mirrorDir")
+            extra = ["--then-read", path, "--bridge-table", bridge_path]
+        run["result"] = run_scenario("--master", standalone_cluster.url, "--object-store-write",
+                                     "--table", run["cluster_path"], *extra)
+    return run
+
+
 @pytest.mark.objectstore
 def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(
-        standalone_cluster, run_scenario, s3_environment, embedded_bucket_baseline):
+        standalone_cluster, cluster_bucket_run, s3_environment, embedded_bucket_baseline):
     """The same writes, row-level changes, optimize, and convert of a parquet folder then its
     indexing, on the bucket, embedded and from a driver on the standalone master whose workers
     have no AWS setting: Arrow tasks write and upload the new files, the changes, optimize and
@@ -117,11 +163,9 @@ def test_an_s3_table_written_on_a_cluster_equals_the_embedded_write(
     (rows, stats, blocks per file), the same counts, sample and change counts, read by
     deltalake too. Without signed reads a change is refused, naming what works."""
     embedded_path, embedded = embedded_bucket_baseline
-    cluster_path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/cluster"
+    cluster_path, result = cluster_bucket_run["cluster_path"], cluster_bucket_run["result"]
     embedded_changes = embedded["row_level"]
     assert all(any(counts) for counts in embedded_changes["changes"].values()), embedded_changes
-    result = run_scenario("--master", standalone_cluster.url, "--object-store-write",
-                          "--table", cluster_path)
     assert result["worker_aws_variables"] == []
     for step in ("written", "counts", "row_level", "converted"):
         assert result[step] == embedded[step], step
@@ -178,8 +222,7 @@ def test_an_s3_table_on_a_cluster_with_hadoop_aws_is_read_through_it_like_embedd
 
 @pytest.mark.objectstore
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
-def test_s3_tables_read_on_a_cluster_like_embedded(spark, standalone_cluster, run_scenario,
-                                                   s3_environment, tmp_path):
+def test_s3_tables_read_on_a_cluster_like_embedded(cluster_bucket_run):
     """Tables on the bucket, written here, read by a driver on the standalone master whose
     workers have no AWS setting and no Hadoop connector for s3:
 
@@ -189,22 +232,9 @@ def test_s3_tables_read_on_a_cluster_like_embedded(spark, standalone_cluster, ru
       report: Spark's parquet reader on the workers reads the files by signed URL, where the
       embedded session reads local copies.
     """
-    from sql_bridge_checks import bridge_report, write_table
-
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
-    path, bridge_path = f"{root}/events", f"{root}/bridge"
-    spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path / "mirror"))
-    try:
-        qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path, columns_to_index=["user_id", "price"],
-                     cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
-        embedded = table_counts(spark, path)
-        write_table(spark, bridge_path)
-        embedded_report = bridge_report(spark, bridge_path, python_source=False)
-    finally:
-        spark.conf.unset("spark.qbeast.storage.mirrorDir")
+    embedded, embedded_report = cluster_bucket_run["embedded_counts"], cluster_bucket_run["embedded_report"]
     assert not problems(embedded_report), problems(embedded_report)
-    result = run_scenario("--master", standalone_cluster.url, "--object-store-read", "--table", path,
-                          "--bridge-table", bridge_path)
+    result = cluster_bucket_run["result"]["read"]
     assert result["worker_aws_variables"] == []  # the driver has them (s3_environment), the workers not
     assert result["counts"] == embedded
     assert 0 < embedded["sample_rows"] < embedded["rows"] == ROUND_TRIP_ROWS
