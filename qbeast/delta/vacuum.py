@@ -71,7 +71,8 @@ def vacuum(
             f"vacuum retention of {retention_ms / 3_600_000:g} hours is shorter than the table's "
             f"{configured_ms / 3_600_000:g} hours (delta.deletedFileRetentionDuration); this can "
             "delete files that time travel or running readers still need. Pass "
-            "allow_short_retention=True to do it anyway."
+            "allow_short_retention=True to do it anyway.",
+            option="allow_short_retention", value=False, allowed=True,
         )
     current = now_ms() if now is None else now
     horizon = current - retention_ms

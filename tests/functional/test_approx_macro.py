@@ -53,9 +53,9 @@ class TestQbeastApproxMacro:
 
         args = {"relation_or_path": "events", "aggregates": ["count(*)"], "tolerance": 0}
         _, out = run_dbt_and_capture(["run-operation", "qbeast_approx_print", "--args", json.dumps(args)])
-        assert "qbeast_approx:" in out and "'estimate': 30000.0" in out
+        assert "qbeast_approx_print:" in out and "'estimate': 30000.0" in out
 
         args = {"relation_or_path": "events", "aggregates": ["max(v)"]}
         _, out = run_dbt_and_capture(["run-operation", "qbeast_approx_print", "--args",
                                       json.dumps(args)], expect_pass=False)
-        assert "run-operation qbeast_approx" in out and "cannot be approximated" in out
+        assert "run-operation qbeast_approx_print: " in out and "cannot be approximated" in out

@@ -54,7 +54,8 @@ class TestDocsGenerateQbeastStatistics:
 
     @pytest.fixture(scope="class")
     def models(self):
-        return {"events.sql": EVENTS, "plain_view.sql": "{{ config(materialized='view') }} select 1 as x"}
+        return {"events.sql": EVENTS, "plain_view.sql": "{{ config(materialized='view') }} select 1 as x",
+                "plain_table.sql": "{{ config(materialized='table') }} select id from range(2034)"}
 
     def test_catalog_statistics_match_the_delta_log(self, project, spark):
         import json
@@ -75,6 +76,10 @@ class TestDocsGenerateQbeastStatistics:
         stats = catalog["nodes"]["model.test.events"]["stats"]
         view_stats = catalog["nodes"]["model.test.plain_view"]["stats"]
         assert view_stats["has_stats"]["value"] is False and list(view_stats) == ["has_stats"]
+        # a plain table: the metastore's row count was never computed (it says 0): not shown
+        table_stats = {key: item["value"] for key, item in
+                       catalog["nodes"]["model.test.plain_table"]["stats"].items()}
+        assert table_stats.get("rows", 2034) == 2034 and table_stats["bytes"] > 0, table_stats
 
         location = spark.catalog.getDatabase(project.test_schema).locationUri.removeprefix("file:") + "/events"
         log = DeltaLog.for_path(location)

@@ -149,6 +149,9 @@ class TestRunOperations:
              "invalid argument retention_hours=-3; allowed values: a number >= 0.0"),
             ("qbeast_vacuum", {"relation_or_path": "events", "retention_hours": "7 days"},
              "invalid argument retention_hours='7 days'; allowed values: a number >= 0.0"),
+            # the engine's refusal, in the words of the run-operation's --args
+            ("qbeast_vacuum", {"relation_or_path": "events", "retention_hours": 1},
+             "Pass allow_short_retention: true (in --args) to do it anyway"),
             ("qbeast_optimize", {"relation_or_path": "events; drop table x"},
              'invalid argument relation_or_path="events; drop table x"; allowed values: a model name'),
             ("qbeast_index_metrics", {"relation_or_path": "no_such_model"},

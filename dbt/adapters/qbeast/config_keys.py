@@ -232,8 +232,8 @@ def resolve_aliases(model: str, config: Mapping[str, Any]) -> Dict[str, Any]:
     return resolved
 
 
-def is_qbeast_snapshot(config: Mapping[str, Any]) -> bool:
-    """A snapshot written by the qbeast engine: ``file_format='qbeast'`` in its config."""
+def has_qbeast_file_format(config: Mapping[str, Any]) -> bool:
+    """A snapshot or seed written by the qbeast engine: ``file_format='qbeast'`` in its config."""
     file_format = config.get("file_format")
     return isinstance(file_format, str) and file_format.strip().lower() == QBEAST_FILE_FORMAT
 

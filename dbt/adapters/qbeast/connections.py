@@ -20,13 +20,13 @@ from dbt.adapters.contracts.connection import Connection, ConnectionState
 from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.connections import SparkConnectionManager
 from dbt.adapters.spark.session import Cursor, SessionConnectionWrapper
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError
 
 from qbeast import EmbeddedCatalog, is_connect_session
 
 from dbt.adapters.qbeast import engine_log, interrupts
 from dbt.adapters.qbeast.credentials import THRIFT_METHOD
-from dbt.adapters.qbeast.engine_errors import without_frames
+from dbt.adapters.qbeast.engine_errors import statement_error
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
@@ -123,7 +123,7 @@ class QbeastCursor(Cursor):
         try:
             self._df = self._handle.session.sql(sql)
         except AnalysisException as exc:
-            raise DbtRuntimeError(str(exc)) from exc
+            raise DbtDatabaseError(statement_error(exc)) from exc
 
 
 class QbeastConnectionWrapper(SessionConnectionWrapper):
@@ -198,16 +198,20 @@ class QbeastConnectionManager(SparkConnectionManager):
 
     @contextmanager
     def exception_handler(self, sql: str) -> Iterator[None]:
-        """dbt-spark's handler, with a server's Java stack taken out of the message: over
-        ``method: thrift`` dbt prints what the server's driver raised, not its frames."""
+        """A statement that fails is a ``DbtDatabaseError`` ("Database Error", what dbt's own
+        adapters raise and its hook tests expect; dbt-spark raises ``DbtRuntimeError``), worded
+        as the statement's error without a server's Java stack or Spark's query plan. A cancel
+        stays a cancel."""
         try:
-            with super().exception_handler(sql):
-                yield
-        except DbtRuntimeError as exc:
-            cleaned = without_frames(exc.msg) if isinstance(exc.msg, str) else exc.msg
-            if cleaned and cleaned != exc.msg:
-                raise type(exc)(cleaned) from exc
+            yield
+        except interrupts.Cancelled:
             raise
+        except Exception as exc:
+            log.debug("Error while running:\n%s", sql)
+            log.debug("%s", exc)
+            if not exc.args:
+                raise
+            raise DbtDatabaseError(statement_error(exc)) from exc
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:

@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterator, Optional
 from dbt_common.exceptions import DbtBaseException, DbtRuntimeError
 
 from dbt.adapters.qbeast import interrupts
-from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError
+from dbt.adapters.qbeast.errors import QbeastModelConfigError, QbeastRunOperationError, operation_words
 
 #: The engine's option names (its Python keywords and qbeast-spark's spellings) and the model
 #: config key that sets each one. Options the adapter sets on its own (``mode``, ``merge_schema``,
@@ -105,7 +105,18 @@ def operation_errors(operation: str) -> Iterator[None]:
     try:
         yield
     except QbeastError as exc:
-        raise QbeastRunOperationError(f"run-operation {operation}: {engine_line(exc)}") from exc
+        raise QbeastRunOperationError(
+            f"{operation_words(operation)}: {in_run_operation_words(exc, engine_line(exc))}") from exc
+
+
+def in_run_operation_words(error: Exception, text: str) -> str:
+    """``text`` with the Python spelling of the value an option error asks for
+    (``allow_short_retention=True``) in the spelling of a run-operation's ``--args``
+    (``allow_short_retention: true``)."""
+    option, allowed = getattr(error, "option", None), getattr(error, "allowed", None)
+    if not isinstance(option, str) or allowed is None or isinstance(allowed, (list, tuple)):
+        return text
+    return text.replace(f"{option}={allowed!r}", f"{option}: {_word(allowed)} (in --args)")
 
 
 #: a JVM exception's class name before its message (``org.apache.spark.SparkException: ...``)
@@ -137,6 +148,29 @@ def without_frames(text: str) -> str:
             first = stripped
         kept[0] = first
     return "\n".join(kept).strip()
+
+
+#: where a Spark error's own words end and its query plan begins: ``SQLSTATE: 42703; line 1 pos
+#: 7;`` at the end of the first line, the plan on the lines after it
+_BEFORE_PLAN = re.compile(r"SQLSTATE: \w+(?:; line \d+ pos \d+)?;\s*$")
+
+
+def without_plan(text: str) -> str:
+    """``text`` without the query plan Spark appends to an analysis error (dozens of lines for a
+    model's query, none of which a user needs to see what is wrong)."""
+    first, newline, _ = text.partition("\n")
+    if newline and _BEFORE_PLAN.search(first):
+        return first.rstrip().rstrip(";")
+    return text
+
+
+def statement_error(exc: BaseException) -> str:
+    """What a failed SQL statement says, in one piece: the server's message (``method: thrift``)
+    or the exception's, without JVM frames and without Spark's query plan."""
+    first = exc.args[0] if exc.args else None
+    status = getattr(first, "status", None)
+    text = status.errorMessage if status is not None else str(exc)
+    return without_plan(without_frames(text)) or str(exc)
 
 
 def engine_line(exc: BaseException) -> str:

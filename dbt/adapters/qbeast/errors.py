@@ -28,6 +28,16 @@ class QbeastRunOperationError(DbtRuntimeError, InvalidOptionError):
     """A ``dbt run-operation qbeast_*`` argument is not acceptable (names it and the allowed values)."""
 
 
+#: The adapter's macros that are called inside a model, not with ``dbt run-operation``.
+MODEL_MACROS = frozenset({"qbeast_sample", "qbeast_approx"})
+
+
+def operation_words(operation: str) -> str:
+    """How an error names what failed: ``run-operation qbeast_vacuum``, or just the macro's name
+    for a macro called in a model (``qbeast_sample``): the user did not run an operation."""
+    return operation if operation in MODEL_MACROS else f"run-operation {operation}"
+
+
 class QbeastLocationError(DbtRuntimeError, QbeastError):
     """A model's table location holds data the model does not own (or is not a folder)."""
 

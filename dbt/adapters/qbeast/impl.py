@@ -17,16 +17,21 @@ from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.contracts.relation import RelationType
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import SparkAdapter, SparkConfig
-from dbt_common.exceptions import DbtRuntimeError
+from dbt_common.exceptions import DbtDatabaseError, DbtRuntimeError
 
-from dbt.adapters.qbeast import engines, interrupts, microbatch, python_models, swaps
+from dbt.adapters.qbeast import engines, interrupts, microbatch, python_models, seeds, swaps
 from dbt.adapters.qbeast import run_operations as ops
 from dbt.adapters.qbeast.connections import QbeastConnectionManager
-from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors
-from dbt.adapters.qbeast.errors import QbeastModelConfigError
+from dbt.adapters.qbeast.engine_errors import model_errors, operation_errors, statement_error
+from dbt.adapters.qbeast.errors import QbeastModelConfigError, operation_words
 from dbt.adapters.qbeast.locations import check_ownership, folder_content, same_location, write_marker
-from dbt.adapters.qbeast.config_keys import check_python_keys, is_qbeast_snapshot, qbeast_spelling
-from dbt.adapters.qbeast.model_config import QbeastModelConfig, model_config_from_node, snapshot_config_from_node
+from dbt.adapters.qbeast.config_keys import check_python_keys, has_qbeast_file_format, qbeast_spelling
+from dbt.adapters.qbeast.model_config import (
+    QbeastModelConfig,
+    model_config_from_node,
+    seed_config_from_node,
+    snapshot_config_from_node,
+)
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
 from dbt.adapters.qbeast.sql_literals import sql_string
@@ -95,6 +100,8 @@ class QbeastAdapter(SparkAdapter):
             row["table_comment"] = table_comment
             row["column_comment"] = column_comments.get(str(row.get("column_name")).lower())
             row.update(stats or {})
+            if not stats:
+                _drop_unknown_row_count(row)
             yield row
 
     def _qbeast_stats(self, relation: Any) -> Dict[str, Any]:
@@ -218,7 +225,7 @@ class QbeastAdapter(SparkAdapter):
     @available
     def qbeast_is_qbeast_snapshot(self, model: Dict[str, Any]) -> bool:
         """True for a snapshot with ``file_format='qbeast'`` (written by the engine)."""
-        return is_qbeast_snapshot(model.get("config") or {})
+        return has_qbeast_file_format(model.get("config") or {})
 
     @available
     def qbeast_snapshot_config(self, model: Dict[str, Any]) -> QbeastModelConfig:
@@ -331,6 +338,8 @@ class QbeastAdapter(SparkAdapter):
         code: str,
         model_config: QbeastModelConfig,
         incremental: bool,
+        empty: bool = False,
+        frame: Any = None,
     ) -> AdapterResponse:
         """Build the model's Qbeast table: check the location, run the model, write, register.
 
@@ -338,6 +347,11 @@ class QbeastAdapter(SparkAdapter):
         location check, the query, a schema change refused by ``on_schema_change``, the write)
         leaves the previous version as the current one. A view or plain table holding the name is
         replaced only once the Qbeast table is written (see ``swaps``).
+
+        ``empty`` (dbt's ``--empty``: every ref and source reads no row): an incremental run
+        checks the query and its columns against the table as usual and then changes nothing.
+        The flag is there to check SQL and schemas; a strategy that replaces what the new rows
+        cover (a microbatch window, say) would otherwise delete rows for rows that were never read.
         """
         engine = self._engine()
         started = time.monotonic()
@@ -357,7 +371,8 @@ class QbeastAdapter(SparkAdapter):
         mode = model_config.write_mode(incremental)
 
         with model_errors(name, "the model's query"):
-            rows = self._model_rows(engine, model, code, name)
+            rows = (engine.model_rows(code, frame) if frame is not None
+                    else self._model_rows(engine, model, code, name))
         model_config.check_columns_exist(rows.columns, keyed_run=mode in ("merge", "delete_insert"))
         window = microbatch.batch_window(model) if model_config.event_time is not None else None
         merge_schema = False
@@ -369,6 +384,11 @@ class QbeastAdapter(SparkAdapter):
                 f"model {name}: incremental_strategy='microbatch' replaces one batch's window per "
                 "run, but dbt ran this model without a batch (dbt runs batches for "
                 "materialized='incremental' models)")
+        if empty and mode != "overwrite":
+            word = _STRATEGY_WORDS.get(mode, mode).upper()
+            message = f"QBEAST {word} checked under --empty, nothing committed"
+            logger.info(f"{message} into {relation}: the table keeps its rows")
+            return AdapterResponse(_message=message, code=f"QBEAST {word}", rows_affected=0)
         if mode in ("merge", "delete_insert", "replace_where"):
             message, changed = self._change_rows(engine, rows, folder, mode, merge_schema,
                                                  model_config, relation, window)
@@ -579,7 +599,7 @@ class QbeastAdapter(SparkAdapter):
 
         from dbt.adapters.qbeast.approx_sql import values_sql
 
-        op = "qbeast_approx"
+        op = "qbeast_approx" if as_sql else "qbeast_approx_print"
         if isinstance(aggregates, str):
             aggregates = [aggregates]
         if not isinstance(aggregates, (list, tuple)) or not aggregates:
@@ -598,7 +618,53 @@ class QbeastAdapter(SparkAdapter):
         logger.info(f"{op}:\n" + "\n".join(str(r) for r in rows))
         return rows
 
+    @available
+    def qbeast_is_qbeast_seed(self, model: Dict[str, Any]) -> bool:
+        """True for a seed with ``file_format='qbeast'`` (written by the engine)."""
+        return has_qbeast_file_format(model.get("config") or {})
+
+    @available
+    def qbeast_seed(self, model: Dict[str, Any], relation: QbeastRelation,
+                    old_relation: Optional[QbeastRelation], agate_table: Any,
+                    column_types: Any) -> AdapterResponse:
+        """A seed with ``file_format='qbeast'``: its rows, typed as a plain seed's are, written by
+        the engine as the Qbeast table of the seed (rebuilt on every ``dbt seed``, one commit, as
+        a qbeast model without a strategy)."""
+        seed_config = seed_config_from_node(model)
+        engine = self._engine()
+        if not isinstance(engine, engines.SessionEngine):
+            raise engines.not_over_sql(f"seed {model.get('name')} with file_format='qbeast'",
+                                       "load it with method: connect (the same server) or "
+                                       "session, or drop file_format='qbeast' from the seed")
+        names = [str(name) for name in agate_table.column_names]
+        with model_errors(str(model.get("name")), "reading the seed file"):
+            frame = seeds.seed_frame(engine.spark, agate_table, list(column_types), names)
+        return self.qbeast_write(model, relation, old_relation, "", seed_config, False, frame=frame)
+
+    @available
+    def qbeast_load_seed(self, relation: Any, agate_table: Any, column_types: Any) -> Optional[int]:
+        """Load a seed's rows into its (new, empty) table in one Spark job; the row count, or
+        None over ``method: thrift`` (no Spark session here: the macro sends SQL statements).
+        See :mod:`seeds`."""
+        engine = self._engine()
+        if not isinstance(engine, engines.SessionEngine):
+            return None
+        name = str(getattr(relation, "identifier", relation))
+        interrupts.check(f"seed {name}")
+        try:
+            return seeds.load_seed(engine.spark, relation.render(), agate_table, list(column_types))
+        except Exception as exc:
+            if interrupts.requested():
+                raise interrupts.Cancelled(f"seed {name}: {interrupts.CANCELLED_MESSAGE}") from exc
+            raise DbtDatabaseError(f"seed {name}: {statement_error(exc)}") from exc
+
     # -- methods for the run-operations (macros in run_operations.sql) --------------------------
+
+    @available
+    def qbeast_operation_words(self, operation: str) -> str:
+        """How a macro's error names it: ``run-operation qbeast_vacuum``, or ``qbeast_sample``
+        for a macro called in a model."""
+        return operation_words(operation)
 
     @available
     def qbeast_table_location(self, operation: str, schema: Any, identifier: Any = None) -> str:
@@ -740,3 +806,15 @@ class QbeastAdapter(SparkAdapter):
         """
         engine.register(relation.render(), location, refresh, model_config.column_comments,
                         model_config.tblproperties, model_config.table_comment)
+
+
+def _drop_unknown_row_count(row: Dict[str, Any]) -> None:
+    """Take ``stats:rows:*`` out of a catalog row that says 0 rows over files of some bytes.
+
+    The Hive metastore records ``numRows=0`` for a table it creates and Spark's writes do not
+    update it (only ``ANALYZE TABLE`` does), so dbt-spark showed ``rows: 0`` for a table model of
+    thousands of rows. The count is unknown, not zero: dbt shows no row count rather than a
+    wrong one; the bytes stay."""
+    if row.get("stats:rows:value") == 0 and (row.get("stats:bytes:value") or 0) > 0:
+        for part in ("label", "value", "description", "include"):
+            row.pop(f"stats:rows:{part}", None)

@@ -509,3 +509,20 @@ def snapshot_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
     parsed = parse_model_config(name, columns, config.get("cube_size"), config.get("location_root"))
     return replace(parsed, optimize_after_run=_bool(name, "optimize_after_run",
                                                     config.get("optimize_after_run"), default=True))
+
+
+def seed_config_from_node(node: Mapping[str, Any]) -> QbeastModelConfig:
+    """Validated qbeast settings of a seed with ``file_format='qbeast'``: its index
+    (``columns_to_index``, required: a seed has no key to default to), ``cube_size`` and
+    ``location_root``. A seed is rebuilt on every ``dbt seed``, so it is not maintained after."""
+    if not isinstance(node, Mapping) and hasattr(node, "to_dict"):
+        node = node.to_dict()
+    name = str(node.get("name"))
+    config = resolve_aliases(name, node.get("config") or {})
+    if config.get("columns_to_index") is None:
+        raise QbeastModelConfigError(
+            f"seed {name}: a qbeast seed (file_format='qbeast') needs config columns_to_index; "
+            "allowed values: a list of the seed's column names, e.g. ['id']")
+    parsed = parse_model_config(name, config.get("columns_to_index"), config.get("cube_size"),
+                                config.get("location_root"))
+    return replace(parsed, optimize_after_run=False)

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional
 
 from dbt.adapters.events.logging import AdapterLogger
 
-from dbt.adapters.qbeast.errors import QbeastRunOperationError
+from dbt.adapters.qbeast.errors import QbeastRunOperationError, operation_words
 from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
@@ -23,7 +23,7 @@ _SCHEMA_NAME = SQL_NAME
 
 def argument_error(operation: str, argument: str, value: Any, allowed: str) -> QbeastRunOperationError:
     return QbeastRunOperationError(
-        f"run-operation {operation}: invalid argument {argument}={value!r}; allowed values: {allowed}"
+        f"{operation_words(operation)}: invalid argument {argument}={value!r}; allowed values: {allowed}"
     )
 
 

@@ -144,3 +144,52 @@ def test_every_engine_option_dbt_used_to_rewrite_is_mapped():
     # the spellings the old text replacement covered (columnStats, columnsToIndex, cubeSize)
     for engine in ("columnStats", "columnsToIndex", "cubeSize"):
         assert engine in DBT_CONFIG_KEYS
+
+
+def test_a_spark_analysis_error_loses_its_query_plan():
+    from dbt.adapters.qbeast.engine_errors import statement_error, without_plan
+
+    message = ("[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with "
+               "name `no_such_column` cannot be resolved. Did you mean one of the following? "
+               "[`id`, `k`]. SQLSTATE: 42703; line 1 pos 22;\n"
+               "'Project [id#1L, 'no_such_column]\n+- Range (0, 10, step=1, splits=Some(2))\n")
+    words = message.split("\n", 1)[0].removesuffix(";")  # the position in the query stays
+    assert words.endswith("SQLSTATE: 42703; line 1 pos 22")
+    assert without_plan(message) == words
+    assert statement_error(Exception(message)) == words
+    # a message without a plan, or several lines of a message's own, is kept as it is
+    assert without_plan("one line") == "one line"
+    two = "first line of the engine's words\nsecond line"
+    assert without_plan(two) == two
+    # without a position
+    assert without_plan("[X] bad. SQLSTATE: 42000;\nProject [a]") == "[X] bad. SQLSTATE: 42000"
+
+
+def test_a_thrift_error_is_the_servers_message_without_its_java_stack():
+    from types import SimpleNamespace
+
+    from dbt.adapters.qbeast.engine_errors import statement_error
+
+    status = SimpleNamespace(errorMessage=(
+        "Error running query: org.apache.spark.sql.AnalysisException: [TABLE_OR_VIEW_NOT_FOUND] "
+        "The table or view `nope` cannot be found. SQLSTATE: 42P01; line 1 pos 14;\n"
+        "'Project [*]\n+- 'UnresolvedRelation [nope], [], false\n\n"
+        "\tat org.apache.spark.sql.hive.thriftserver.HiveThriftServerErrors$.runningQueryError(x)"))
+    assert statement_error(Exception(SimpleNamespace(status=status))) == (
+        "[TABLE_OR_VIEW_NOT_FOUND] The table or view `nope` cannot be found. SQLSTATE: 42P01; "
+        "line 1 pos 14")
+
+
+def test_a_run_operation_refusal_names_the_argument_as_its_args_spell_it():
+    from qbeast import InvalidOptionError
+
+    from dbt.adapters.qbeast.engine_errors import operation_errors
+
+    refusal = InvalidOptionError("too short. Pass allow_short_retention=True to do it anyway.",
+                                 option="allow_short_retention", value=False, allowed=True)
+    with pytest.raises(QbeastRunOperationError) as raised:
+        with operation_errors("qbeast_vacuum"):
+            raise refusal
+    assert str(raised.value).endswith(
+        "run-operation qbeast_vacuum: too short. Pass allow_short_retention: true (in --args) to "
+        "do it anyway.")

@@ -166,11 +166,12 @@ def test_run_operations_take_a_relation():
 
 @pytest.mark.parametrize("target", ["missing_model", None, 3])
 def test_run_operations_refuse_unknown_targets(target):
-    context = _context()
-    with pytest.raises(CompilerError, match="invalid argument relation_or_path=.*allowed values: "
-                                            "a model name of this project"):
+    context = _context(Recorder(qbeast_operation_words=lambda op: f"run-operation {op}"))
+    with pytest.raises(CompilerError, match="run-operation qbeast_index_metrics: invalid argument "
+                                            "relation_or_path=.*allowed values: a model name of this project"):
         _call("run_operations.sql", "qbeast_index_metrics", context, target)
-    assert context["adapter"].calls == []
+    # the refusal's words are the adapter's (a macro in a model is not called a run-operation)
+    assert context["adapter"].calls == [("qbeast_operation_words", "qbeast_index_metrics")]
 
 
 def test_convert_and_upgrade_pass_their_arguments_through():
@@ -192,7 +193,7 @@ QBEAST_EVENTS = Relation("analytics", "events", is_qbeast=True)
 def _materialization_context(*, existing: Relation | None, incremental: bool = True,
                              full_refresh: bool = False, contract: bool = False,
                              sql_header: str | None = None,
-                             warnings: tuple[str, ...] = ()) -> dict[str, Any]:
+                             warnings: tuple[str, ...] = (), empty: bool = False) -> dict[str, Any]:
     """The context of the qbeast materialization; hooks, results and warnings are recorded."""
     adapter = Recorder(
         qbeast_model_config=SimpleNamespace(warnings=warnings),
@@ -214,9 +215,11 @@ def _materialization_context(*, existing: Relation | None, incremental: bool = T
                                    warn=lambda note: adapter.calls.append(("warn", note))),
         get_assert_columns_equivalent=lambda sql: adapter.calls.append(("assert_columns", sql)) or "",
         get_select_subquery=lambda sql: f"select id from ({sql})",
+        flags=SimpleNamespace(EMPTY=empty),  # dbt's --empty
     )
 
 
+@pytest.mark.parametrize("empty", [False, True])  # dbt's --empty goes to the write as it is
 @pytest.mark.parametrize(
     ("existing", "strategy_says", "full_refresh", "incremental"),
     [
@@ -227,9 +230,9 @@ def _materialization_context(*, existing: Relation | None, incremental: bool = T
     ],
 )
 def test_materialization_hands_the_write_the_incremental_decision(
-        existing, strategy_says, full_refresh, incremental):
+        existing, strategy_says, full_refresh, incremental, empty):
     context = _materialization_context(existing=existing, incremental=strategy_says,
-                                       full_refresh=full_refresh)
+                                       full_refresh=full_refresh, empty=empty)
     result = _call("qbeast_materialization.sql", "materialization_qbeast_qbeast", context)
     assert result == {"relations": [TARGET]}
     adapter = context["adapter"]
@@ -240,7 +243,8 @@ def test_materialization_hands_the_write_the_incremental_decision(
         ("get_relation", None, "analytics", "events"),
         *asked,
         ("run_hooks", ["pre"]),
-        ("qbeast_write", context["model"], TARGET, existing, "select 1 as id", config, incremental),
+        ("qbeast_write", context["model"], TARGET, existing, "select 1 as id", config, incremental,
+         empty),
         ("store_result", "main", "OK"),
         ("run_hooks", ["post"]),
     ]

@@ -43,7 +43,7 @@
     {%- endif -%}
   {%- endif -%}
   {%- set response = adapter.qbeast_write(model, target_relation, old_relation, code,
-                                           qbeast_config, incremental) -%}
+                                           qbeast_config, incremental, flags.EMPTY) -%}
   {% do store_result('main', response=response) %}
 
   {{ run_hooks(post_hooks) }}

@@ -19,14 +19,14 @@
         {{ return(adapter.qbeast_table_location(operation, node.schema, node.alias or node.name)) }}
       {%- endfor -%}
       {{ exceptions.raise_compiler_error(
-           "run-operation " ~ operation ~ ": invalid argument relation_or_path=" ~ (target | tojson)
+           adapter.qbeast_operation_words(operation) ~ ": invalid argument relation_or_path=" ~ (target | tojson)
            ~ "; allowed values: a model name of this project, schema.identifier, a relation or a table path") }}
     {%- endif -%}
   {%- elif relation_or_path is not none and relation_or_path.identifier is defined -%}
     {{ return(adapter.qbeast_table_location(operation, relation_or_path.schema, relation_or_path.identifier)) }}
   {%- else -%}
     {{ exceptions.raise_compiler_error(
-         "run-operation " ~ operation ~ ": invalid argument relation_or_path=" ~ (relation_or_path | string)
+         adapter.qbeast_operation_words(operation) ~ ": invalid argument relation_or_path=" ~ (relation_or_path | string)
          ~ "; allowed values: a model name of this project, schema.identifier, a relation or a table path") }}
   {%- endif -%}
 {% endmacro %}
@@ -109,7 +109,7 @@
 -#}
 {% macro qbeast_approx_print(relation_or_path, aggregates, group_by=none, filter=none, tolerance=0.01,
                              confidence=0.95, max_fraction=1.0) %}
-  {%- set location = qbeast__location('qbeast_approx', relation_or_path) -%}
+  {%- set location = qbeast__location('qbeast_approx_print', relation_or_path) -%}
   {{ return(adapter.qbeast_approx(location, aggregates, group_by, filter, tolerance, confidence,
                                   max_fraction)) }}
 {% endmacro %}

@@ -97,6 +97,17 @@
     {#- the first incremental run over a former qbeast model builds the table in full -#}
     {{ return(materialization_table_qbeast()) }}
   {%- endif -%}
+  {%- if flags.EMPTY and old_relation is not none and old_relation.type == 'table' and not should_full_refresh() -%}
+    {#- dbt's --empty checks the SQL and changes no row of an existing table: dbt-spark's
+        insert_overwrite (and its microbatch) would replace the table's or the window's rows
+        with the no rows every ref reads -#}
+    {{ run_hooks(pre_hooks) }}
+    {%- call statement('main') -%}
+      {{ get_empty_subquery_sql(compiled_code) }}
+    {%- endcall -%}
+    {{ run_hooks(post_hooks) }}
+    {{ return({'relations': [old_relation]}) }}
+  {%- endif -%}
   {{ return(materialization_incremental_spark()) }}
 {% endmaterialization %}
 
