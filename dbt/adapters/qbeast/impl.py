@@ -223,8 +223,8 @@ class QbeastAdapter(SparkAdapter):
             f"through the engine, or give the session a Hadoop connector (docs/cluster.md)")
 
     @available
-    def qbeast_is_qbeast_snapshot(self, model: Dict[str, Any]) -> bool:
-        """True for a snapshot with ``file_format='qbeast'`` (written by the engine)."""
+    def qbeast_has_qbeast_file_format(self, model: Dict[str, Any]) -> bool:
+        """True for a snapshot or seed with ``file_format='qbeast'`` (written by the engine)."""
         return has_qbeast_file_format(model.get("config") or {})
 
     @available
@@ -617,11 +617,6 @@ class QbeastAdapter(SparkAdapter):
             rows = [dict(zip([name for name, _ in columns], row)) for row in values]
         logger.info(f"{op}:\n" + "\n".join(str(r) for r in rows))
         return rows
-
-    @available
-    def qbeast_is_qbeast_seed(self, model: Dict[str, Any]) -> bool:
-        """True for a seed with ``file_format='qbeast'`` (written by the engine)."""
-        return has_qbeast_file_format(model.get("config") or {})
 
     @available
     def qbeast_seed(self, model: Dict[str, Any], relation: QbeastRelation,

@@ -43,7 +43,7 @@
   plain seed's are (adapter.qbeast_seed). Other seeds are dbt's own seed materialization.
 #}
 {% materialization seed, adapter='qbeast' %}
-  {%- if not adapter.qbeast_is_qbeast_seed(model) -%}
+  {%- if not adapter.qbeast_has_qbeast_file_format(model) -%}
     {{ return(materialization_seed_default()) }}
   {%- endif -%}
   {%- set identifier = model['alias'] -%}

@@ -13,7 +13,7 @@
   Other file formats keep dbt-spark's snapshot materialization.
 #}
 {% materialization snapshot, adapter='qbeast' %}
-  {%- if not adapter.qbeast_is_qbeast_snapshot(model) -%}
+  {%- if not adapter.qbeast_has_qbeast_file_format(model) -%}
     {{ return(materialization_snapshot_spark()) }}
   {%- endif -%}
   {%- set target_table = model.get('alias', model.get('name')) -%}
