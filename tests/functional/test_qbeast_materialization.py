@@ -18,7 +18,7 @@ APPEND_MODEL = """
 {# incremental_strategy='append': later runs append, with is_incremental() true #}
 {{ config(materialized='qbeast', columns_to_index='id', cube_size=300, incremental_strategy='append') }}
 {% if is_incremental() %}
-select id + (select max(id) + 1 from {{ this }}) as id from range(500)
+select id + (select max(id) + 1 from {{ this }}) as id from range({{ var('new_rows', 500) }})
 {% else %}
 select id from range(1000)
 {% endif %}
@@ -72,6 +72,10 @@ class TestQbeastMaterialization:
         assert ids == list(range(1500))
         grown_table = qbeast.QbeastTable.for_path(spark, _location(spark, grown))
         assert len(grown_table.snapshot().delta.files) >= 2  # appended files beside the first write
+        version = grown_table.snapshot().version
+        idle = run_dbt(["run", "--select", "grown", "--vars", "{new_rows: 0}"])  # no new rows
+        assert idle[0].message == "QBEAST APPEND no rows, nothing committed"
+        assert grown_table.snapshot().version == version and spark.table(grown).count() == 1500
 
         rerun = run_dbt(["run", "--select", "qb"])  # no strategy: rebuilt, same rows, a new version
         assert rerun[0].message.startswith("QBEAST OVERWRITE 3000 rows")

@@ -65,6 +65,25 @@ def test_same_revision_append_commits_no_metadata(spark, tmp_path):
     assert check_index(spark, path) == {1: 5000}
 
 
+def test_an_append_of_no_rows_commits_nothing_unless_it_changes_something(spark, tmp_path):
+    """A daily incremental run with no new rows must not add an empty version to the log; an
+    empty append that adds a column, or records an application transaction, still commits."""
+    path = str(tmp_path / "t")
+    qbeast.write(_df(spark, 800), path, "x,y", cube_size=400)
+    log = DeltaLog.for_path(path)
+    nothing = qbeast.write(_df(spark).where("id < 0"), path)
+    assert nothing.version is None and nothing.files == () and nothing.rows == 0
+    assert nothing.revision_id == 1
+    assert log.snapshot().version == 0 and not Path(path, "_delta_log", f"{1:020d}.json").exists()
+
+    widened = _df(spark).where("id < 0").selectExpr("*", "1 as extra")
+    added = qbeast.write(widened, path, merge_schema=True)
+    assert added.version == 1
+    assert "extra" in [f["name"] for f in QbeastSnapshot.load(path).delta.schema["fields"]]
+    recorded = qbeast.write(widened, path, txn_app_id="daily", txn_version=7)
+    assert recorded.version == 2 and QbeastSnapshot.load(path).delta.txn_version("daily") == 7
+    assert len(_rows(spark, path)) == 800
+
 def test_cube_size_or_transformer_change_opens_a_revision(spark, tmp_path):
     path = str(tmp_path / "t")
     qbeast.write(_df(spark), path, "x,y", cube_size=500)

@@ -401,6 +401,7 @@ class QbeastAdapter(SparkAdapter):
                                       cancelled=self._qbeast_connections.cancel_requested)
             changed = result.rows
             message = (
+                f"QBEAST {mode.upper()} no rows, nothing committed" if result.version is None else
                 f"QBEAST {mode.upper()} {result.rows} rows, {result.files_added} files, "
                 f"revision {result.revision_id}, version {result.version}"
             )

@@ -95,6 +95,8 @@ def run_write(options: Mapping[str, str], mode: str, df: Any) -> dict[str, Any]:
     result = write(df, path, columns_to_index=columns, cube_size=cube_size, mode=engine_mode)
     logger.info("qbeast SQL write to %s (%s): version %s, %d rows, %d files", path, engine_mode,
                 result.version, result.rows, result.file_count)
+    if result.version is None:
+        return {"written": "no rows: nothing committed"}
     return {"written": f"version {result.version}: {result.rows} rows in {result.file_count} files"}
 
 

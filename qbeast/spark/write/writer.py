@@ -85,6 +85,9 @@ logger = logging.getLogger("qbeast.spark.write.writer")
 class WriteResult:
     """What a write committed: Delta ``version``, the revision written into, files, rows, blocks.
 
+    ``version`` is None when an append had no rows and nothing else to change (no new columns,
+    no application transaction to record): nothing was committed.
+
     ``skipped`` is True when the commit properties' application transaction (``app_id`` /
     ``app_version``, or the ``txn_app_id`` / ``txn_version`` shorthands) showed the write was
     already committed (nothing was written; ``version`` is then the table's current version).
@@ -238,8 +241,15 @@ def write(
         phase.done(files=len(adds), rows=sum(w.num_records for w in written),
                    blocks=blocks_written)
 
-    phase = write_phase(path, "commit")
     schema_recorded = schema_changed or mode == "overwrite" or not state.exists
+    if (mode == "append" and not adds and not schema_recorded and not is_new_revision
+            and declaration is None and props.transaction is None):
+        # nothing to add and nothing to change: an empty version would only lengthen the log
+        # (a daily incremental run with no new rows); an app transaction is still recorded
+        logger.info("write %s: no rows to append and no schema change: nothing committed, the "
+                    "table stays at version %s", path, state.snapshot and state.snapshot.version)
+        return WriteResult(None, revision.revision_id, (), 0, 0)
+    phase = write_phase(path, "commit")
     planned = PlannedCommit(
         revision=revision, opens_revision=is_new_revision, adds=adds,
         schema_string=schema_string if schema_recorded else None,
