@@ -204,8 +204,8 @@ class QbeastConnectionManager(SparkConnectionManager):
         stays a cancel."""
         try:
             yield
-        except interrupts.Cancelled:
-            raise
+        except (interrupts.Cancelled, QbeastCatalogBusyError, FailedToConnectError):
+            raise  # a cancel, or the connection this statement opened failed: already dbt's words
         except Exception as exc:
             log.debug("Error while running:\n%s", sql)
             log.debug("%s", exc)
