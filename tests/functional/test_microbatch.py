@@ -3,7 +3,9 @@
 A model over 30 days of events (one batch per day, indexed on the event time) is built, three
 days are reprocessed with ``--event-time-start/--event-time-end``, and a late event inside the
 lookback is picked up; the table is checked row by row and file by file (the files of other
-days keep their names). dbt-tests-adapter's microbatch suite runs on a qbeast model too.
+days keep their names). A batch that fails leaves the table as the other batches left it and
+`dbt retry` runs it again. dbt-tests-adapter's
+microbatch suite runs on a qbeast model too.
 """
 from __future__ import annotations
 
@@ -153,3 +155,55 @@ class TestMicrobatchSuiteQbeast(suite.BaseMicrobatch):
     def test_run_with_event_time(self, project, insert_two_rows_sql):
         super().test_run_with_event_time(project, insert_two_rows_sql)
         assert catalog_provider(project, "microbatch_model") == "qbeast"
+
+
+# four days of six events each, and a microbatch model whose batch of the day named by the
+# environment variable fails (dbt's retry then runs with it unset)
+FOUR_DAYS = """
+{{ config(materialized='table', event_time='event_time') }}
+select id, timestamp'2026-01-01 02:00:00' + make_interval(0, 0, 0, 0, cast(id * 4 as int), 0, 0) as event_time
+from range(24)
+"""
+FAILING_DAY = """
+{{ config(materialized='incremental', file_format='qbeast', incremental_strategy='microbatch',
+          event_time='event_time', batch_size='day', begin='2026-01-01', columns_to_index=['id'],
+          optimize_after_run=false) }}
+select id, event_time,
+       case when date_format(event_time, 'yyyy-MM-dd') = '{{ env_var("QBEAST_TEST_FAIL_DAY", "none") }}'
+            then cast(raise_error('this batch fails on purpose') as bigint) else id * 10 end as v
+from {{ ref('four_days') }}
+"""
+
+
+class TestMicrobatchRetryQbeast:
+    """A failed batch leaves the table as the other batches left it and `dbt retry` runs it
+    again: exact rows after each step."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"four_days.sql": FOUR_DAYS, "failing_day.sql": FAILING_DAY}
+
+    def _ids(self, project) -> list[int]:
+        df = qbeast.QbeastTable.for_path(_spark(), _location(project, "failing_day")).to_df()
+        rows = sorted((r.id, r.v) for r in df.collect())
+        assert all(v == i * 10 for i, v in rows), rows
+        return [i for i, _ in rows]
+
+    def test_a_failed_batch_then_retry(self, project, monkeypatch):
+        monkeypatch.setenv("QBEAST_TEST_FAIL_DAY", "2026-01-02")
+        with patch_microbatch_end_time("2026-01-04 23:00:00"):
+            results = run_dbt(["run"], expect_pass=False)
+        model = next(r for r in results if r.node.name == "failing_day")
+        assert len(model.batch_results.successful) == 3 and len(model.batch_results.failed) == 1
+        assert model.status == "partial success"
+        assert self._ids(project) == [i for i in range(24) if i // 6 != 1]  # day 2 missing
+        # one commit per batch that succeeded (the first created the table); none for the failure
+        assert QbeastSnapshot.load(_location(project, "failing_day")).version == 2
+
+        monkeypatch.delenv("QBEAST_TEST_FAIL_DAY")
+        with patch_microbatch_end_time("2026-01-04 23:00:00"):
+            retried = run_dbt(["retry"])
+        (model,) = [r for r in retried if r.node.name == "failing_day"]
+        assert not model.batch_results.failed  # dbt chooses the batches: the failed one among them
+        assert dt.date(2026, 1, 2) in {start.date() for start, _ in model.batch_results.successful}
+        assert self._ids(project) == list(range(24))
