@@ -126,7 +126,8 @@ def test_catalog_held_by_another_process_fails_fast_with_one_line(spark, tmp_pat
     assert "Traceback" not in output and "\tat " not in output and "HiveException" not in output
     assert elapsed < 60, f"took {elapsed:.0f}s"  # dbt's own start-up; no Spark driver is started
     assert len(output.splitlines()) < 25, output
-    # one error header, not the connection's error nested in a statement's (it was three deep)
+    # one error header, not the connection's error nested in a statement's (two "Database Error"
+    # headers before the fix)
     headers = [line for line in output.splitlines() if line.strip() in ("Runtime Error", "Database Error")]
     assert len(headers) <= 1, output
 
