@@ -41,7 +41,7 @@ from cluster_processes import (  # noqa: E402 - needs the path above
     start_standalone_cluster,
 )
 
-from cluster_dbt import build_and_measure, copy_project, qbeast_target  # noqa: E402
+from cluster_dbt import SCHEMA, build_and_measure, copy_project, qbeast_target  # noqa: E402
 from cluster_scenarios import (  # noqa: E402
     ROUND_TRIP_CUBE_SIZE,
     ROUND_TRIP_ROWS,
@@ -127,21 +127,30 @@ def build_example_project(cluster_dir: Path, worker_python: str):
 
     ``build(name, server_side_parameters)`` returns the models it built (see cluster_dbt.py);
     ``measure_remote`` (a Spark Connect URL) is where a build without a Spark session in its
-    process (``method: thrift``) reads what it built.
+    process (``method: thrift``) reads what it built. With ``then_location_root`` the same
+    process then builds the project again in a schema of its own with the Qbeast models there
+    (``then_runs`` runs), and ``build`` returns both builds' models.
     """
 
     def build(name: str, server_side_parameters: dict[str, str] | None = None,
               measure_remote: str | None = None, location_root: str | None = None,
-              runs: int = 1, **fields: Any) -> dict[str, Any]:
-        project = copy_project(cluster_dir / f"dbt-{name}",
-                               {name: qbeast_target(server_side_parameters, **fields)})
+              runs: int = 1, then_location_root: str | None = None, then_runs: int = 1,
+              **fields: Any) -> Any:
+        targets = {name: qbeast_target(server_side_parameters, **fields)}
         extra = ["--measure-remote", measure_remote] if measure_remote else []
         if location_root:
             extra += ["--location-root", location_root]
+        if then_location_root:
+            targets[f"{name}-then"] = qbeast_target(server_side_parameters,
+                                                    **{**fields, "schema": f"{SCHEMA}_then"})
+            extra += ["--then-target", f"{name}-then", "--then-location-root", then_location_root,
+                      "--then-runs", str(then_runs)]
+        project = copy_project(cluster_dir / f"dbt-{name}", targets)
         out, _ = run_driver([str(DBT_SCRIPT), "--project-dir", str(project), "--target", name,
                              "--runs", str(runs), *extra], driver_environment(worker_python),
                             project)
-        return json.loads(out.strip().splitlines()[-1])["models"]
+        result = json.loads(out.strip().splitlines()[-1])
+        return (result["models"], result["then"]) if then_location_root else result["models"]
 
     return build
 

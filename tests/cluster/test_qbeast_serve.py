@@ -30,6 +30,7 @@ from cluster_scenarios import (
     local_copy,
 )
 from s3_server import BUCKET
+from dbt_steps import parse_steps
 from write_checks import check_index  # tests/spark, on the path via cluster_scenarios
 
 QBEAST = str(Path(sys.executable).with_name("qbeast"))
@@ -541,20 +542,17 @@ _THRIFT_PROJECT = {
 }
 
 
-def _dbt_cli(args: list[str], project: Path) -> tuple[bool, dict[str, tuple[str, str]], str]:
-    """One dbt command in a process of its own (a Spark Connect session must not share this
-    test process with the shared classic session): success, each node's (status, message),
-    output."""
-    run = subprocess.run([str(Path(sys.executable).with_name("dbt")), "--no-use-colors", *args,
-                          "--project-dir", str(project), "--profiles-dir", str(project)],
-                         capture_output=True, text=True, timeout=900, check=False, cwd=project)
-    results_file = project / "target" / "run_results.json"
-    nodes: dict[str, tuple[str, str]] = {}
-    if results_file.exists() and args[0] != "run-operation":
-        for result in json.loads(results_file.read_text())["results"]:
-            name = result["unique_id"].split(".")[2]  # test ids end with a hash
-            nodes[name] = (result["status"], result.get("message") or "")
-    return run.returncode == 0, nodes, run.stdout + run.stderr
+def _dbt_steps(steps: list[list[str]], project: Path) -> list[tuple[bool, dict[str, tuple[str, str]], str]]:
+    """dbt commands one after the other in one process of their own (a Spark Connect session
+    must not share this test process with the shared classic session; one process for all of
+    them pays dbt's start once): per command, success, each node's (status, message) and the
+    console (the process's stderr added to every command's)."""
+    run = subprocess.run([sys.executable, str(Path(__file__).with_name("dbt_steps.py")),
+                          str(project), json.dumps(steps)],
+                         capture_output=True, text=True, timeout=1800, check=False, cwd=project)
+    results = parse_steps(run.stdout)
+    assert run.returncode == 0 and len(results) == len(steps), run.stdout[-3000:] + run.stderr[-3000:]
+    return [(ok, nodes, f"{console}\n{run.stderr}") for ok, nodes, console in results]
 
 
 @pytest.mark.parametrize("method", ["thrift", "connect"])
@@ -579,27 +577,28 @@ def test_dbt_commands_through_the_server(served, tmp_path, method):
     (project / "profiles.yml").write_text(yaml.safe_dump(
         {"thrift_check": {"target": "served", "outputs": {"served": target}}}))
 
-    ok, nodes, output = _dbt_cli(["build", "--exclude", "py_model"], project)
+    steps = [["build", "--exclude", "py_model"],
+             # the second run of the incremental models and the snapshot
+             ["build", "--select", "appended", "keyed", "merged", "people_snap", "--vars", "round: 2"],
+             ["run-operation", "qbeast_index_metrics", "--args", "{relation_or_path: people_q}"]]
+    if method == "thrift":
+        steps.append(["run", "--select", "py_model"])
+    (ok, nodes, output), (ok2, nodes2, output2), (ok3, _, output3), *py_model = _dbt_steps(steps, project)
     assert ok, output[-4000:]
     assert {n: status for n, (status, _) in nodes.items()} == {
         "people": "success", "people_q": "success", "appended": "success", "keyed": "success",
         "merged": "success", "sampled": "success", "approxed": "success",
         "people_snap": "success", "unique_people_q_id": "pass", "not_null_people_q_id": "pass"}
-    # the second run of the incremental models and the snapshot
-    ok, nodes, output = _dbt_cli(["build", "--select", "appended", "keyed", "merged",
-                                  "people_snap", "--vars", "round: 2"], project)
-    assert ok, output[-4000:]
-    assert {n: message.split(" ")[1] for n, (_, message) in nodes.items()} == {
+    assert ok2, output2[-4000:]
+    assert {n: message.split(" ")[1] for n, (_, message) in nodes2.items()} == {
         "appended": "APPEND", "keyed": "DELETE+INSERT", "merged": "MERGE",
-        "people_snap": "SNAPSHOT"}, nodes
-    ok, _, output = _dbt_cli(["run-operation", "qbeast_index_metrics", "--args",
-                              "{relation_or_path: people_q}"], project)
-    assert ok and "qbeast_index_metrics:" in output, output[-3000:]
+        "people_snap": "SNAPSHOT"}, nodes2
+    assert ok3 and "qbeast_index_metrics:" in output3, output3[-3000:]
     if method == "thrift":
-        ok, _, output = _dbt_cli(["run", "--select", "py_model"], project)
-        assert not ok
-        assert "a Python model is not possible with `method: thrift`" in output and \
-            "method: connect" in output, output[-3000:]
+        [(ok4, _, output4)] = py_model
+        assert not ok4
+        assert "a Python model is not possible with `method: thrift`" in output4 and \
+            "method: connect" in output4, output4[-3000:]
 
     def rows(sql: str) -> list:
         cursor.execute(sql)

@@ -75,32 +75,47 @@ def test_round_trip_on_standalone_cluster_equals_embedded(
     assert not list(standalone_cluster.work_dir.rglob("*.parquet"))
 
 
-def test_example_project_builds_on_standalone_cluster_like_embedded(
-    standalone_cluster, build_example_project, embedded_dbt_build
-):
+@pytest.fixture(scope="module")
+def standalone_builds(standalone_cluster, build_example_project, request) -> dict:
+    """The example project built by one dbt driver process on the master: in the cluster's
+    catalog, then (with the bridge jar) again in a schema of its own with the Qbeast models on
+    the test bucket and a second run. One process for both saves a driver and an executor
+    start; each test below checks its build."""
+    conf = driver_conf(standalone_cluster.url, None)
+    if jar_path() is None:
+        return {"local": build_example_project("standalone", conf)}
+    from s3_server import aws_environment
+
+    root, _ = request.getfixturevalue("embedded_bucket_dbt_build")
+    with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
+        for key, value in aws_environment(request.getfixturevalue("moto_endpoint")).items():
+            patch.setenv(key, value)
+        local, bucket = build_example_project("standalone", conf,
+                                              then_location_root=f"{root}/cluster", then_runs=2)
+    return {"local": local, "bucket": bucket, "bucket_root": f"{root}/cluster"}
+
+
+def test_example_project_builds_on_standalone_cluster_like_embedded(standalone_builds,
+                                                                    embedded_dbt_build):
     """`dbt build` with `spark.master: spark://...` in the profile: same models, rows, samples."""
     qbeast_models = {k: v for k, v in embedded_dbt_build.items() if v["materialized"] == "qbeast"}
     assert qbeast_models, f"the example project has no qbeast model: {embedded_dbt_build}"
     assert all(0 < m["sample_rows"] < m["rows"] for m in qbeast_models.values()), qbeast_models
-
-    built = build_example_project("standalone", driver_conf(standalone_cluster.url, None))
-    assert built == embedded_dbt_build
+    assert standalone_builds["local"] == embedded_dbt_build
 
 
 @pytest.mark.objectstore
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
 def test_example_project_on_a_bucket_builds_and_merges_on_standalone_cluster_like_embedded(
-        standalone_cluster, build_example_project, s3_environment, embedded_bucket_dbt_build):
+        standalone_builds, s3_environment, embedded_bucket_dbt_build):
     """The example project with its Qbeast models at ``location_root: s3://...``, built and run
     a second time (the click stream's incremental merge) embedded and on the standalone master
     whose workers have no AWS setting: the same models, rows, revisions and samples. On the
     cluster the models write in Arrow tasks, the marts read the click stream in SQL by signed
     URL and the merge rewrites its files in tasks that upload them."""
-    root, embedded = embedded_bucket_dbt_build
-    built = build_example_project("standalone-bucket", driver_conf(standalone_cluster.url, None),
-                                  location_root=f"{root}/cluster", runs=2)
-    assert built == embedded
-    assert DeltaLog.for_path(f"{root}/cluster/events").snapshot().version >= 1  # merged into
+    _, embedded = embedded_bucket_dbt_build
+    assert standalone_builds["bucket"] == embedded
+    assert DeltaLog.for_path(f"{standalone_builds['bucket_root']}/events").snapshot().version >= 1  # merged into
 
 
 @pytest.mark.skipif(jar_path() is None, reason="the bridge jar is not built (no javac when `make` ran)")
