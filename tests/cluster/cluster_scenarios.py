@@ -72,6 +72,46 @@ def object_store_read(spark: Any, path: str, bridge_table: str | None,
     return result
 
 
+def object_store_write(spark: Any, path: str, rows: int, cube_size: int, remote: str | None,
+                       then_read: str | None, bridge_table: str | None) -> dict[str, Any]:
+    """``--object-store-write``: write and append to the s3:// table at ``path``, read it, change
+    rows, optimize and convert where this driver's reads are native; then, without signed reads,
+    the error a change gets; then (``then_read``) :func:`object_store_read` on another table."""
+    import qbeast
+    from qbeast.spark.file_access import FileAccess
+
+    bridge_files = spark.conf.get("spark.qbeast.storage.bridgeFiles", None)
+    result: dict[str, Any] = {"worker_aws_variables": worker_aws_variables(spark)}
+    result["written"] = write_and_append(spark, path, rows, cube_size)
+    result["counts"] = table_counts(spark, path, source_name=None if remote else "qbeast_python")
+    access = FileAccess.decide(spark, path)
+    result["signed_reads"] = access.signed_reads
+    result["native_reads"] = access.native_reads()
+    table = qbeast.QbeastTable.for_path(spark, path)
+    if result["native_reads"]:
+        result["row_level"] = row_level_changes(spark, path, rows)
+        result["converted"] = convert_and_index(spark, f"{path}-plain")
+        # how Spark's parquet reader opened the files, and whether the driver copied any
+        result["opened_files"] = list(table.to_df().inputFiles())
+        result["mirror_copies"] = sum(
+            len(names) for _, _, names in os.walk(access.mirror().files_dir))
+        # then without signed reads: reads fall back to Arrow tasks
+        spark.conf.set("spark.qbeast.storage.bridgeFiles", "copies")
+        result["copies_rows"] = table.to_df().count()
+    try:  # without signed reads a change is refused, with what works
+        table.delete(RANGE_FILTER)
+        result["delete"] = "deleted"
+    except qbeast.QbeastError as exc:
+        result["delete"] = f"{type(exc).__name__}: {exc}"
+    if then_read:  # a second check in the same application (see --then-read)
+        if bridge_files is None:
+            spark.conf.unset("spark.qbeast.storage.bridgeFiles")
+        else:
+            spark.conf.set("spark.qbeast.storage.bridgeFiles", bridge_files)
+        result["read"] = object_store_read(spark, then_read, bridge_table, remote)
+    return result
+
+
 def table_counts(spark: Any, path: str, source_name: str | None = "qbeast") -> dict[str, int]:
     """Full, sampled and filtered row counts (API and data source ``source_name``; None: API
     only) and a sample checksum."""
@@ -326,10 +366,14 @@ def main(argv: list[str] | None = None) -> int:
     # A second check in the same driver saves an application start (a driver and, on a master,
     # an executor per worker) where a test run needs both on one cluster.
     parser.add_argument("--then-read", metavar="TABLE",
-                        help="after --object-store-write: --object-store-read's checks on TABLE "
+                        help="after --object-store-write (or --then-object-store-write): "
+                             "--object-store-read's checks on TABLE "
                              "(and --bridge-table), reported under 'read'")
     parser.add_argument("--then-sql-bridge", metavar="TABLE",
                         help="after the round trip: --sql-bridge's report on TABLE")
+    parser.add_argument("--then-object-store-write", metavar="TABLE",
+                        help="after the round trip (and --then-sql-bridge): --object-store-write's "
+                             "steps on TABLE (and --then-read's), reported under 'object_store'")
     parser.add_argument("--conf-json", default="{}",
                         help="more session settings, a JSON object (e.g. a Hadoop connector's)")
     args = parser.parse_args(argv)
@@ -350,39 +394,8 @@ def main(argv: list[str] | None = None) -> int:
 
         result["sql_source"] = qbeast.register(spark)  # jvm (the bridge) or python (fallback)
         if args.object_store_write:
-            bridge_files = spark.conf.get("spark.qbeast.storage.bridgeFiles", None)
-            result["worker_aws_variables"] = worker_aws_variables(spark)
-            result["written"] = write_and_append(spark, args.table, args.rows, args.cube_size)
-            result["counts"] = table_counts(spark, args.table,
-                                            source_name=None if args.remote else "qbeast_python")
-            from qbeast.spark.file_access import FileAccess
-
-            access = FileAccess.decide(spark, args.table)
-            result["signed_reads"] = access.signed_reads
-            result["native_reads"] = access.native_reads()
-            table = qbeast.QbeastTable.for_path(spark, args.table)
-            if result["native_reads"]:
-                result["row_level"] = row_level_changes(spark, args.table, args.rows)
-                result["converted"] = convert_and_index(spark, f"{args.table}-plain")
-                # how Spark's parquet reader opened the files, and whether the driver copied any
-                result["opened_files"] = list(table.to_df().inputFiles())
-                result["mirror_copies"] = sum(
-                    len(names) for _, _, names in os.walk(access.mirror().files_dir))
-                # then without signed reads: reads fall back to Arrow tasks
-                spark.conf.set("spark.qbeast.storage.bridgeFiles", "copies")
-                result["copies_rows"] = table.to_df().count()
-            try:  # without signed reads a change is refused, with what works
-                table.delete(RANGE_FILTER)
-                result["delete"] = "deleted"
-            except qbeast.QbeastError as exc:
-                result["delete"] = f"{type(exc).__name__}: {exc}"
-            if args.then_read:  # a second check in the same application (see --then-read)
-                if bridge_files is None:
-                    spark.conf.unset("spark.qbeast.storage.bridgeFiles")
-                else:
-                    spark.conf.set("spark.qbeast.storage.bridgeFiles", bridge_files)
-                result["read"] = object_store_read(spark, args.then_read, args.bridge_table,
-                                                   args.remote)
+            result.update(object_store_write(spark, args.table, args.rows, args.cube_size,
+                                             args.remote, args.then_read, args.bridge_table))
         elif args.object_store_read:
             result.update(object_store_read(spark, args.table, args.bridge_table, args.remote))
         elif args.sql_bridge:
@@ -394,6 +407,10 @@ def main(argv: list[str] | None = None) -> int:
             result["round_trip"] = engine_round_trip(spark, args.table, args.rows, args.cube_size)
             if args.then_sql_bridge:
                 result["sql_bridge"] = sql_bridge_report(spark, args.then_sql_bridge)
+            if args.then_object_store_write:
+                result["object_store"] = object_store_write(
+                    spark, args.then_object_store_write, args.rows, args.cube_size, args.remote,
+                    args.then_read, args.bridge_table)
     finally:
         spark.stop()
     result["seconds"]["total"] = round(time.monotonic() - started, 1)

@@ -44,6 +44,7 @@ class Server:
                  *extra: str, env: dict[str, str] | None = None) -> None:
         self.catalog, self.log = catalog, log
         self.connect_port, self.thrift_port = connect_port, thrift_port
+        self.token: str | None = None  # QBEAST_SERVE_TOKEN, where the test gave one
         self.process = subprocess.Popen(
             [QBEAST, "serve", "--catalog-dir", str(catalog), "--connect-port", str(connect_port),
              "--thrift-port", str(thrift_port), "--conf", "spark.driver.memory=1g", *extra],
@@ -317,14 +318,18 @@ def test_a_connect_client_changes_an_s3_table_through_the_server_like_embedded(
 
 @pytest.fixture(scope="module")
 def bucket_server(tmp_path_factory, moto_endpoint):
-    """A server (Spark Connect only) whose driver has the test bucket's AWS settings: what
-    it plans itself (SQL over bucket tables, the catalog's entries for them) reads the bucket
-    with them."""
+    """A server whose driver has the test bucket's AWS settings (what it plans itself, SQL over
+    bucket tables and the catalog's entries for them, reads the bucket with them), bound to
+    every interface with a token: its clients send the token, and the token test checks what
+    such a server admits. One server for both saves a driver start."""
     from s3_server import aws_environment
 
     base = tmp_path_factory.mktemp("serve-bucket")
-    server = Server(base / "catalog", base / "serve.log", free_loopback_port(), 0,
-                    env=aws_environment(moto_endpoint))
+    token = "s3cret-" + os.urandom(12).hex()
+    server = Server(base / "catalog", base / "serve.log", free_loopback_port(),
+                    free_loopback_port(), "--host", "0.0.0.0",
+                    env={**aws_environment(moto_endpoint), "QBEAST_SERVE_TOKEN": token})
+    server.token = token
     try:
         server.wait_ready()
         yield server
@@ -343,7 +348,8 @@ def test_example_project_on_a_bucket_builds_and_merges_through_the_server(
     root, embedded = embedded_bucket_dbt_build
     built = build_example_project("serve-bucket", method="connect",
                                   host=f"sc://127.0.0.1:{bucket_server.connect_port}",
-                                  schema="served_bucket", location_root=f"{root}/served", runs=2)
+                                  token=bucket_server.token, schema="served_bucket",
+                                  location_root=f"{root}/served", runs=2)
     assert built == embedded
     assert DeltaLog.for_path(f"{root}/served/events").snapshot().version >= 1  # merged into
 
@@ -360,7 +366,8 @@ def test_create_table_as_select_on_a_bucket_through_the_server(bucket_server, s3
             f"LOCATION '{scheme}://{root}/{scheme}' AS SELECT id, id % 5 AS k FROM range(1500)",
             f"SELECT count(*), sum(k) FROM served_ctas_{scheme}",
             f"DROP TABLE served_ctas_{scheme}"]
-    answers = _connect_client(bucket_server.connect_port, statements)
+    answers = _connect_client(bucket_server.connect_port, statements,
+                              f"/;x-qbeast-token={bucket_server.token}")
     assert answers[1] == answers[4] == [[1500, 3000]]
     assert DeltaLog.for_path(f"s3://{root}/s3a").snapshot().num_records == 1500
 
@@ -417,65 +424,59 @@ def test_a_second_server_is_refused_before_spark_starts(served, tmp_path):
     assert "starting the driver" not in not_loopback.stderr
 
 
-def test_a_server_off_loopback_admits_only_clients_with_its_token(tmp_path):
+def test_a_server_off_loopback_admits_only_clients_with_its_token(bucket_server, tmp_path):
     """Bound to every interface (0.0.0.0) with a token: Spark Connect and Thrift clients without
     it, or with a wrong one, are refused before any statement runs; with it, they query. The
-    secret stays out of the server's log."""
+    secret stays out of the server's log (here after the bucket builds through it too)."""
     from pyhive import hive
 
-    token = "s3cret-" + os.urandom(12).hex()
+    server, token = bucket_server, bucket_server.token
     short = subprocess.run(
         [QBEAST, "serve", "--catalog-dir", str(tmp_path / "short"), "--host", "0.0.0.0"],
         capture_output=True, text=True, timeout=120, check=False,
         env={**os.environ, "QBEAST_SERVE_TOKEN": "tiny"})
     assert short.returncode == 2 and "the server token has 4 characters" in short.stderr
 
-    server = Server(tmp_path / "catalog", tmp_path / "serve.log", free_loopback_port(),
-                    free_loopback_port(), "--host", "0.0.0.0",
-                    env={"QBEAST_SERVE_TOKEN": token})
-    try:
-        server.wait_ready()
-        assert f"sc://0.0.0.0:{server.connect_port}/;x-qbeast-token=TOKEN" in server.text()
-        _check_sockets(server, "0.0.0.0")
+    assert f"sc://0.0.0.0:{server.connect_port}/;x-qbeast-token=TOKEN" in server.text()
+    _check_sockets(server, "0.0.0.0")
 
-        missing = _connect_error(server.connect_port, "select 1")
-        assert "UNAUTHENTICATED" in missing or "requires its token" in missing, missing
-        wrong = _connect_error(server.connect_port, "select 1", "/;x-qbeast-token=not-the-token")
-        assert "UNAUTHENTICATED" in wrong or "not its token" in wrong, wrong
-        assert _connect_client(server.connect_port, ["select 41 + 1"],
-                               f"/;x-qbeast-token={token}") == [[[42]]]
+    missing = _connect_error(server.connect_port, "select 1")
+    assert "UNAUTHENTICATED" in missing or "requires its token" in missing, missing
+    wrong = _connect_error(server.connect_port, "select 1", "/;x-qbeast-token=not-the-token")
+    assert "UNAUTHENTICATED" in wrong or "not its token" in wrong, wrong
+    assert _connect_client(server.connect_port, ["select 41 + 1"],
+                           f"/;x-qbeast-token={token}") == [[[42]]]
 
-        for password in (None, "not-the-token"):
-            with pytest.raises(Exception) as refused:  # noqa: PT011 - thrift's transport error
-                hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
-                             password=password or "x", auth="CUSTOM" if password else "NONE")
-            assert refused.value is not None
-        # refused by the token check (a client sees only a closed connection)
-        assert server.text().count("qbeast serve requires its token as the password") == 2
-        cursor = hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
-                              password=token, auth="CUSTOM").cursor()
-        cursor.execute("select 40 + 2")
-        assert cursor.fetchall() == [(42,)]
-        cursor.close()
+    refusals = server.text().count("qbeast serve requires its token as the password")
+    for password in (None, "not-the-token"):
+        with pytest.raises(Exception) as refused:  # noqa: PT011 - thrift's transport error
+            hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
+                         password=password or "x", auth="CUSTOM" if password else "NONE")
+        assert refused.value is not None
+    # refused by the token check (a client sees only a closed connection)
+    assert server.text().count("qbeast serve requires its token as the password") == refusals + 2
+    cursor = hive.connect(host="127.0.0.1", port=server.thrift_port, username="me",
+                          password=token, auth="CUSTOM").cursor()
+    cursor.execute("select 40 + 2")
+    assert cursor.fetchall() == [(42,)]
+    cursor.close()
 
-        # dbt's `method: connect` with the profile's `token` (sent as the header the server checks)
-        from cluster_dbt import copy_project, qbeast_target
-        url = f"sc://127.0.0.1:{server.connect_port}"
-        project = copy_project(tmp_path / "project", {
-            "served": qbeast_target(method="connect", host=url, token=token),
-            "wrong": qbeast_target(method="connect", host=url, token="not-the-token"),
-            "thrift": qbeast_target(method="thrift", host="127.0.0.1", port=server.thrift_port,
-                                    user="me", token=token)})
-        for target, ok in (("served", True), ("wrong", False), ("thrift", True)):
-            debug = subprocess.run(
-                [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "debug",
-                 "--project-dir", str(project), "--profiles-dir", str(project), "--target",
-                 target], capture_output=True, text=True, timeout=300, check=False, cwd=project)
-            assert (debug.returncode == 0) is ok, debug.stdout[-3000:]
-            assert ("Connection test: [OK connection ok]" in debug.stdout) is ok
-            assert token not in debug.stdout
-    finally:
-        assert server.stop() == 0
+    # dbt's `method: connect` with the profile's `token` (sent as the header the server checks)
+    from cluster_dbt import copy_project, qbeast_target
+    url = f"sc://127.0.0.1:{server.connect_port}"
+    project = copy_project(tmp_path / "project", {
+        "served": qbeast_target(method="connect", host=url, token=token),
+        "wrong": qbeast_target(method="connect", host=url, token="not-the-token"),
+        "thrift": qbeast_target(method="thrift", host="127.0.0.1", port=server.thrift_port,
+                                user="me", token=token)})
+    for target, ok in (("served", True), ("wrong", False), ("thrift", True)):
+        debug = subprocess.run(
+            [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "debug",
+             "--project-dir", str(project), "--profiles-dir", str(project), "--target",
+             target], capture_output=True, text=True, timeout=300, check=False, cwd=project)
+        assert (debug.returncode == 0) is ok, debug.stdout[-3000:]
+        assert ("Connection test: [OK connection ok]" in debug.stdout) is ok
+        assert token not in debug.stdout
     assert token not in server.text()
 
 

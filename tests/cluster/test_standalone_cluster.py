@@ -40,20 +40,72 @@ def _completed_app_names(ui_port: int) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def cluster_round_trip(standalone_cluster, run_scenario, cluster_dir, request) -> dict:
-    """One driver application on the master: the round trip on a table of its own, then (with
-    the bridge jar) the SQL bridge checks on the table the embedded run wrote. One application
-    for both saves a driver and an executor start; each test below checks its part."""
+def cluster_application(standalone_cluster, run_scenario, cluster_dir, request) -> dict:
+    """One driver application on the master for the engine's own checks: the round trip on a
+    table of its own; with the bridge jar, the SQL bridge checks on the table the embedded run
+    wrote; ``--object-store-write``'s steps on a fresh prefix of the test bucket (the driver has
+    its AWS settings from the environment, the workers none); with the bridge jar, the reads of
+    a table and a SQL bridge table written on the bucket here, embedded. One application for
+    all of it saves two drivers and their executors; each test below checks its part."""
     table = cluster_dir / "standalone-table"
     extra = []
     if jar_path() is not None:
         bridge_path, _ = request.getfixturevalue("embedded_sql_bridge_report")
         extra = ["--then-sql-bridge", bridge_path]
-    result = run_scenario(
-        "--master", standalone_cluster.url, "--table", str(table),
-        "--rows", str(ROUND_TRIP_ROWS), "--cube-size", str(ROUND_TRIP_CUBE_SIZE), *extra,
-    )
-    return {"table": table, **result}
+    out: dict = {"table": table}
+    with pytest.MonkeyPatch.context() as patch:
+        out["bucket"], bucket_args = _embedded_bucket_tables(request, patch)
+        result = run_scenario(
+            "--master", standalone_cluster.url, "--table", str(table),
+            "--rows", str(ROUND_TRIP_ROWS), "--cube-size", str(ROUND_TRIP_CUBE_SIZE), *extra,
+            *bucket_args,
+        )
+    out.update(result)
+    out["bucket"]["result"] = result["object_store"]
+    return out
+
+
+def _embedded_bucket_tables(request, patch: pytest.MonkeyPatch) -> tuple[dict, list[str]]:
+    """Set the test bucket's AWS environment (on ``patch``), write the tables the cluster's
+    driver reads there, embedded (with the bridge jar), and return what the bucket part of the
+    application must equal and its arguments."""
+    from s3_server import aws_environment
+    from sql_bridge_checks import bridge_report, write_table
+
+    spark = request.getfixturevalue("spark")
+    request.getfixturevalue("embedded_bucket_baseline")  # built before the driver runs
+    for key, value in aws_environment(request.getfixturevalue("moto_endpoint")).items():
+        patch.setenv(key, value)
+    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
+    run: dict = {"cluster_path": f"{root}/cluster"}
+    args = ["--then-object-store-write", run["cluster_path"]]
+    if jar_path() is not None:
+        path, bridge_path = f"{root}/events", f"{root}/bridge"
+        mirror = request.getfixturevalue("tmp_path_factory").mktemp("mirror")
+        spark.conf.set("spark.qbeast.storage.mirrorDir", str(mirror))
+        try:
+            qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path,
+                         columns_to_index=["user_id", "price"],
+                         cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
+            run["embedded_counts"] = table_counts(spark, path)
+            write_table(spark, bridge_path)
+            run["embedded_report"] = bridge_report(spark, bridge_path, python_source=False)
+        finally:
+            spark.conf.unset("spark.qbeast.storage.mirrorDir")
+        args += ["--then-read", path, "--bridge-table", bridge_path]
+    return run, args
+
+
+@pytest.fixture(scope="module")
+def cluster_round_trip(cluster_application) -> dict:
+    """The application's round trip (and SQL bridge report): its result at the top level."""
+    return cluster_application
+
+
+@pytest.fixture(scope="module")
+def cluster_bucket_run(cluster_application) -> dict:
+    """The application's bucket part: its result, its location and the embedded answers."""
+    return cluster_application["bucket"]
 
 
 def test_round_trip_on_standalone_cluster_equals_embedded(
@@ -132,40 +184,6 @@ def test_sql_through_the_bridge_on_standalone_cluster_equals_embedded(
     report = cluster_round_trip["sql_bridge"]
     assert not problems(report), "\n".join(problems(report))
     assert report == embedded
-
-
-@pytest.fixture(scope="module")
-def cluster_bucket_run(spark, standalone_cluster, run_scenario, moto_endpoint,
-                       embedded_bucket_baseline, tmp_path_factory) -> dict:
-    """One driver application on the master whose workers have no AWS setting (the driver has
-    the test bucket's, from the environment): ``--object-store-write`` on a fresh prefix, then
-    (with the bridge jar) the reads of a table and a SQL bridge table written here, embedded.
-    What each half must equal is computed here too; each test below checks its half."""
-    from s3_server import aws_environment
-    from sql_bridge_checks import bridge_report, write_table
-
-    root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
-    run: dict = {"cluster_path": f"{root}/cluster"}
-    with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
-        for key, value in aws_environment(moto_endpoint).items():
-            patch.setenv(key, value)
-        extra = []
-        if jar_path() is not None:
-            path, bridge_path = f"{root}/events", f"{root}/bridge"
-            spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path_factory.mktemp("mirror")))
-            try:
-                qbeast.write(events_frame(spark, ROUND_TRIP_ROWS), path,
-                             columns_to_index=["user_id", "price"],
-                             cube_size=ROUND_TRIP_CUBE_SIZE, mode="overwrite")
-                run["embedded_counts"] = table_counts(spark, path)
-                write_table(spark, bridge_path)
-                run["embedded_report"] = bridge_report(spark, bridge_path, python_source=False)
-            finally:
-                spark.conf.unset("spark.qbeast.storage.mirrorDir")
-            extra = ["--then-read", path, "--bridge-table", bridge_path]
-        run["result"] = run_scenario("--master", standalone_cluster.url, "--object-store-write",
-                                     "--table", run["cluster_path"], *extra)
-    return run
 
 
 @pytest.mark.objectstore
