@@ -469,6 +469,8 @@ def test_a_server_off_loopback_admits_only_clients_with_its_token(bucket_server,
         "wrong": qbeast_target(method="connect", host=url, token="not-the-token"),
         "thrift": qbeast_target(method="thrift", host="127.0.0.1", port=server.thrift_port,
                                 user="me", token=token)})
+    # one process per target (not _dbt_steps): a Spark Connect session made with the right
+    # token must not be reused by the wrong token's check in the same process
     for target, ok in (("served", True), ("wrong", False), ("thrift", True)):
         debug = subprocess.run(
             [str(Path(sys.executable).with_name("dbt")), "--no-use-colors", "debug",
