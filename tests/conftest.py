@@ -17,7 +17,7 @@ import pytest
 
 # helper modules beside this file (s3_server.py) are importable from every test module
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from s3_server import BUCKET, aws_environment, free_port, make_puts_atomic  # noqa: E402
+from s3_server import BUCKET, free_port, make_puts_atomic, point_at_test_server  # noqa: E402
 
 import dbt_speedups  # noqa: E402
 
@@ -134,8 +134,7 @@ def hadoop_aws() -> list[str]:
 def s3_environment(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     """The AWS environment variables pointing at the test server (what a user sets for an
     S3-compatible store); the endpoint."""
-    for key, value in aws_environment(moto_endpoint).items():
-        monkeypatch.setenv(key, value)
+    point_at_test_server(monkeypatch, moto_endpoint)
     return moto_endpoint
 
 

@@ -19,6 +19,14 @@ def aws_environment(endpoint: str) -> dict[str, str]:
             "AWS_REGION": CREDENTIALS["region"]}
 
 
+def point_at_test_server(patch, endpoint: str) -> None:
+    """Set :func:`aws_environment` on ``patch`` (a ``pytest.MonkeyPatch``), so the variables
+    are restored when the patch is undone: what the ``s3_environment`` fixture sets, for
+    fixtures of a wider scope that cannot take it."""
+    for key, value in aws_environment(endpoint).items():
+        patch.setenv(key, value)
+
+
 #: where ``make hadoop-aws`` puts Hadoop's S3A connector (jvm/fetch_hadoop_aws.py)
 HADOOP_AWS_DIR = Path(__file__).resolve().parents[1] / ".venv" / "hadoop-aws"
 

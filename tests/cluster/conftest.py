@@ -173,12 +173,11 @@ def embedded_bucket_baseline(spark, moto_endpoint: str, tmp_path_factory) -> tup
     """``--object-store-write``'s steps (writes, counts with the ``qbeast`` source, row-level
     changes, optimize, convert) run once on the shared local session at a fresh prefix of the
     test bucket: its location and results, which every remote driver's run must equal."""
-    from s3_server import BUCKET, aws_environment
+    from s3_server import BUCKET, point_at_test_server
 
     path = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}/embedded"
     with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
-        for key, value in aws_environment(moto_endpoint).items():
-            patch.setenv(key, value)
+        point_at_test_server(patch, moto_endpoint)
         return path, embedded_bucket_run(spark, path, tmp_path_factory.mktemp("baseline-mirror"),
                                          source_name="qbeast")
 
@@ -190,7 +189,7 @@ def embedded_bucket_dbt_build(spark, cluster_dir: Path, moto_endpoint: str,
     and run a second time (the click stream's incremental merge) on the shared local session:
     the prefix, and the models as measured (the baseline of the remote bucket builds)."""
     from cluster_dbt import put_qbeast_models_at
-    from s3_server import BUCKET, aws_environment
+    from s3_server import BUCKET, point_at_test_server
 
     from qbeast.spark.runtime import restored_confs
     from qbeast.spark.session import ENGINE_DEFAULTS
@@ -199,8 +198,7 @@ def embedded_bucket_dbt_build(spark, cluster_dir: Path, moto_endpoint: str,
     project = copy_project(cluster_dir / "dbt-bucket-embedded", {"embedded": qbeast_target()})
     put_qbeast_models_at(project, f"{root}/embedded")
     with pytest.MonkeyPatch.context() as patch:
-        for key, value in aws_environment(moto_endpoint).items():
-            patch.setenv(key, value)
+        point_at_test_server(patch, moto_endpoint)
         spark.conf.set("spark.qbeast.storage.mirrorDir", str(tmp_path_factory.mktemp("dbt-mirror")))
         try:
             with restored_confs(spark, [key for key in ENGINE_DEFAULTS if spark.conf.isModifiable(key)]):

@@ -69,13 +69,12 @@ def _embedded_bucket_tables(request, patch: pytest.MonkeyPatch) -> tuple[dict, l
     """Set the test bucket's AWS environment (on ``patch``), write the tables the cluster's
     driver reads there, embedded (with the bridge jar), and return what the bucket part of the
     application must equal and its arguments."""
-    from s3_server import aws_environment
+    from s3_server import point_at_test_server
     from sql_bridge_checks import bridge_report, write_table
 
     spark = request.getfixturevalue("spark")
     request.getfixturevalue("embedded_bucket_baseline")  # built before the driver runs
-    for key, value in aws_environment(request.getfixturevalue("moto_endpoint")).items():
-        patch.setenv(key, value)
+    point_at_test_server(patch, request.getfixturevalue("moto_endpoint"))
     root = f"s3://{BUCKET}/{uuid.uuid4().hex[:12]}"
     run: dict = {"cluster_path": f"{root}/cluster"}
     args = ["--then-object-store-write", run["cluster_path"]]
@@ -136,12 +135,11 @@ def standalone_builds(standalone_cluster, build_example_project, request) -> dic
     conf = driver_conf(standalone_cluster.url, None)
     if jar_path() is None:
         return {"local": build_example_project("standalone", conf)}
-    from s3_server import aws_environment
+    from s3_server import point_at_test_server
 
     root, _ = request.getfixturevalue("embedded_bucket_dbt_build")
     with pytest.MonkeyPatch.context() as patch:  # what the s3_environment fixture sets
-        for key, value in aws_environment(request.getfixturevalue("moto_endpoint")).items():
-            patch.setenv(key, value)
+        point_at_test_server(patch, request.getfixturevalue("moto_endpoint"))
         local, bucket = build_example_project("standalone", conf,
                                               then_location_root=f"{root}/cluster", then_runs=2)
     return {"local": local, "bucket": bucket, "bucket_root": f"{root}/cluster"}
