@@ -168,12 +168,24 @@ SHIPPED_SOURCE_ROWS = Setting(
 LOCAL_ROWS = Setting(
     "spark.qbeast.write.localRows", 100_000,
     "Largest input (rows) of an indexed append (qbeast.write with mode='append', the inserts "
-    "of a merge, the rows an update moves, optimize) that is collected to the driver once and "
+    "of a merge, the rows an update moves, optimize) or of a first write (see "
+    "spark.qbeast.write.localFirstWriteBytes) that is collected to the driver once and "
     "indexed there (stats, estimation, assignment, parquet files written with pyarrow in the "
     "table's encodings) instead of three Spark jobs; same revision, blocks and band layout. "
     "Larger inputs, and inputs whose estimation would be sampled, run in Spark, except the "
     "inserts of a merge whose source was shipped (spark.qbeast.merge.shippedSourceRows): the "
     "driver holds those already; 0 = always in Spark.",
+    minimum=0,
+)
+LOCAL_FIRST_WRITE_BYTES = Setting(
+    "spark.qbeast.write.localFirstWriteBytes", 64 * 1024 * 1024,
+    "A write that starts a table or replaces it (a new table, mode='overwrite', a dbt model's "
+    "build) is indexed on the driver like a small append (spark.qbeast.write.localRows) only "
+    "when Spark's size estimate of its input is at most this many bytes: a larger or unknown "
+    "estimate (a join multiplies its inputs' sizes; DataFrames of an RDD or of a Python list, "
+    "and Spark Connect DataFrames, have none) goes straight to the Spark jobs, so a model "
+    "computed by a large query is never computed twice. "
+    "0 = first writes always in Spark.",
     minimum=0,
 )
 APPROX_LOCAL_READ_BYTES = Setting(
@@ -230,9 +242,9 @@ SIGNED_URL_SECONDS = Setting(
 #: Every setting, in the order docs/settings.md lists them.
 SETTINGS: tuple[Setting, ...] = (DEFAULT_CUBE_SIZE, BUFFER_CAPACITY, ESTIMATION_SAMPLE_ROWS,
                                  REVISION_HEADROOM, WEIGHT_BANDS, PARQUET_VERSION,
-                                 SHIPPED_SOURCE_ROWS, LOCAL_ROWS, APPROX_LOCAL_READ_BYTES, SHIP_ENGINE,
-                                 SQL_BRIDGE, MIRROR_DIR, MIRROR_MAX_BYTES, BRIDGE_FILES,
-                                 SIGNED_URL_SECONDS)
+                                 SHIPPED_SOURCE_ROWS, LOCAL_ROWS, LOCAL_FIRST_WRITE_BYTES,
+                                 APPROX_LOCAL_READ_BYTES, SHIP_ENGINE, SQL_BRIDGE, MIRROR_DIR,
+                                 MIRROR_MAX_BYTES, BRIDGE_FILES, SIGNED_URL_SECONDS)
 
 
 def check_write_settings(spark: Any) -> None:

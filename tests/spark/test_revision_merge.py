@@ -124,8 +124,11 @@ def test_appends_along_a_growing_key_are_left_in_place(spark, tmp_path):
         plan = table.read_plan(filter=_day_range(day))
         assert {os.path.basename(p) for p in plan.paths} == written[day], day
     total = sum(f.size for f in snapshot.files())
+    # every file here is written on the driver (3,000 rows each) by pyarrow, whose smallest
+    # band row groups carry about 100 bytes more than parquet-mr's: 1.27x at 10% (1.25x with
+    # the first day's file from Spark's writer); a sample reading whole files would need 10x
     for f in (0.1, 0.2, 0.5):
-        assert table.read_plan(fraction=f).selected_bytes <= 1.25 * f * total, f
+        assert table.read_plan(fraction=f).selected_bytes <= 1.3 * f * total, f
     rows, samples = _rows_and_samples(spark, path)
     assert rows == sorted(r.id for d in range(days) for r in _day(spark, d, 3_000).collect())
     # asked for explicitly, the layout still runs, and keeps every row and sample

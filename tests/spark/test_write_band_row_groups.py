@@ -19,9 +19,11 @@ from qbeast.core.weight import weight_from_fraction
 from qbeast.index.row_weights import spark_hash
 from qbeast.index.thresholds import is_laid_out
 from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark import settings
 from qbeast.spark.bridge import bridge_active, prefix_scan
 from qbeast.spark.read.dataframe import spark_schema
 from qbeast.spark.catalog import create_table
+from qbeast.spark.runtime import scoped_confs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_checks import check_index, check_weight_bands  # noqa: E402
@@ -43,18 +45,18 @@ def _write(spark, path: str, layout: str, writer: str = "runs") -> None:
 
     ``runs``: the bridge's run writer (a file's pieces as runs of one task's rows, the default
     where the jar is loaded); ``joined``: each piece a staging file, joined on the driver (the
-    path of sessions without the jar, e.g. Spark Connect).
+    path of sessions without the jar, e.g. Spark Connect). Both are Spark's jobs: the write is
+    kept off the driver-local path a first write this small would otherwise take
+    (``tests/spark/test_write_local_append.py`` compares that one with them).
     """
     from qbeast.spark.write import staging
 
     with pytest.MonkeyPatch.context() as patch:
         if writer == "joined":
             patch.setattr(staging, "run_parquet_format", lambda spark: None)
-        spark.conf.set("spark.qbeast.index.weightBands", layout)
-        try:
+        with scoped_confs(spark, {"spark.qbeast.index.weightBands": layout,
+                                  settings.LOCAL_FIRST_WRITE_BYTES.key: "0"}):
             qbeast.write(_data(spark), path, "a,b", cube_size=CUBE)
-        finally:
-            spark.conf.unset("spark.qbeast.index.weightBands")
 
 
 @pytest.fixture(scope="module", params=["runs", "joined"])

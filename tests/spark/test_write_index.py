@@ -12,6 +12,8 @@ import pytest
 
 import qbeast
 from qbeast.snapshot import QbeastSnapshot
+from qbeast.spark import settings
+from qbeast.spark.runtime import scoped_confs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from write_checks import check_index, sample_count  # noqa: E402
@@ -49,10 +51,13 @@ def _skewed(spark, n, seed=0):
         ("a,b", True, 50),
     ],
 )
-def test_first_write_invariants(spark, tmp_path, columns, skewed, cube_size):
+@pytest.mark.parametrize("first_write_bytes", ["0", "67108864"], ids=["spark", "driver"])
+def test_first_write_invariants(spark, tmp_path, columns, skewed, cube_size, first_write_bytes):
+    """In Spark's jobs and, as a first write this small goes by default, on the driver."""
     path = str(tmp_path / "t")
     df = (_skewed if skewed else _uniform)(spark, 10_000, seed=len(columns))
-    result = qbeast.write(df, path, columns, cube_size=cube_size)
+    with scoped_confs(spark, {settings.LOCAL_FIRST_WRITE_BYTES.key: first_write_bytes}):
+        result = qbeast.write(df, path, columns, cube_size=cube_size)
     assert result.revision_id == 1 and result.rows == 10_000
     assert check_index(spark, path) == {1: 10_000}
     status = QbeastSnapshot.load(path).index_status(1)
@@ -142,7 +147,9 @@ def test_estimation_sample_rows_session_conf(spark, tmp_path, caplog):
 
     df = _uniform(spark, 30_000, seed=2)
     key = "spark.qbeast.index.estimationSampleRows"
-    with restored_confs(spark, [key]):
+    with restored_confs(spark, [key, settings.LOCAL_FIRST_WRITE_BYTES.key]):
+        # the estimation job's sample (a first write this small is otherwise indexed locally)
+        spark.conf.set(settings.LOCAL_FIRST_WRITE_BYTES.key, "0")
         spark.conf.set(key, "10000")
         with caplog.at_level("INFO", logger="qbeast.spark.write.writer"):
             qbeast.write(df, str(tmp_path / "t"), "a,b", cube_size=1_000)

@@ -1,10 +1,11 @@
-"""The driver-local indexed append against the Spark one, on the same input.
+"""The driver-local indexed write against the Spark one, on the same input.
 
 An input of at most ``spark.qbeast.write.localRows`` rows is collected and indexed on the driver
-(:mod:`qbeast.spark.write.local`); the setting at 0 runs the stats, estimation and write jobs in
-Spark. Both must leave the same table: the same rows, revisions, blocks (cube, minWeight,
-maxWeight, elementCount per file), row groups and piece records, Delta stats, and an index that
-holds (``write_checks.check_index``).
+(:mod:`qbeast.spark.write.local`): an append always, a first write (a new table, an overwrite)
+when Spark estimates its input at most ``spark.qbeast.write.localFirstWriteBytes``; the setting
+at 0 runs the stats, estimation and write jobs in Spark. Both must leave the same table: the same
+rows, revisions, blocks (cube, minWeight, maxWeight, elementCount per file), row groups and piece
+records, Delta stats, and an index that holds (``write_checks.check_index``).
 """
 from __future__ import annotations
 
@@ -135,13 +136,32 @@ CASES = {
         spark.createDataFrame(_rows(90_000, 900, 5000.0, 9), SCHEMA), t.path, mode="append"),
     # an update that moves rows to other cubes (re-indexed rows)
     "moved-rows": lambda spark: lambda t: t.update("id < 300", set={"x": "x + 50"}),
+    # a new table from rows computed in three Spark partitions, larger than a cube (estimated)
+    "first-write": lambda spark: lambda t: _first_write(t.path, _from_range(spark, 4000), "x,y"),
+    # an overwrite indexed on a string column too (its hash in the weight)
+    "overwrite": lambda spark: lambda t: qbeast.write(
+        _from_range(spark, 1200), t.path, columns_to_index=["x", "s", "y"], cube_size=200,
+        mode="overwrite"),
 }
+
+
+def _from_range(spark, n: int):
+    return (spark.range(100_000, 100_000 + n, numPartitions=3)
+            .selectExpr("id", "IF(id % 17 = 0, NULL, (abs(hash(id)) % 50000) / 100.0) AS x",
+                        "CAST(abs(hash(id, 2)) % 1000 AS INT) AS y", "CONCAT('f', id % 9) AS s",
+                        "DATE'2024-05-01' AS d"))
+
+
+def _first_write(path: str, data, columns: str) -> None:
+    """A new table at ``path`` (what was there removed first)."""
+    shutil.rmtree(path)
+    qbeast.write(data, path, columns_to_index=columns, cube_size=300)
 
 
 @pytest.mark.parametrize("bands", ["rowGroups", "files", "false"])
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_local_append_leaves_the_table_the_spark_append_leaves(spark, base, tmp_path, name,
-                                                                   bands, caplog):
+def test_the_local_write_leaves_the_table_the_spark_write_leaves(spark, base, tmp_path, name,
+                                                                 bands, caplog):
     caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
     confs = [(settings.WEIGHT_BANDS.key, bands)]
     in_spark, local = _both_paths(spark, base, tmp_path, CASES[name](spark), confs)
@@ -194,3 +214,46 @@ def test_larger_inputs_run_in_spark_and_a_bad_value_fails_naming_it(spark, base,
         assert QbeastSnapshot.load(path).version == version
     finally:
         spark.conf.unset(KEY)
+
+
+def test_an_empty_first_write_commits_the_same_first_revision_on_both_paths(spark, base, tmp_path):
+    empty = lambda t: _first_write(t.path, _from_range(spark, 0), "x,y")  # noqa: E731
+    in_spark, local = _both_paths(spark, base, tmp_path, empty)
+    a, b = QbeastSnapshot.load(in_spark), QbeastSnapshot.load(local)
+    assert a.delta.num_records == b.delta.num_records == 0
+    first = [s.revision(s.latest_revision_id).to_json_obj() for s in (a, b)]
+    for revision in first:
+        revision.pop("timestamp")
+        revision["tableID"] = None  # each copy's own path
+    assert first[0] == first[1] and a.latest_revision_id == 0
+
+
+def test_a_first_write_over_the_estimate_limit_runs_in_spark_and_a_bad_value_fails(spark, tmp_path,
+                                                                                   caplog):
+    caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
+    source = _from_range(spark, 50)
+    limit = settings.LOCAL_FIRST_WRITE_BYTES.key
+    qbeast.write(source, str(tmp_path / "small"), columns_to_index="x,y")
+    assert len(_local_writes(caplog)) == 1  # estimated at a few hundred bytes: on the driver
+    caplog.clear()
+    # Python rows (an RDD underneath) have no estimate: Spark's jobs, as before
+    qbeast.write(spark.createDataFrame(_rows(0, 50, 10.0, 11), SCHEMA), str(tmp_path / "rows"),
+                 columns_to_index="x,y")
+    assert _local_writes(caplog) == []
+    try:
+        spark.conf.set(limit, "100")  # below the estimate: Spark's jobs, as a large model's
+        qbeast.write(source, str(tmp_path / "estimated"), columns_to_index="x,y")
+        assert _local_writes(caplog) == []
+        # a join's estimate is the product of its sides (here 1 KB x 80 MB): in Spark's jobs
+        # under the default too, though only 50 rows come out
+        spark.conf.unset(limit)
+        joined = source.join(spark.range(0, 10_000_000), "id")
+        qbeast.write(joined, str(tmp_path / "joined"), columns_to_index="x,y", mode="overwrite")
+        assert QbeastSnapshot.load(str(tmp_path / "joined")).delta.num_records == 50
+        assert _local_writes(caplog) == []
+        spark.conf.set(limit, "-3")
+        with pytest.raises(InvalidOptionError, match=limit):
+            qbeast.write(source, str(tmp_path / "bad"), columns_to_index="x,y")
+        assert not (tmp_path / "bad" / "_delta_log").exists()
+    finally:
+        spark.conf.unset(limit)

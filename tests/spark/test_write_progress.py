@@ -10,6 +10,8 @@ import pytest
 
 import qbeast
 from qbeast import progress
+from qbeast.spark import settings
+from qbeast.spark.runtime import scoped_confs
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +43,9 @@ def test_a_write_on_a_terminal_draws_a_bar_and_logs_each_phase(spark, tmp_path, 
     path = str(tmp_path / "events")
     data = spark.range(0, 20_000, numPartitions=4).selectExpr("id", "id % 97 as x", "id % 13 as y")
     caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
-    qbeast.write(data, path, columns_to_index=["x", "y"], cube_size=2_000)
+    # Spark's jobs (a first write this small is otherwise indexed on the driver: below)
+    with scoped_confs(spark, {settings.LOCAL_FIRST_WRITE_BYTES.key: "0"}):
+        qbeast.write(data, path, columns_to_index=["x", "y"], cube_size=2_000)
 
     drawn = "".join(terminal.parts)
     for phase in ("stats", "estimation", "write"):
@@ -53,3 +57,8 @@ def test_a_write_on_a_terminal_draws_a_bar_and_logs_each_phase(spark, tmp_path, 
         assert any(line.startswith(f"write {path}: {phase} done ") and "elapsed=" in line
                    for line in lines), lines
     assert qbeast.QbeastTable.for_path(spark, path).to_df().count() == 20_000
+    terminal.parts.clear()
+    qbeast.write(data, str(tmp_path / "local"), columns_to_index=["x", "y"], cube_size=2_000)
+    drawn = "".join(terminal.parts)
+    for phase in ("local collect", "local stats", "local estimation", "local write", "commit"):
+        assert f"write local: {phase} done" in drawn, drawn[-2000:]

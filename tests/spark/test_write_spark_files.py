@@ -13,6 +13,7 @@ from qbeast.core.weight import MAX_WEIGHT
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
 from qbeast.spark.file_access import FileAccess
+from qbeast.spark.runtime import scoped_confs
 from qbeast.index.assignment import build_write_plan
 from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally
 from qbeast.spark.write.staging import partition_keys, write_plan_files
@@ -123,12 +124,15 @@ def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog
     assert {b[2] for b in blocks} <= {-1_000_000_000, MAX_WEIGHT}
 
 
-def test_files_are_nullable_micros_and_only_user_columns(spark, tmp_path):
+@pytest.mark.parametrize("first_write_bytes", ["0", "67108864"], ids=["spark", "driver"])
+def test_files_are_nullable_micros_and_only_user_columns(spark, tmp_path, first_write_bytes):
+    """Spark's writer and the driver's pyarrow one (a first write this small) alike."""
     df = spark.range(0, 500).selectExpr(
         "id", "timestamp_micros(1600000000000123 + id) as ts", "cast(id as decimal(10, 2)) as d")
     assert not df.schema["id"].nullable
     path = str(tmp_path / "t")
-    result = qbeast.write(df, path, "id", cube_size=100)
+    with scoped_confs(spark, {settings.LOCAL_FIRST_WRITE_BYTES.key: first_write_bytes}):
+        result = qbeast.write(df, path, "id", cube_size=100)
     snapshot = QbeastSnapshot.load(path)
     assert sorted(os.listdir(path)) == sorted(result.files + ("_delta_log",))
     for add in snapshot.delta.files.values():

@@ -76,6 +76,22 @@ class NotLocal(Exception):
     """The input cannot be indexed on the driver (too large, or a step Spark must run)."""
 
 
+def estimated_bytes(data: Any) -> int | None:
+    """Spark's optimizer estimate of ``data``'s size in bytes, or ``None`` where the session
+    gives none (a Spark Connect DataFrame has no plan in this process).
+
+    Without cost-based statistics the estimate is an upper bound for scans, filters, projections
+    and aggregates, and the product of the sides for a join: it tells a small input from one
+    that may be large without running anything (the collect of a large query would compute it
+    once for nothing).
+    """
+    try:
+        plan = data._jdf.queryExecution().optimizedPlan()
+    except AttributeError:  # a Spark Connect DataFrame
+        return None
+    return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, or an int from py4j
+
+
 def collect_rows(data: Any, limit: int) -> tuple[pa.Table, np.ndarray] | None:
     """``data``'s rows as Arrow and each row's Spark partition, or ``None`` above ``limit`` rows.
 
@@ -135,10 +151,11 @@ def local_stats(table: pa.Table, transformers: Sequence[Transformer]) -> dict[st
     return stats
 
 
-def choose_revision_locally(spark: Any, table: pa.Table, spec: Any, base: Revision, *,
+def choose_revision_locally(spark: Any, table: pa.Table, spec: Any, base: Revision | None, *,
                             cube_size: int, column_stats: Any,
                             table_id: str) -> tuple[Revision, bool]:
-    """:func:`qbeast.spark.write.revision_change.choose_revision` of an append into ``base``."""
+    """:func:`qbeast.spark.write.revision_change.choose_revision` of an append into ``base``,
+    or of a first write (``base`` None: a new table or an overwrite)."""
     from qbeast.spark.write.revision_change import planned_transformers
 
     now = int(time.time() * 1000)
@@ -150,6 +167,7 @@ def choose_revision_locally(spark: Any, table: pa.Table, spec: Any, base: Revisi
         headroom_percent=settings.REVISION_HEADROOM.read(spark),
     )
     if new is None:
+        assert base is not None  # a first write always opens a revision
         return base, False
     return new, True
 

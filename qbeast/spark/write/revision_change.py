@@ -90,6 +90,12 @@ def run_stats(data, transformers: Sequence[Transformer]) -> dict[str, Any]:
     return table.to_pylist()[0]
 
 
+def empty_write_revision(spec: IndexSpec, *, cube_size: int, table_id: str, now: int) -> Revision:
+    """What an empty DataFrame creating a table commits: qbeast-spark's "first revision", id 0
+    with real transformers and no transformations."""
+    return initial_revision(table_id, spec.specs or [], spec.data_types, cube_size, now)
+
+
 def choose_revision(
     data: Any,
     spec: IndexSpec,
@@ -110,7 +116,7 @@ def choose_revision(
     count = int(stats[COUNT_ALIAS])
     if count == 0:
         if base is None:
-            return initial_revision(table_id, spec.specs or [], spec.data_types, cube_size, now), True, 0
+            return empty_write_revision(spec, cube_size=cube_size, table_id=table_id, now=now), True, 0
         return base, False, 0
     from qbeast.spark import settings
 

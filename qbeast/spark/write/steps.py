@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from qbeast.spark.write.assignment_udf import new_block_tally, new_flag_tally, w
 from qbeast.spark.write.describe import float_stats_columns
 from qbeast.spark.write.staging import write_plan_files
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
+from qbeast.spark.write.revision_change import empty_write_revision
 
 logger = logging.getLogger("qbeast.spark.write.writer")
 
@@ -264,14 +266,16 @@ def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
     return IndexedRows(revision, is_new, tuple(written), count)
 
 
-def index_locally(access: FileAccess, data: Any, base: Revision, spec: Any, table_dir: str, *,
+def index_locally(access: FileAccess, data: Any, base: Revision | None, spec: Any, table_dir: str, *,
                   path: str, cube_size: int, column_stats: Any, table_id: str,
                   index_status: Any, rows_before: int, options: WriteOptions,
                   rows_already_in_table: bool = False, driver_rows: int = 0) -> IndexedRows | None:
     """An indexed append of ``data`` into ``base`` on the driver, when the input has at most
     ``spark.qbeast.write.localRows`` rows (:mod:`qbeast.spark.write.local`): one collect job
-    instead of the stats, estimation and write jobs, the same revision, plan and files.
-    ``None``: run the Spark jobs. ``index_status(revision)`` is the index an append into an
+    instead of the stats, estimation and write jobs, the same revision, plan and files. With
+    ``base`` None (a new table or an overwrite) the write opens its first revision, as the
+    Spark path does. ``None``: run the Spark jobs. ``index_status(revision)`` is the index an
+    append into an
     existing revision adds to; ``rows_before`` the table's rows before the write;
     ``driver_rows``: rows of ``data`` the driver already holds (the limit rises to them).
     """
@@ -294,6 +298,9 @@ def index_locally(access: FileAccess, data: Any, base: Revision, spec: Any, tabl
         phase = write_phase(path, "local stats")
         if count == 0:
             phase.done(rows=0)
+            if base is None:  # qbeast-spark's first revision, as choose_revision commits it
+                return IndexedRows(empty_write_revision(spec, cube_size=cube_size, table_id=table_id,
+                                                        now=int(time.time() * 1000)), True, (), 0)
             return IndexedRows(base, False, (), 0)
         revision, is_new = local.choose_revision_locally(
             spark, table, spec, base, cube_size=cube_size, column_stats=column_stats,

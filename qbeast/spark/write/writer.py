@@ -190,8 +190,8 @@ def write(
     table_dir = state.log.table_path  # a plain folder (the log resolved any file: URI) or a URI
     kept_rows = (state.snapshot.num_records or 0) if mode == "append" and state.exists else 0
     local = None
-    if base is not None and mode == "append" and not in_tasks:
-        # a small append: collected once and indexed on the driver (qbeast.spark.write.local)
+    if not in_tasks and _small_enough_for_the_driver(spark, data, first_write=base is None):
+        # a small input: collected once and indexed on the driver (qbeast.spark.write.local)
         try:
             local = index_locally(access, data, base, spec, table_dir, path=path,
                                   cube_size=desired, column_stats=column_stats, table_id=path,
@@ -269,6 +269,23 @@ def write(
     return WriteResult(
         version, revision_id, tuple(a.path for a in adds), rows_written, blocks_written
     )
+
+
+def _small_enough_for_the_driver(spark: Any, data: Any, *, first_write: bool) -> bool:
+    """Whether to try indexing ``data`` on the driver (the collect gives up above
+    ``spark.qbeast.write.localRows`` rows). An append always tries: its input is usually new
+    rows. A first write (a new table, an overwrite, a dbt model's build) tries only when Spark
+    estimates its input at most ``spark.qbeast.write.localFirstWriteBytes``: a model over a
+    large query then runs it once, in the Spark jobs, rather than once more for the collect."""
+    if not first_write:
+        return True
+    limit = settings.LOCAL_FIRST_WRITE_BYTES.read(spark)
+    if limit == 0 or settings.LOCAL_ROWS.read(spark) == 0:
+        return False
+    from qbeast.spark.write.local import estimated_bytes
+
+    estimate = estimated_bytes(data)
+    return estimate is not None and estimate <= limit
 
 
 def _write_failed(path: str, state: TableState, exc: Exception) -> WriteFailedError:
