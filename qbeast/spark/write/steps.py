@@ -275,9 +275,9 @@ def index_locally(access: FileAccess, data: Any, base: Revision | None, spec: An
     instead of the stats, estimation and write jobs, the same revision, plan and files. With
     ``base`` None (a new table or an overwrite) the write opens its first revision, as the
     Spark path does. ``None``: run the Spark jobs. ``index_status(revision)`` is the index an
-    append into an
-    existing revision adds to; ``rows_before`` the table's rows before the write;
-    ``driver_rows``: rows of ``data`` the driver already holds (the limit rises to them).
+    append into an existing revision adds to; ``rows_before`` the table's rows before the
+    write; ``driver_rows``: rows of ``data`` the driver already holds (the limit rises to
+    them).
     """
     from qbeast.spark.write import local
 
