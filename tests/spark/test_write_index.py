@@ -51,7 +51,8 @@ def _skewed(spark, n, seed=0):
         ("a,b", True, 50),
     ],
 )
-@pytest.mark.parametrize("first_write_bytes", ["0", "67108864"], ids=["spark", "driver"])
+@pytest.mark.parametrize("first_write_bytes", ["0", str(settings.LOCAL_FIRST_WRITE_BYTES.default)],
+                         ids=["spark", "driver"])
 def test_first_write_invariants(spark, tmp_path, columns, skewed, cube_size, first_write_bytes):
     """In Spark's jobs and, as a first write this small goes by default, on the driver."""
     path = str(tmp_path / "t")

@@ -124,7 +124,8 @@ def test_tally_flags_and_scan_describe_files_identically(spark, tmp_path, caplog
     assert {b[2] for b in blocks} <= {-1_000_000_000, MAX_WEIGHT}
 
 
-@pytest.mark.parametrize("first_write_bytes", ["0", "67108864"], ids=["spark", "driver"])
+@pytest.mark.parametrize("first_write_bytes", ["0", str(settings.LOCAL_FIRST_WRITE_BYTES.default)],
+                         ids=["spark", "driver"])
 def test_files_are_nullable_micros_and_only_user_columns(spark, tmp_path, first_write_bytes):
     """Spark's writer and the driver's pyarrow one (a first write this small) alike."""
     df = spark.range(0, 500).selectExpr(

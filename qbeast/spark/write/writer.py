@@ -280,7 +280,7 @@ def _small_enough_for_the_driver(spark: Any, data: Any, *, first_write: bool) ->
     if not first_write:
         return True
     limit = settings.LOCAL_FIRST_WRITE_BYTES.read(spark)
-    if limit == 0 or settings.LOCAL_ROWS.read(spark) == 0:
+    if limit == 0:
         return False
     from qbeast.spark.write.local import estimated_bytes
 
