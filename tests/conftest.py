@@ -20,26 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from s3_server import BUCKET, free_port, make_puts_atomic, point_at_test_server  # noqa: E402
 
 import dbt_speedups  # noqa: E402
+from jvm_options import SHARED_SESSION_JIT, SHORT_LIVED_JIT_AND_GC  # noqa: E402
 
 # dbt runs in this process in the functional tests and the cluster tests' baselines: see the module
 dbt_speedups.install()
-
-# Every JVM of the run compiles with C1 only: Spark runs thousands of small queries here, and
-# C2 spends more CPU compiling catalyst's code than its faster code saves on small data (the
-# shared session's JVM: 245 -> 173 CPU-seconds over three dbt test modules, 182 -> 116-128 over
-# three engine modules, each at the same or a shorter wall time). What the tests check does not
-# depend on the JIT. The JVMs the tests start in other processes (servers, clusters, dbt and
-# appender processes, which inherit the environment) also collect with one thread: they live
-# seconds to minutes on small data, where G1's workers only compete for CI's two cores (the
-# Spark Connect and dbt process tests: 208 s -> 189 s).
-# A JAVA_TOOL_OPTIONS of the caller's own is kept as it is, for every JVM.
-# C1 alone shrinks the default code cache from 240 MB to 48 MB, which a dbt process fills (the
-# example project's second run fills it at about 28 s here): the JVM then disables its compiler,
-# runs everything interpreted and one CI run failed inside Spark's code generation. The cache is
-# therefore set back to the tiered default, and for the shared sessions, which live for the whole
-# run, to twice that (C1 and C2 together held 150 MB after five minutes of dbt tests).
-_JIT_AND_GC_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC"
-_SHARED_SESSION_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=480m"
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +36,9 @@ _JVM_ARCHIVE = Path(os.environ.get("QBEAST_TEST_JVM_ARCHIVE",
                                    REPO_ROOT / ".venv" / "jvm" / "spark-classes.jsa"))
 _ARCHIVE_OPTIONS = (f"-XX:SharedArchiveFile={_JVM_ARCHIVE} -Xlog:cds=off -Xlog:cds+dynamic=off"
                     if _JVM_ARCHIVE.is_file() else "")
-_SHORT_LIVED_JVM_OPTIONS = f"{_JIT_AND_GC_OPTIONS} {_ARCHIVE_OPTIONS}".strip()
+# The JIT and collector flags (why: tests/jvm_options.py) and the archive go to every JVM the run
+# starts; a JAVA_TOOL_OPTIONS of the caller's own is kept as it is, for every JVM.
+_SHORT_LIVED_JVM_OPTIONS = f"{SHORT_LIVED_JIT_AND_GC} {_ARCHIVE_OPTIONS}".strip()
 os.environ.setdefault("JAVA_TOOL_OPTIONS", _SHORT_LIVED_JVM_OPTIONS)
 SHARED_FIXTURES = (REPO_ROOT.parent / "shared" / "fixtures" / "qbeast-spark").resolve()
 
@@ -78,7 +64,7 @@ def _build_session():
     }
     ours = os.environ.get("JAVA_TOOL_OPTIONS") == _SHORT_LIVED_JVM_OPTIONS
     if ours:  # the JVM starts now, from this environment: C1 with a larger cache, G1
-        os.environ["JAVA_TOOL_OPTIONS"] = f"{_SHARED_SESSION_JIT_OPTIONS} {_ARCHIVE_OPTIONS}".strip()
+        os.environ["JAVA_TOOL_OPTIONS"] = f"{SHARED_SESSION_JIT} {_ARCHIVE_OPTIONS}".strip()
     try:
         return get_or_create_session(conf, master="local[2]", app_name="qbeast-tests", hive=True)
     finally:

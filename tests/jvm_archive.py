@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from jvm_options import SHORT_LIVED_JIT_AND_GC
+
 #: What the archived JVM runs: the engine's usual first steps on a Hive session.
 WORKLOAD = """
 import sys
@@ -56,8 +58,10 @@ def build(output: Path) -> bool:
     partial = output.with_suffix(".partial")
     partial.unlink(missing_ok=True)
     env = dict(os.environ)
+    # The flags of the JVMs that read the archive: C1 only also makes this build faster (42 s
+    # against 47-53 s with the JDK's defaults on a 2-core machine).
     env["JAVA_TOOL_OPTIONS"] = " ".join(
-        [env.get("JAVA_TOOL_OPTIONS", ""), f"-XX:ArchiveClassesAtExit={partial}",
+        [env.get("JAVA_TOOL_OPTIONS", SHORT_LIVED_JIT_AND_GC), f"-XX:ArchiveClassesAtExit={partial}",
          "-Xlog:cds=off", "-Xlog:cds+dynamic=off"]).strip()
     env["PYSPARK_PYTHON"] = sys.executable
     with tempfile.TemporaryDirectory(prefix="qbeast-jvm-archive-") as folder:
