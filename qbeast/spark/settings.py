@@ -181,10 +181,11 @@ LOCAL_FIRST_WRITE_BYTES = Setting(
     "spark.qbeast.write.localFirstWriteBytes", 64 * 1024 * 1024,
     "A write that starts a table or replaces it (a new table, mode='overwrite', a dbt model's "
     "build) is indexed on the driver like a small append (spark.qbeast.write.localRows) only "
-    "when Spark's size estimate of its input is at most this many bytes: a larger or unknown "
-    "estimate (a join multiplies its inputs' sizes; DataFrames of an RDD or of a Python list, "
-    "and Spark Connect DataFrames, have none) goes straight to the Spark jobs, so a model "
-    "computed by a large query is never computed twice. "
+    "when Spark estimates its input at most this many bytes, or its query reads at most that "
+    "many (the sizes of the tables, files and subqueries it reads: a join of small tables, "
+    "whose own estimate is the product of its sides). A larger or unknown size (DataFrames of "
+    "an RDD or of a Python list, and Spark Connect DataFrames, have none) goes straight to the "
+    "Spark jobs, so a model computed by a large query is never computed twice. "
     "0 = first writes always in Spark.",
     minimum=0,
 )

@@ -2,7 +2,8 @@
 
 An input of at most ``spark.qbeast.write.localRows`` rows is collected and indexed on the driver
 (:mod:`qbeast.spark.write.local`): an append always, a first write (a new table, an overwrite)
-when Spark estimates its input at most ``spark.qbeast.write.localFirstWriteBytes``; the setting
+when Spark estimates its input, or what its query reads, at most
+``spark.qbeast.write.localFirstWriteBytes``; the setting
 at 0 runs the stats, estimation and write jobs in Spark. Both must leave the same table: the same
 rows, revisions, blocks (cube, minWeight, maxWeight, elementCount per file), row groups and piece
 records, Delta stats, and an index that holds (``write_checks.check_index``).
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 import qbeast
 from qbeast.core.band_row_groups import FOOTER_KEY
@@ -28,6 +30,7 @@ from qbeast.errors import InvalidOptionError
 from qbeast.snapshot import QbeastSnapshot
 from qbeast.spark import settings
 from qbeast.spark.file_access import FileAccess
+from qbeast.spark.write.local import estimated_bytes
 from qbeast.spark.write.steps import index_rows
 from qbeast.table import QbeastTable
 
@@ -106,6 +109,11 @@ def _assert_same(spark, in_spark: str, local: str) -> None:
     assert a[1] == b[1]
     assert a[2] == b[2]
     assert set(check_index(spark, local)) == set(QbeastSnapshot.load(in_spark).files_by_revision())
+
+
+def _plan_estimate(data) -> int:
+    """Spark's own size estimate of ``data``'s optimized plan (its output)."""
+    return int(str(data._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
 
 
 def _local_writes(caplog) -> list[str]:
@@ -244,12 +252,33 @@ def test_a_first_write_over_the_estimate_limit_runs_in_spark_and_a_bad_value_fai
         spark.conf.set(limit, "100")  # below the estimate: Spark's jobs, as a large model's
         qbeast.write(source, str(tmp_path / "estimated"), columns_to_index="x,y")
         assert _local_writes(caplog) == []
-        # a join's estimate is the product of its sides (here 1 KB x 80 MB): in Spark's jobs
-        # under the default too, though only 50 rows come out
+        # a join's output estimate is the product of its sides (here 1 KB x 80 MB) and it reads
+        # 80 MB: in Spark's jobs under the default too, though only 50 rows come out
         spark.conf.unset(limit)
         joined = source.join(spark.range(0, 10_000_000), "id")
         qbeast.write(joined, str(tmp_path / "joined"), columns_to_index="x,y", mode="overwrite")
         assert QbeastSnapshot.load(str(tmp_path / "joined")).delta.num_records == 50
+        assert _local_writes(caplog) == []
+        # a join of small inputs reads little (its output estimate is still a product): on the
+        # driver, as is a query whose output is small whatever it reads (a scalar subquery
+        # counting a range of 80 MB: the collect gets every row, so the query runs once)
+        small_join = source.join(spark.range(100_000, 100_040).withColumnRenamed("id", "k"),
+                                 F.col("id") == F.col("k")).drop("k")
+        assert estimated_bytes(small_join) < 64 * 1024 < _plan_estimate(small_join)
+        subquery = source.selectExpr("*", "(SELECT count(*) FROM range(10000000)) AS n")
+        assert estimated_bytes(subquery) < 64 * 1024
+        for name, data, rows in (("small-join", small_join, 40), ("subquery", subquery, 50)):
+            caplog.clear()
+            qbeast.write(data, str(tmp_path / name), columns_to_index="x,y")
+            assert QbeastSnapshot.load(str(tmp_path / name)).delta.num_records == rows
+            assert len(_local_writes(caplog)) == 1, name
+        # ... and the bytes a subquery reads count: a cross join (a large output estimate) of
+        # inputs of 800 KB, filtered by a subquery that reads 80 MB, is left to Spark's jobs
+        caplog.clear()
+        crossed = (source.crossJoin(spark.range(0, 100_000).withColumnRenamed("id", "k"))
+                   .where("id > (SELECT max(id) FROM range(10000000))"))
+        assert 80 * 10**6 < estimated_bytes(crossed) < _plan_estimate(crossed)
+        qbeast.write(crossed, str(tmp_path / "crossed"), columns_to_index="x,y")
         assert _local_writes(caplog) == []
         spark.conf.set(limit, "-3")
         with pytest.raises(InvalidOptionError, match=limit):

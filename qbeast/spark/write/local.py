@@ -76,20 +76,58 @@ class NotLocal(Exception):
     """The input cannot be indexed on the driver (too large, or a step Spark must run)."""
 
 
-def estimated_bytes(data: Any) -> int | None:
-    """Spark's optimizer estimate of ``data``'s size in bytes, or ``None`` where the session
-    gives none (a Spark Connect DataFrame has no plan in this process).
+#: Plan nodes :func:`estimated_bytes` visits at most; a larger plan counts as unknown.
+_MAX_PLAN_NODES = 2000
 
-    Without cost-based statistics the estimate is an upper bound for scans, filters, projections
-    and aggregates, and the product of the sides for a join: it tells a small input from one
-    that may be large without running anything (the collect of a large query would compute it
-    once for nothing).
+
+def estimated_bytes(data: Any) -> int | None:
+    """How large computing ``data`` may be, from Spark's optimizer (nothing runs), or ``None``
+    where the session gives none (a Spark Connect DataFrame has no plan in this process).
+
+    A first write collects a small input to the driver, asking for one row more than
+    ``spark.qbeast.write.localRows``; when more rows come, the collect gives up and the Spark jobs
+    compute the query again. That second computation is cheap when either bound below is small,
+    and this returns the smaller one:
+
+    * the plan's own size estimate, of what it outputs: an upper bound for scans, filters,
+      projections and aggregates (the collect then gets every row: the query runs once), but the
+      product of the sides for a join (two 1 MB tables: 1 TB);
+    * the bytes it reads: the sum of the sizes of its leaves and its subqueries' leaves (file
+      scans, catalog tables, local rows, ranges), whatever its joins make of them. A leaf Spark
+      cannot size (an RDD, a DataFrame of Python rows) counts as Spark's default size, far above
+      any limit.
     """
     try:
         plan = data._jdf.queryExecution().optimizedPlan()
     except AttributeError:  # a Spark Connect DataFrame
         return None
+    output = _size_in_bytes(plan)
+    read = _bytes_read(plan)
+    return output if read is None else min(output, read)
+
+
+def _size_in_bytes(plan: Any) -> int:
     return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, or an int from py4j
+
+
+def _bytes_read(plan: Any) -> int | None:
+    """The sum of the sizes of ``plan``'s leaves and of its subqueries' leaves; None for a plan of
+    more than ``_MAX_PLAN_NODES`` nodes (not walked)."""
+    total, pending = 0, [plan]
+    for _ in range(_MAX_PLAN_NODES):
+        if not pending:
+            return total
+        node = pending.pop()
+        children = _scala_items(node.children())
+        if not children:
+            total += _size_in_bytes(node)
+        pending.extend(children)
+        pending.extend(_scala_items(node.subqueries()))
+    return None if pending else total
+
+
+def _scala_items(sequence: Any) -> list[Any]:
+    return [sequence.apply(index) for index in range(sequence.size())]
 
 
 def collect_rows(data: Any, limit: int) -> tuple[pa.Table, np.ndarray] | None:

@@ -274,9 +274,11 @@ def write(
 def _small_enough_for_the_driver(spark: Any, data: Any, *, first_write: bool) -> bool:
     """Whether to try indexing ``data`` on the driver (the collect gives up above
     ``spark.qbeast.write.localRows`` rows). An append always tries: its input is usually new
-    rows. A first write (a new table, an overwrite, a dbt model's build) tries only when Spark
-    estimates its input at most ``spark.qbeast.write.localFirstWriteBytes``: a model over a
-    large query then runs it once, in the Spark jobs, rather than once more for the collect."""
+    rows. A first write (a new table, an overwrite, a dbt model's build) tries only when its
+    input's size bound (:func:`qbeast.spark.write.local.estimated_bytes`: Spark's estimate, or
+    the bytes its query reads) is at most ``spark.qbeast.write.localFirstWriteBytes``: a model
+    over a large query then runs it once, in the Spark jobs, rather than once more for the
+    collect."""
     if not first_write:
         return True
     limit = settings.LOCAL_FIRST_WRITE_BYTES.read(spark)
