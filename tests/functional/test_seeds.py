@@ -38,14 +38,14 @@ def _csv() -> str:
 class TestSeedsInOneJob:
     @pytest.fixture(scope="class")
     def seeds(self):
-        return {"typed.csv": _csv(), "inferred.csv": _csv(), "bad.csv": "id,amount\n1,2\n2,not a number\n"}
+        return {"typed.csv": _csv(), "inferred.csv": _csv(), "bad.csv": "id,amount,day\n1,2,2026-01-01\n2,not a number,2026-01-02\n3,x,someday\n"}
 
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"seeds": {"test": {
             "typed": {"+column_types": {"amount": "decimal(10,2)", "zip": "string", "big": "bigint",
                                         "ratio": "float"}},
-            "bad": {"+column_types": {"amount": "int"}}}}}
+            "bad": {"+column_types": {"amount": "int", "day": "date"}}}}}
 
     def test_every_cell_arrives_typed_as_dbt_types_it(self, project, spark):
         results = run_dbt(["seed", "--select", "typed", "inferred"])
@@ -83,7 +83,9 @@ class TestSeedsInOneJob:
         # dbt's header line, then the one line of the refusal
         header, refusal = result.message.splitlines()
         assert header == "Database Error in seed bad (seeds/bad.csv)"
-        assert refusal.strip().startswith("seed bad: column amount: 'not a number' is not a int")
+        # each column's first misfit, wherever it is
+        assert refusal.strip().startswith("seed bad: column amount: 'not a number' is not a int; "
+                                          "column day: 'someday' is not a date")
         assert "column_types" in refusal
 
 

@@ -64,14 +64,24 @@ def seed_frame(spark: Any, agate_table: Any, column_types: Sequence[str],
                       for name, values in zip(positional, seed_columns(agate_table))})
     frame = spark.createDataFrame(arrow)
     # dbt-spark's sessions run with ANSI mode off, where a cell its type cannot hold would become a
-    # null without a word: the first such cell of each column is looked up first and refused
-    misfits = frame.select([
-        F.first(F.when(F.col(name).isNotNull() & F.col(name).cast(sql_type).isNull(), F.col(name)),
-                ignorenulls=True).alias(name)
-        for name, sql_type in zip(positional, column_types)]).first()
+    # null without a word: the first such cell of each column is looked up first and refused.
+    # The rows holding one are selected by a projection and a filter of the Arrow rows, which
+    # Spark's optimizer evaluates on the driver (no job); a text column holds any cell.
+    checked = [(index, name, sql_type) for index, (name, sql_type)
+               in enumerate(zip(positional, column_types)) if sql_type.strip().lower() != "string"]
+    misfits: List[Any] = [None] * count
+    if checked:
+        flagged = frame.select([
+            F.when(F.col(name).isNotNull() & F.col(name).cast(sql_type).isNull(),
+                   F.col(name)).alias(name) for _, name, sql_type in checked])
+        for row in flagged.where(F.coalesce(*[F.col(name) for _, name, _ in checked])
+                                 .isNotNull()).collect():
+            for (index, _, _), value in zip(checked, row):
+                if misfits[index] is None:
+                    misfits[index] = value
     header = [str(column) for column in agate_table.column_names]
     refused = [f"column {header[index]}: {value!r} is not a {column_types[index]}"
-               for index, value in enumerate(misfits or []) if value is not None]
+               for index, value in enumerate(misfits) if value is not None]
     if refused:
         raise ValueError("; ".join(refused) + " (the column's type comes from the seed's "
                          "column_types, else from dbt's inference over the column)")
