@@ -9,6 +9,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 
 #: /proc/net/tcp's state column for a listening socket.
@@ -84,6 +85,16 @@ def listening(root: int) -> set[tuple[str, int]]:
             address, port = local.split(":")
             found.add((_address(address, family), int(port, 16)))
     return found
+
+
+def spark_rpc_answers(host: str, ports: Iterable[int]) -> dict[int, str]:
+    """:func:`spark_rpc_answer` of each port, all probed at once: a port that is no Spark RPC
+    port stays silent until the timeout, and a process has several of them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ordered = sorted(set(ports))
+    with ThreadPoolExecutor(max_workers=max(1, len(ordered))) as pool:
+        return dict(zip(ordered, pool.map(lambda port: spark_rpc_answer(host, port), ordered)))
 
 
 def spark_rpc_answer(host: str, port: int, timeout: float = 3.0) -> str:
