@@ -24,8 +24,9 @@ pytestmark = pytest.mark.slow  # every test here runs dbt in other processes
 DBT = str(Path(sys.executable).with_name("dbt"))
 TIMEOUT_S = 600
 
-# One row per 300 ms in one task: the stats pass and the write each take ~20 s, so an interrupt
-# sent a few seconds after the model starts lands in the middle of its write.
+# One row per 300 ms in one task: computing the rows takes ~20 s (once, in the collect of a first
+# write this small, indexed on the driver), so an interrupt sent a few seconds after the model
+# starts lands in the middle of its write.
 SLOW = """
 {{ config(materialized='qbeast', columns_to_index=['id']) }}
 select /*+ REPARTITION(1) */ id, reflect('java.lang.Thread', 'sleep', cast({{ var('sleep_ms', 300) }} as bigint)) as z
