@@ -32,8 +32,17 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# The packages are installed with uv (from PyPI, as pip would: the same versions, checked with
+# pip freeze) when it can be installed: it downloads and unpacks in parallel (29 s against 48 s for
+# pip on a 2-core machine). Without it, pip installs them.
 $(STAMP): $(PY) pyproject.toml constraints.txt
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[test]"
+	@if $(PY) -m pip install --quiet uv; then \
+	  echo "$(VENV)/bin/uv pip install --python $(PY) -c constraints.txt -e \".[test]\""; \
+	  $(VENV)/bin/uv pip install --quiet --python $(PY) -c constraints.txt -e ".[test]"; \
+	else \
+	  echo "uv could not be installed: pip installs the packages"; \
+	  $(PY) -m pip install --quiet -c constraints.txt -e ".[test]"; \
+	fi
 	$(ADAPTER_LINK)
 	touch $(STAMP)
 
