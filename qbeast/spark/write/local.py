@@ -80,7 +80,7 @@ class NotLocal(Exception):
 _MAX_PLAN_NODES = 2000
 
 
-def estimated_bytes(data: Any) -> int | None:
+def estimated_bytes(data: Any, limit: int | None = None) -> int | None:
     """How large computing ``data`` may be, from Spark's optimizer (nothing runs), or ``None``
     where the session gives none (a Spark Connect DataFrame has no plan in this process).
 
@@ -96,12 +96,17 @@ def estimated_bytes(data: Any) -> int | None:
       scans, catalog tables, local rows, ranges), whatever its joins make of them. A leaf Spark
       cannot size (an RDD, a DataFrame of Python rows) counts as Spark's default size, far above
       any limit.
+
+    With ``limit``, a plan whose own estimate is at most ``limit`` is not walked (a smaller
+    bound would not change the caller's answer): that estimate is returned.
     """
     try:
         plan = data._jdf.queryExecution().optimizedPlan()
     except AttributeError:  # a Spark Connect DataFrame
         return None
     output = _size_in_bytes(plan)
+    if limit is not None and output <= limit:
+        return output
     read = _bytes_read(plan)
     return output if read is None else min(output, read)
 

@@ -286,7 +286,7 @@ def _small_enough_for_the_driver(spark: Any, data: Any, *, first_write: bool) ->
         return False
     from qbeast.spark.write.local import estimated_bytes
 
-    estimate = estimated_bytes(data)
+    estimate = estimated_bytes(data, limit)
     return estimate is not None and estimate <= limit
 
 
