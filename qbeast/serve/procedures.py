@@ -12,8 +12,10 @@ as rows. ``qbeast serve`` offers them to every client; a session of one's own ge
 included) or a table location. Every procedure but ``history`` returns the operation's summary,
 one row per line (column ``line``); ``history`` returns one row per commit. The row-level ones
 (``delete``, ``update``, ``merge``, ``delete_insert``, ``replace_where``) are SQL's way to what
-``MERGE INTO`` / ``UPDATE`` / ``DELETE`` would do: Spark's grammar gives those to V2 tables only,
-and the bridge's relation is a V1 one. Their ``source`` is a query (``select ...``) or a table.
+``MERGE INTO`` would do (Spark's grammar gives it to V2 tables only, and the bridge's relation is
+a V1 one); ``UPDATE`` and ``DELETE FROM`` statements on a qbeast table run as ``update`` and
+``delete`` (the bridge's ``RowLevelStatements`` rewrites them). Their ``source`` is a query
+(``select ...``) or a table.
 
 This module sits above the table API (it calls it) and the Spark layer, which only knows the JVM
 side of the callback (:func:`qbeast.spark.bridge.install_procedures`), beside the server that

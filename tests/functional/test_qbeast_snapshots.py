@@ -1,9 +1,11 @@
 """``dbt snapshot`` with ``file_format='qbeast'``: dbt-tests-adapter's timestamp and check
 strategy suites on Qbeast snapshot tables, and a qbeast snapshot's own checks.
 
-The suites change their seeds with SQL ``update``, which Spark's plain parquet tables (the seeds
-here) do not support; the qbeast variants rebuild the seed with the same change instead
-(``_update_rows``) and assert the same row counts after every snapshot.
+The basic suites change their seeds with SQL ``update``, which Spark's plain parquet tables (the
+seeds here) do not support; the qbeast variants rebuild the seed with the same change instead
+(``_update_rows``) and assert the same row counts after every snapshot. The simple_snapshot
+suites change a source table ``fact`` with SQL ``insert`` / ``update`` / ``delete``: created here
+as a qbeast table, so those statements run as the engine's row-level changes.
 """
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import pytest
 from dbt.tests.adapter.basic import files
 from dbt.tests.adapter.basic.test_snapshot_check_cols import BaseSnapshotCheckCols
 from dbt.tests.adapter.basic.test_snapshot_timestamp import BaseSnapshotTimestamp
+from dbt.tests.adapter.simple_snapshot.test_snapshot import BaseSimpleSnapshot, BaseSnapshotCheck
+from dbt.tests.util import relation_from_name
 from dbt.tests.util import run_dbt
 
 import qbeast
@@ -35,6 +39,32 @@ def _update_rows(project, seed: str, column: str, expression: str, where: str) -
     project.run_sql(f"drop table {schema}.{seed}")
     project.run_sql(f"alter table {schema}.{seed}__new rename to {schema}.{seed}")
 
+
+class _QbeastFact:
+    """The suites' source table ``fact`` as a qbeast table (their SQL DML then runs on it) and
+    their snapshot in the qbeast format."""
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return QBEAST_SNAPSHOTS
+
+    def create_fact_from_seed(self, where: str | None = None) -> None:
+        fact = relation_from_name(self.project.adapter, "fact")
+        seed = relation_from_name(self.project.adapter, "seed")
+        self.project.run_sql(f"drop table if exists {fact}")
+        self.project.run_sql(f"create table {fact} using qbeast options (columnsToIndex 'id') "
+                             f"as select * from {seed} where {where or '1 = 1'}")
+
+
+class TestSimpleSnapshotQbeast(_QbeastFact, BaseSimpleSnapshot):
+    @pytest.mark.skip(reason="the test adds a column with ALTER TABLE ... ADD COLUMN, which a qbeast "
+                      "table refuses by name (it gains columns from an append that has them)")
+    def test_new_column_captured_by_snapshot(self, project):
+        pass
+
+
+class TestSnapshotCheckQbeast(_QbeastFact, BaseSnapshotCheck):
+    pass
 
 
 class TestSnapshotTimestampQbeast(BaseSnapshotTimestamp):

@@ -3,12 +3,17 @@ the engine: each answers as the engine's own operation does, by catalog name and
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
 import qbeast
 from qbeast import QbeastTable
 from qbeast.spark.bridge import jar_path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_checks import check_index  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -167,28 +172,79 @@ def test_the_procedures_a_sql_client_builds_tables_with_answer_as_the_engine(spa
         spark.sql(f"CALL qbeast_system.write({sql_string(path)}, 'select 1 as id', '{{\"mdoe\": 1}}')").collect()
 
 
-@pytest.mark.parametrize(("statement", "procedure"), [
-    ("DELETE FROM {t} WHERE id < 10", "delete(table => '{t}', condition => "),
-    ("UPDATE {t} SET k = 0 WHERE id < 10", "update(table => '{t}', set => map("),
-    ("MERGE INTO {t} AS target USING (SELECT 1 AS id, 2 AS k) AS s ON target.id = s.id "
-     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
-     "merge(table => '{t}', source => "),
-], ids=["delete", "update", "merge"])
-def test_row_level_statements_are_refused_naming_the_procedure(spark, procedures_table,
-                                                               statement, procedure):
-    """Spark runs DELETE / UPDATE / MERGE on V2 tables only: on a qbeast table, by catalog name
-    or path, the refusal is one line naming the procedure that makes the change."""
+def test_delete_and_update_statements_run_as_the_engines_changes(spark, tmp_path):
+    """DELETE FROM and UPDATE on a qbeast table, by catalog name (with and without an alias) or
+    path, run as the engine's row-level changes: exactly the rows the condition names change,
+    one commit each, quotes and backslashes in the texts kept, and the index still valid."""
+    from qbeast import sql_string
+    from qbeast.delta.log import DeltaLog
+
+    qbeast.enable_sql_procedures(spark)
+    path = str(tmp_path / "dml")
+    qbeast.write(spark.range(1000).selectExpr("id", "id % 10 as k", "cast(id as string) as s"), path,
+                 columns_to_index="id,k", cube_size=200)
+    spark.sql("DROP TABLE IF EXISTS dml_t")
+    spark.sql(f"CREATE TABLE dml_t USING qbeast LOCATION {sql_string(path)}")
+    expected = {i: (i % 10, str(i)) for i in range(1000)}
+
+    def table_rows() -> dict:
+        return {r.id: (r.k, r.s) for r in spark.table("dml_t").collect()}
+
+    answer = [r.line for r in spark.sql(
+        "UPDATE dml_t SET k = k + 100, s = concat(s, 'it\\'s') WHERE id BETWEEN 10 AND 19").collect()]
+    assert any("10 updated" in line for line in answer), answer
+    for i in range(10, 20):
+        expected[i] = (i % 10 + 100, f"{i}it's")
+    assert table_rows() == expected
+    spark.sql("UPDATE dml_t AS t SET t.s = 'a\\\\b' WHERE t.id = 0")  # alias-qualified; a backslash
+    expected[0] = (0, "a\\b")
+    assert table_rows() == expected
+    spark.sql(f"DELETE FROM qbeast.`{path}` WHERE k >= 100 OR s LIKE '%\\\\\\\\%'")  # by path
+    for i in [0, *range(10, 20)]:
+        del expected[i]
+    spark.sql("DELETE FROM dml_t WHERE id >= 900")
+    expected = {i: v for i, v in expected.items() if i < 900}
+    assert table_rows() == expected
+    assert [e.operation for e in QbeastTable.for_path(spark, path).history().entries] == [
+        "DELETE", "DELETE", "UPDATE", "UPDATE", "WRITE"]
+    check_index(spark, path)
+    assert DeltaLog.for_path(path).snapshot().num_records == len(expected)
+    spark.sql("DELETE FROM dml_t")  # every row
+    assert spark.table("dml_t").count() == 0
+
+
+def test_merge_and_add_columns_are_refused_naming_what_works(spark, procedures_table):
+    """MERGE INTO and ALTER TABLE ... ADD COLUMNS on a qbeast table, by catalog name or path: one
+    line naming the procedure or the write that does it, nothing committed; a table of another
+    format keeps Spark's own answer."""
     version = QbeastTable.for_path(spark, procedures_table).snapshot().version
+    merge = ("MERGE INTO {t} AS target USING (SELECT 1 AS id, 2 AS k) AS s ON target.id = s.id "
+             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
     for name in ("procedures_t", f"qbeast.`{procedures_table}`"):
         with pytest.raises(Exception) as refused:  # noqa: PT011 - Spark wraps the JVM's error
-            spark.sql(statement.format(t=name)).collect()
+            spark.sql(merge.format(t=name)).collect()
         shown = procedures_table if name.startswith("qbeast.") else name
         first = next(line for line in str(refused.value).splitlines() if "qbeast table" in line)
-        assert f"on the qbeast table {shown} does not run in Spark SQL" in first
-        assert f"CALL qbeast_system.{procedure.format(t=shown)}" in first
+        assert f"MERGE INTO on the qbeast table {shown} does not run in Spark SQL" in first
+        assert f"CALL qbeast_system.merge(table => '{shown}', source => " in first
+    with pytest.raises(Exception, match="ADD COLUMNS on the qbeast table procedures_t does not run"):
+        spark.sql("ALTER TABLE procedures_t ADD COLUMN extra varchar(20) DEFAULT NULL").collect()
     assert QbeastTable.for_path(spark, procedures_table).snapshot().version == version
-    # a table of another format keeps Spark's own answer
     spark.sql("CREATE TABLE IF NOT EXISTS plain_parquet_t (id long, k long) USING parquet")
     with pytest.raises(Exception) as spark_own:  # noqa: PT011
-        spark.sql(statement.format(t="plain_parquet_t")).collect()
+        spark.sql(merge.format(t="plain_parquet_t")).collect()
     assert "qbeast" not in str(spark_own.value).splitlines()[0]
+
+
+def test_delete_without_the_procedures_names_how_to_offer_them(spark, procedures_table):
+    """In a driver that has not offered the procedures, DELETE names the call that does."""
+    from qbeast.spark.bridge import bridge_class
+
+    version = QbeastTable.for_path(spark, procedures_table).snapshot().version
+    bridge_class(spark).setProcedures(None)
+    try:
+        with pytest.raises(Exception, match=r"call qbeast\.enable_sql_procedures\(spark\)"):
+            spark.sql("DELETE FROM procedures_t WHERE id < 10").collect()
+    finally:
+        qbeast.enable_sql_procedures(spark)
+    assert QbeastTable.for_path(spark, procedures_table).snapshot().version == version

@@ -95,7 +95,10 @@ class QbeastSession:
         session = qbeast.get_or_create_session(self.conf, app_name=APP_NAME, hive=True)
         # Catalog tables `USING qbeast` (the qbeast models) are only readable once the Python
         # data source is registered, and registrations are per session.
-        qbeast.register(session)
+        if qbeast.register(session) == "jvm":
+            # SQL's DELETE / UPDATE on qbeast tables (a hook's, an operation's, a test's) run
+            # as the engine's procedures, which the driver has to offer.
+            qbeast.enable_sql_procedures(session)
         log.info(
             "spark session ready for dbt (warehouse %s, %.1fs)",
             session.conf.get("spark.sql.warehouse.dir", "?"),

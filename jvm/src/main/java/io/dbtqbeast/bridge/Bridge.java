@@ -87,6 +87,11 @@ public final class Bridge {
     procedures = p;
   }
 
+  /** True when the driver's Python engine has registered its SQL procedures. */
+  static boolean proceduresInstalled() {
+    return procedures != null;
+  }
+
   static Procedures procedures() {
     Procedures p = procedures;
     if (p == null) {

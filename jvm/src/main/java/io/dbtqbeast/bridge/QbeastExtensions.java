@@ -12,7 +12,7 @@ import scala.runtime.BoxedUnit;
 /**
  * {@code spark.sql.extensions=io.dbtqbeast.bridge.QbeastExtensions}: every session built with it
  * runs {@link QbeastRule} in its optimizer, resolves path queries with {@link QbeastPathRule} and
- * refuses row-level SQL on qbeast tables naming the procedure instead ({@link RowLevelRefusal}), and
+ * runs {@code DELETE} and {@code UPDATE} on qbeast tables as the engine's procedures ({@link RowLevelStatements}), and
  * creates qbeast tables on object stores with {@code AS SELECT} without Hadoop ({@link StoreCtas}).
  */
 public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
@@ -23,7 +23,7 @@ public final class QbeastExtensions extends AbstractFunction1<SparkSessionExtens
       return new QbeastRule(session);
     }));
     extensions.injectHintResolutionRule(rule(QbeastPathRule::new));
-    extensions.injectHintResolutionRule(rule(RowLevelRefusal::new));
+    extensions.injectHintResolutionRule(rule(RowLevelStatements::new));
     extensions.injectPostHocResolutionRule(rule(StoreCtas::new));
     return BoxedUnit.UNIT;
   }

@@ -1,0 +1,221 @@
+package io.dbtqbeast.bridge;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedTable;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.parser.ParseException;
+import org.apache.spark.sql.catalyst.plans.logical.AddColumns;
+import org.apache.spark.sql.catalyst.plans.logical.Assignment;
+import org.apache.spark.sql.catalyst.plans.logical.DeleteFromTable;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable;
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
+import org.apache.spark.sql.catalyst.plans.logical.UnresolvedDataSource;
+import org.apache.spark.sql.catalyst.plans.logical.UpdateTable;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.types.DataTypes;
+
+/**
+ * {@code DELETE FROM} and {@code UPDATE} on a table whose provider is {@code qbeast} (or a path
+ * query {@code qbeast.`/data/events`}) run as the engine's row-level operations: the statement
+ * becomes {@code CALL qbeast_system.delete(...)} / {@code update(...)} with the statement's
+ * condition and assignments as SQL text. {@code MERGE INTO} is refused with one line naming the
+ * {@code merge} procedure, which takes the key columns of the common upsert, and
+ * {@code ALTER TABLE ... ADD COLUMNS} with one line naming the appends that add columns (Spark's
+ * own refusal names the source's Java object).
+ *
+ * <p>Why a rewrite: Spark's grammar gives these statements to V2 tables only, and a {@code qbeast}
+ * table is a V1 source, so Spark fails them late with a generic "does not support DELETE". Run
+ * with the analyzer's first rules, before that happens; any other table is left to Spark. The
+ * bridge knows the provider's name and the procedures' names, nothing of the format: the engine
+ * parses the texts against the table as the procedures do for any SQL client.
+ */
+public final class RowLevelStatements extends Rule<LogicalPlan> {
+  private final SparkSession session;
+
+  public RowLevelStatements(SparkSession session) {
+    this.session = session;
+  }
+
+  @Override
+  public String ruleName() {
+    return "QbeastRowLevelStatements";
+  }
+
+  @Override
+  public LogicalPlan apply(LogicalPlan plan) {
+    LogicalPlan target;
+    if (plan instanceof DeleteFromTable) {
+      target = ((DeleteFromTable) plan).table();
+    } else if (plan instanceof UpdateTable) {
+      target = ((UpdateTable) plan).table();
+    } else if (plan instanceof MergeIntoTable) {
+      target = ((MergeIntoTable) plan).targetTable();
+    } else if (plan instanceof AddColumns && ((AddColumns) plan).table() instanceof UnresolvedTable) {
+      String table = qbeastTable(Scala.list(((UnresolvedTable) ((AddColumns) plan).table()).multipartIdentifier()));
+      if (table != null) {
+        throw new UnsupportedOperationException(String.format(
+            "ALTER TABLE ... ADD COLUMNS on the qbeast table %s does not run in Spark SQL; a qbeast "
+                + "table gains columns from an append that has them: qbeast.write(..., mode='append', "
+                + "merge_schema=True), or a dbt incremental model with "
+                + "on_schema_change='append_new_columns'", table));
+      }
+      return plan;
+    } else {
+      return plan;
+    }
+    String alias = null;
+    while (target instanceof SubqueryAlias) {
+      alias = ((SubqueryAlias) target).alias();
+      target = ((SubqueryAlias) target).child();
+    }
+    String table = null;
+    List<String> nameParts = new ArrayList<>();
+    if (target instanceof UnresolvedDataSource) {  // a path query, as QbeastPathRule made it
+      UnresolvedDataSource source = (UnresolvedDataSource) target;
+      if (QbeastPathRule.FORMAT.equalsIgnoreCase(source.format()) && source.paths().size() == 1) {
+        table = source.paths().head();
+      }
+    } else if (target instanceof UnresolvedRelation) {
+      nameParts = Scala.list(((UnresolvedRelation) target).multipartIdentifier());
+      table = qbeastTable(nameParts);
+    }
+    if (table == null) {
+      return plan;
+    }
+    if (plan instanceof MergeIntoTable) {
+      throw new UnsupportedOperationException(String.format(
+          "MERGE INTO on the qbeast table %s does not run in Spark SQL (a qbeast table is a V1 source); "
+              + "the same upsert is CALL qbeast_system.merge(table => '%s', source => 'a query or table', "
+              + "on => 'key columns') (docs/operations.md#the-operations-in-sql)",
+          table, table));
+    }
+    String statement = plan instanceof DeleteFromTable ? "DELETE FROM" : "UPDATE";
+    if (!Bridge.proceduresInstalled()) {
+      throw new UnsupportedOperationException(String.format(
+          "%s on the qbeast table %s runs as the engine's procedure CALL qbeast_system.%s, and this "
+              + "driver offers no SQL procedures: call qbeast.enable_sql_procedures(spark) in the "
+              + "driver's Python process (qbeast serve and the dbt adapter do)",
+          statement, table, plan instanceof DeleteFromTable ? "delete" : "update"));
+    }
+    List<String> qualifiers = new ArrayList<>();
+    if (alias != null) {
+      qualifiers.add(alias);
+    } else if (!nameParts.isEmpty()) {
+      qualifiers.add(nameParts.get(nameParts.size() - 1));
+    }
+    StringBuilder call = new StringBuilder("CALL qbeast_system.");
+    if (plan instanceof DeleteFromTable) {
+      call.append("delete(table => ").append(literal(table));
+      String condition = conditionText(((DeleteFromTable) plan).condition(), qualifiers);
+      if (condition != null) {
+        call.append(", condition => ").append(literal(condition));
+      }
+    } else {
+      UpdateTable update = (UpdateTable) plan;
+      call.append("update(table => ").append(literal(table)).append(", set => map(");
+      String separator = "";
+      for (Assignment assignment : Scala.list(update.assignments())) {
+        call.append(separator).append(literal(columnName(assignment.key(), qualifiers)))
+            .append(", ").append(literal(text(assignment.value(), qualifiers)));
+        separator = ", ";
+      }
+      call.append(")");
+      if (update.condition().isDefined()) {
+        String condition = conditionText(update.condition().get(), qualifiers);
+        if (condition != null) {
+          call.append(", condition => ").append(literal(condition));
+        }
+      }
+    }
+    call.append(")");
+    try {
+      return session.sessionState().sqlParser().parsePlan(call.toString());
+    } catch (ParseException unexpected) {
+      throw new IllegalStateException("qbeast bridge: the procedure call for " + table
+          + " does not parse: " + call, unexpected);
+    }
+  }
+
+  /** The condition as SQL text, or null for "every row" (no WHERE, or WHERE true). */
+  private static String conditionText(Expression condition, List<String> qualifiers) {
+    if (condition instanceof Literal && Boolean.TRUE.equals(((Literal) condition).value())
+        && DataTypes.BooleanType.equals(condition.dataType())) {
+      return null;
+    }
+    return text(condition, qualifiers);
+  }
+
+  /** An expression as SQL text, its column references without the table's name or alias (the
+   * engine evaluates the text against the table alone). */
+  private static String text(Expression expression, List<String> qualifiers) {
+    Expression unqualified = expression.transformUp(Scala.partial((Expression e) -> {
+      if (e instanceof UnresolvedAttribute) {
+        List<String> parts = Scala.list(((UnresolvedAttribute) e).nameParts());
+        if (parts.size() == 2 && matches(parts.get(0), qualifiers)) {
+          return new UnresolvedAttribute(Scala.seq(parts.subList(1, 2)));
+        }
+      }
+      return null;
+    }));
+    return unqualified.sql();
+  }
+
+  private static String columnName(Expression key, List<String> qualifiers) {
+    if (key instanceof UnresolvedAttribute) {
+      List<String> parts = Scala.list(((UnresolvedAttribute) key).nameParts());
+      if (parts.size() == 1 || (parts.size() == 2 && matches(parts.get(0), qualifiers))) {
+        return parts.get(parts.size() - 1);
+      }
+    }
+    throw new UnsupportedOperationException(
+        "UPDATE on a qbeast table sets top-level columns of the table; not " + key.sql());
+  }
+
+  private static boolean matches(String qualifier, List<String> qualifiers) {
+    for (String q : qualifiers) {
+      if (q.toLowerCase(Locale.ROOT).equals(qualifier.toLowerCase(Locale.ROOT))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A SQL string literal of {@code value} (backslash escapes, Spark's default). */
+  private static String literal(String value) {
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'";
+  }
+
+  /** The name to put in the procedure call, or null when the table is not a qbeast table. */
+  private String qbeastTable(List<String> parts) {
+    String path = QbeastPathRule.pathQuery(parts);
+    if (path != null) {
+      return path;
+    }
+    if (parts.isEmpty() || parts.size() > 2) {
+      return null;
+    }
+    TableIdentifier id = parts.size() == 1
+        ? new TableIdentifier(parts.get(0))
+        : new TableIdentifier(parts.get(1), scala.Option.apply(parts.get(0)));
+    try {
+      if (!session.sessionState().catalog().tableExists(id)) {
+        return null;
+      }
+      if (QbeastPathRule.isQbeast(session.sessionState().catalog().getTableMetadata(id))) {
+        return String.join(".", parts);
+      }
+    } catch (Exception notFound) {
+      // a temporary view, another catalog's name: Spark's own answer
+    }
+    return null;
+  }
+}
