@@ -50,7 +50,8 @@ class Procedure:
     description: str
     parameters: tuple[Parameter, ...]
     run: Callable[[Any, str, dict[str, Any]], Any]
-    #: False: ``table`` is the catalog name the procedure creates, not resolved to a location
+    #: False: ``table`` is handed to the procedure as given (the catalog name it creates, or a
+    #: name it resolves itself), not resolved to a location
     resolves_table: bool = True
 
 
@@ -216,6 +217,53 @@ def _explain_read(spark: Any, path: str, args: dict[str, Any]) -> Any:
                                             fraction=None if fraction is None else float(fraction))
 
 
+@dataclass(frozen=True)
+class ColumnsAdded(OperationResult):
+    """What ``add_columns`` committed: the table, its new version and the columns added."""
+
+    table: str
+    version: int
+    columns: tuple[str, ...]
+
+    def summary_lines(self) -> list[str]:
+        return [f"add columns to {self.table}: version {self.version}",
+                f"  columns: {', '.join(self.columns)} (null in every existing row)"]
+
+
+def _add_columns(spark: Any, table: str, args: dict[str, Any]) -> Any:
+    """New nullable columns at the end of the schema: a commit of the schema alone (an empty
+    append that adds them), then the catalog entry's schema when ``table`` is a catalog name."""
+    from pyspark.sql import functions as F
+
+    import qbeast
+
+    text = args["columns"]
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidOptionError("procedure argument columns must name the new columns and their "
+                                 "types: columns => 'full_name string, score double'")
+    try:
+        new = spark.createDataFrame([], text.strip()).schema
+    except Exception as exc:  # noqa: BLE001 - Spark's parser errors have several classes
+        raise InvalidOptionError(f"procedure argument columns={text!r} is not a list of columns "
+                                 f"and types ('name type, ...'): {str(exc).splitlines()[0]}") from exc
+    path = table_location(spark, table)
+    current = _table(spark, path).to_df()
+    existing = {name.lower() for name in current.columns}
+    clashes = [f.name for f in new.fields if f.name.lower() in existing]
+    if clashes:
+        raise InvalidOptionError(f"{table} already has column(s) {', '.join(clashes)}; its columns: "
+                                 f"{', '.join(current.columns)}")
+    empty = current.limit(0).select(
+        "*", *(F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in new.fields))
+    written = qbeast.write(empty, path, mode="append", merge_schema=True)
+    if "/" not in table and ":" not in table:
+        from qbeast.spark.catalog import add_catalog_columns
+
+        add_catalog_columns(spark, table, new)
+    return ColumnsAdded(table, written.version, tuple(f"{f.name} {f.dataType.simpleString()}"
+                                                      for f in new.fields))
+
+
 def _sample_predicate(spark: Any, path: str, args: dict[str, Any]) -> Any:
     predicate = _table(spark, path).sample_predicate(float(args["fraction"]))
     return {"columns": [{"name": "predicate", "type": "string"}], "rows": [[predicate]]}
@@ -247,8 +295,10 @@ def _approx(spark: Any, path: str, args: dict[str, Any]) -> Any:
 
 
 def _register_table(spark: Any, name: str, args: dict[str, Any]) -> Any:
+    from qbeast.core.sql import check_table_name
     from qbeast.spark.catalog import ensure_catalog_table
 
+    check_table_name(str(name))
     done = ensure_catalog_table(spark, name, str(args["location"]), refresh=bool(args["refresh"]),
                                 column_comments=args["column_comments"], properties=args["properties"],
                                 comment=args["comment"])
@@ -292,6 +342,9 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("write", "write the rows of a query in a write mode; options: a JSON object "
               "(mode, columns_to_index, cube_size, on, condition, ...)",
               (TABLE, SOURCE, Parameter("options", "string")), _write),
+    Procedure("add_columns", "add nullable columns at the end of the schema ('name type, ...'; "
+              "null in every existing row)", (TABLE, Parameter("columns", "string")), _add_columns,
+              resolves_table=False),
     Procedure("describe_location", "what a table location holds: nothing, a table, other files",
               (TABLE,), _describe_location),
     Procedure("statistics", "rows, bytes, files, revisions and index settings of the latest version",
@@ -346,10 +399,6 @@ def run(name: str, arguments: Mapping[str, Any], spark: Any) -> dict[str, Any]:
     if output not in OUTPUTS:
         raise InvalidOptionError(f"procedure argument output={output!r}; allowed values: {', '.join(OUTPUTS)}")
     table = args.pop("table")
-    if not procedure.resolves_table:
-        from qbeast.core.sql import check_table_name
-
-        check_table_name(str(table))
     target = table_location(spark, table) if procedure.resolves_table else str(table)
     result = procedure.run(spark, target, args)
     if isinstance(result, dict):  # already a table of rows (history, sample_predicate, ...)

@@ -191,7 +191,23 @@ def stored_catalog_schema_json(spark: Any, name: str) -> str:
     return str(jvm_session.sessionState().catalog().getTableMetadata(identifier).schema().json())
 
 
+def add_catalog_columns(spark: Any, name: str, columns: Any) -> None:
+    """Append ``columns`` (a ``StructType``) to the schema catalog table ``name`` stores, keeping
+    its comments and properties (Spark's ``alterTableDataSchema``, what ``ALTER TABLE ... ADD
+    COLUMNS`` does for the file sources). A classic session's catalog only: through Spark
+    Connect the server's driver runs this."""
+    jvm_session = spark._jsparkSession  # noqa: SLF001 - classic sessions only
+    state = jvm_session.sessionState()
+    identifier = state.sqlParser().parseTableIdentifier(name)
+    stored = json.loads(str(state.catalog().getTableMetadata(identifier).dataSchema().json()))
+    stored["fields"] += json.loads(columns.json())["fields"]
+    data_type = spark.sparkContext._jvm.org.apache.spark.sql.types.DataType  # noqa: SLF001
+    state.catalog().alterTableDataSchema(identifier, data_type.fromJson(json.dumps(stored)))
+    state.catalog().refreshTable(identifier)
+
+
 __all__ = [
+    "add_catalog_columns",
     "catalog_schema",
     "create_table",
     "create_table_sql",

@@ -213,10 +213,9 @@ def test_delete_and_update_statements_run_as_the_engines_changes(spark, tmp_path
     assert spark.table("dml_t").count() == 0
 
 
-def test_merge_and_add_columns_are_refused_naming_what_works(spark, procedures_table):
-    """MERGE INTO and ALTER TABLE ... ADD COLUMNS on a qbeast table, by catalog name or path: one
-    line naming the procedure or the write that does it, nothing committed; a table of another
-    format keeps Spark's own answer."""
+def test_merge_is_refused_naming_the_procedure(spark, procedures_table):
+    """MERGE INTO on a qbeast table, by catalog name or path: one line naming the procedure that
+    makes the upsert, nothing committed; a table of another format keeps Spark's own answer."""
     version = QbeastTable.for_path(spark, procedures_table).snapshot().version
     merge = ("MERGE INTO {t} AS target USING (SELECT 1 AS id, 2 AS k) AS s ON target.id = s.id "
              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
@@ -227,13 +226,46 @@ def test_merge_and_add_columns_are_refused_naming_what_works(spark, procedures_t
         first = next(line for line in str(refused.value).splitlines() if "qbeast table" in line)
         assert f"MERGE INTO on the qbeast table {shown} does not run in Spark SQL" in first
         assert f"CALL qbeast_system.merge(table => '{shown}', source => " in first
-    with pytest.raises(Exception, match="ADD COLUMNS on the qbeast table procedures_t does not run"):
-        spark.sql("ALTER TABLE procedures_t ADD COLUMN extra varchar(20) DEFAULT NULL").collect()
     assert QbeastTable.for_path(spark, procedures_table).snapshot().version == version
     spark.sql("CREATE TABLE IF NOT EXISTS plain_parquet_t (id long, k long) USING parquet")
     with pytest.raises(Exception) as spark_own:  # noqa: PT011
         spark.sql(merge.format(t="plain_parquet_t")).collect()
     assert "qbeast" not in str(spark_own.value).splitlines()[0]
+
+def test_add_columns_statements_add_nullable_columns_at_the_end(spark, tmp_path):
+    """ALTER TABLE ... ADD COLUMN(S) on a qbeast catalog table or path: the columns at the end of
+    the log's schema and the catalog's (its comments and properties kept), null in the old rows,
+    settable at once; what a qbeast table cannot add is refused by name, nothing committed."""
+    from qbeast import sql_string
+
+    qbeast.enable_sql_procedures(spark)
+    path = str(tmp_path / "add")
+    qbeast.write(spark.range(20).selectExpr("id", "cast(id as string) as s"), path, columns_to_index="id",
+                 cube_size=200)
+    spark.sql("DROP TABLE IF EXISTS add_t")
+    spark.sql(f"CREATE TABLE add_t USING qbeast COMMENT 'kept' TBLPROPERTIES ('team' = 'a') "
+              f"LOCATION {sql_string(path)}")
+    spark.sql("ALTER TABLE add_t ALTER COLUMN id COMMENT 'the key'")
+    answer = [r.line for r in spark.sql("ALTER TABLE add_t ADD COLUMN full_name varchar(200) DEFAULT NULL").collect()]
+    assert answer == ["add columns to add_t: version 1",
+                      "  columns: full_name string (null in every existing row)"], answer
+    spark.sql(f"ALTER TABLE qbeast.`{path}` ADD COLUMNS (score double COMMENT 'a `score`', n int)")
+    assert [(f.name, f.dataType.simpleString()) for f in QbeastTable.for_path(spark, path).to_df().schema] == [
+        ("id", "bigint"), ("s", "string"), ("full_name", "string"), ("score", "double"), ("n", "int")]
+    spark.sql("REFRESH TABLE add_t")
+    described = {r.col_name: (r.data_type, r.comment) for r in spark.sql("DESCRIBE TABLE EXTENDED add_t").collect()}
+    assert described["id"] == ("bigint", "the key") and described["full_name"] == ("string", None)
+    assert described["Comment"][0] == "kept" and described["Table Properties"][0] == "[team=a]"
+    spark.sql("UPDATE add_t SET full_name = concat('n', s) WHERE id >= 15")
+    rows = {r.id: (r.full_name, r.score, r.n) for r in spark.table("add_t").collect()}
+    assert rows == {i: (f"n{i}" if i >= 15 else None, None, None) for i in range(20)}
+    version = QbeastTable.for_path(spark, path).snapshot().version
+    for column, reason in (("x int NOT NULL", "NOT NULL"), ("y int DEFAULT 1", "a DEFAULT other than NULL"),
+                           ("z int FIRST", "a position"), ("s string", r"already has column\(s\) s; its columns: id, s, full_name")):
+        with pytest.raises(Exception, match=reason):
+            spark.sql(f"ALTER TABLE add_t ADD COLUMN {column}").collect()
+    assert QbeastTable.for_path(spark, path).snapshot().version == version
+
 
 
 def test_delete_without_the_procedures_names_how_to_offer_them(spark, procedures_table):

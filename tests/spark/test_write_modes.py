@@ -289,3 +289,22 @@ def test_conflicting_overwrite_deletes_the_new_files(spark, tmp_path):
         _commit(stale, plan, mode="overwrite", properties=CommitProperties())
     assert not orphan.exists()
     assert QbeastSnapshot.load(path).version == 1
+
+
+def test_a_merge_that_adds_a_column_casts_the_shared_columns_to_the_tables_types(spark, tmp_path):
+    """A row change with merge_schema whose data holds a table column in another type (a
+    snapshot's timestamp into a date column, here a long into an int): the new column is
+    committed first, then the change casts as it does without new columns; the rows exact."""
+    from qbeast.operations.table_write import WriteRequest, write_rows
+
+    path = str(tmp_path / "t")
+    qbeast.write(_df(spark, 300), path, "x", cube_size=100)
+    changed = _df(spark, 100, offset=250).selectExpr("id", "x", "cast(y as long) as y", "s",
+                                                     "'new' as extra")
+    summary = write_rows(spark, changed, path, WriteRequest(mode="merge", on=("id",), merge_schema=True))
+    assert (summary.rows_updated, summary.rows_inserted) == (50, 50)
+    schema = QbeastSnapshot.load(path).delta.schema["fields"]
+    assert [(f["name"], f["type"]) for f in schema] == [
+        ("id", "long"), ("x", "double"), ("y", "integer"), ("s", "string"), ("extra", "string")]
+    rows = {r.id: (r.y, r.extra) for r in qbeast.QbeastTable.for_path(spark, path).to_df().collect()}
+    assert rows == {i: (i % 97, "new" if i >= 250 else None) for i in range(350)}

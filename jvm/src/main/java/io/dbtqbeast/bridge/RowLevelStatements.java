@@ -14,13 +14,16 @@ import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.plans.logical.AddColumns;
 import org.apache.spark.sql.catalyst.plans.logical.Assignment;
+import org.apache.spark.sql.catalyst.plans.logical.DefaultValueExpression;
 import org.apache.spark.sql.catalyst.plans.logical.DeleteFromTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable;
+import org.apache.spark.sql.catalyst.plans.logical.QualifiedColType;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedDataSource;
 import org.apache.spark.sql.catalyst.plans.logical.UpdateTable;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.util.CharVarcharUtils;
 import org.apache.spark.sql.types.DataTypes;
 
 /**
@@ -28,9 +31,9 @@ import org.apache.spark.sql.types.DataTypes;
  * query {@code qbeast.`/data/events`}) run as the engine's row-level operations: the statement
  * becomes {@code CALL qbeast_system.delete(...)} / {@code update(...)} with the statement's
  * condition and assignments as SQL text. {@code MERGE INTO} is refused with one line naming the
- * {@code merge} procedure, which takes the key columns of the common upsert, and
- * {@code ALTER TABLE ... ADD COLUMNS} with one line naming the appends that add columns (Spark's
- * own refusal names the source's Java object).
+ * {@code merge} procedure, which takes the key columns of the common upsert.
+ * {@code ALTER TABLE ... ADD COLUMNS} becomes {@code CALL qbeast_system.add_columns(...)} (Spark's
+ * own refusal named the source's Java object).
  *
  * <p>Why a rewrite: Spark's grammar gives these statements to V2 tables only, and a {@code qbeast}
  * table is a V1 source, so Spark fails them late with a generic "does not support DELETE". Run
@@ -61,14 +64,7 @@ public final class RowLevelStatements extends Rule<LogicalPlan> {
       target = ((MergeIntoTable) plan).targetTable();
     } else if (plan instanceof AddColumns && ((AddColumns) plan).table() instanceof UnresolvedTable) {
       String table = qbeastTable(Scala.list(((UnresolvedTable) ((AddColumns) plan).table()).multipartIdentifier()));
-      if (table != null) {
-        throw new UnsupportedOperationException(String.format(
-            "ALTER TABLE ... ADD COLUMNS on the qbeast table %s does not run in Spark SQL; a qbeast "
-                + "table gains columns from an append that has them: qbeast.write(..., mode='append', "
-                + "merge_schema=True), or a dbt incremental model with "
-                + "on_schema_change='append_new_columns'", table));
-      }
-      return plan;
+      return table == null ? plan : addColumns(table, Scala.list(((AddColumns) plan).columnsToAdd()));
     } else {
       return plan;
     }
@@ -137,12 +133,59 @@ public final class RowLevelStatements extends Rule<LogicalPlan> {
       }
     }
     call.append(")");
+    return parse(call.toString(), table);
+  }
+
+  private LogicalPlan parse(String call, String table) {
     try {
-      return session.sessionState().sqlParser().parsePlan(call.toString());
+      return session.sessionState().sqlParser().parsePlan(call);
     } catch (ParseException unexpected) {
       throw new IllegalStateException("qbeast bridge: the procedure call for " + table
           + " does not parse: " + call, unexpected);
     }
+  }
+
+  /**
+   * {@code ALTER TABLE ... ADD COLUMNS} as {@code CALL qbeast_system.add_columns(...)}: nullable
+   * top-level columns at the end of the schema (what a Delta table gains from a schema change;
+   * every existing row reads null), so a position, a nested field, {@code NOT NULL} and a default
+   * other than {@code NULL} are refused by name.
+   */
+  private LogicalPlan addColumns(String table, List<QualifiedColType> columns) {
+    String statement = "ALTER TABLE ... ADD COLUMNS on the qbeast table " + table;
+    if (!Bridge.proceduresInstalled()) {
+      throw new UnsupportedOperationException(statement + " runs as the engine's procedure CALL "
+          + "qbeast_system.add_columns, and this driver offers no SQL procedures: call "
+          + "qbeast.enable_sql_procedures(spark) in the driver's Python process (qbeast serve and "
+          + "the dbt adapter do)");
+    }
+    StringBuilder ddl = new StringBuilder();
+    for (QualifiedColType column : columns) {
+      String refused = null;
+      if (column.path().isDefined()) {
+        refused = "a nested field";
+      } else if (column.position().isDefined()) {
+        refused = "a position (FIRST / AFTER): new columns go at the end";
+      } else if (!column.nullable()) {
+        refused = "NOT NULL: the existing rows hold null in a new column";
+      } else if (!defaultIsNull(column)) {
+        refused = "a DEFAULT other than NULL";
+      }
+      if (refused != null) {
+        throw new UnsupportedOperationException(statement + ": column " + column.colName()
+            + " has " + refused + "; a qbeast table adds nullable columns at the end of its schema");
+      }
+      if (ddl.length() > 0) {
+        ddl.append(", ");
+      }
+      ddl.append('`').append(column.colName().replace("`", "``")).append("` ")
+          .append(CharVarcharUtils.replaceCharVarcharWithString(column.dataType()).sql());
+      if (column.comment().isDefined()) {
+        ddl.append(" COMMENT ").append(literal(column.comment().get()));
+      }
+    }
+    return parse("CALL qbeast_system.add_columns(table => " + literal(table) + ", columns => "
+        + literal(ddl.toString()) + ")", table);
   }
 
   /** The condition as SQL text, or null for "every row" (no WHERE, or WHERE true). */
@@ -178,6 +221,19 @@ public final class RowLevelStatements extends Rule<LogicalPlan> {
     }
     throw new UnsupportedOperationException(
         "UPDATE on a qbeast table sets top-level columns of the table; not " + key.sql());
+  }
+
+  /** True when the column has no DEFAULT or {@code DEFAULT NULL}. (Its accessor is named
+   * {@code default}, a Java keyword: read as the case class's field of that name.) */
+  private static boolean defaultIsNull(QualifiedColType column) {
+    for (int i = 0; i < column.productArity(); i++) {
+      if ("default".equals(column.productElementName(i))) {
+        scala.Option<?> value = (scala.Option<?>) column.productElement(i);
+        return value.isEmpty()
+            || "null".equalsIgnoreCase(((DefaultValueExpression) value.get()).originalSQL().trim());
+      }
+    }
+    throw new IllegalStateException("qbeast bridge: this Spark's QualifiedColType has no default field");
   }
 
   private static boolean matches(String qualifier, List<String> qualifiers) {
