@@ -49,6 +49,7 @@ atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)
 
 
 def _build_session():
+    from qbeast.spark.embedded_catalog import ALTER_SCHEMA_SETTING
     from qbeast.spark.session import get_or_create_session
 
     warehouse = _SESSION_DIR / "warehouse"
@@ -57,6 +58,7 @@ def _build_session():
         "spark.sql.warehouse.dir": str(warehouse),
         "javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
         "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={metastore};create=true",
+        ALTER_SCHEMA_SETTING[0]: ALTER_SCHEMA_SETTING[1],  # as the adapter's embedded catalog
         "spark.driver.extraJavaOptions": f"-Duser.timezone=UTC -Dderby.system.home={_SESSION_DIR}",
         "spark.driver.memory": "2g",
         "spark.sql.shuffle.partitions": "4",

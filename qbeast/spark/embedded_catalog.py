@@ -28,6 +28,11 @@ DEFAULT_FOLDER = ".qbeast"
 #: Spark's settings that name the warehouse and the metastore database.
 WAREHOUSE_KEY = "spark.sql.warehouse.dir"
 METASTORE_URL_KEY = "spark.hadoop.javax.jdo.option.ConnectionURL"
+#: Hive's metastore refuses a change of a column's type, and Spark writes a data source table
+#: whose schema Hive cannot hold (a column comment over Derby's 256 characters, say) as one
+#: placeholder column: altering such a table (a column comment, added columns) is that change.
+#: Spark keeps the real schema in the table's properties, so the check only stands in its way.
+ALTER_SCHEMA_SETTING = ("spark.hadoop.hive.metastore.disallow.incompatible.col.type.changes", "false")
 #: The lock file inside the catalog folder; it holds the pid of the process that has it.
 LOCK_FILE = ".qbeast-catalog.lock"
 
@@ -60,10 +65,12 @@ class EmbeddedCatalog:
         return self.folder / "metastore_db"
 
     def spark_conf(self) -> dict[str, str]:
-        """The warehouse and the Derby metastore of this folder, as Spark settings."""
+        """The warehouse and the Derby metastore of this folder, as Spark settings (with
+        :data:`ALTER_SCHEMA_SETTING`)."""
         return {
             WAREHOUSE_KEY: str(self.warehouse),
             METASTORE_URL_KEY: f"jdbc:derby:;databaseName={self.metastore};create=true",
+            ALTER_SCHEMA_SETTING[0]: ALTER_SCHEMA_SETTING[1],
         }
 
     def java_options(self) -> list[str]:

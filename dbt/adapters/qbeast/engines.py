@@ -78,6 +78,8 @@ class Engine(Protocol):
 
     def column_comments(self, name: str) -> Dict[str, str]: ...
 
+    def table_comment(self, name: str) -> Optional[str]: ...
+
     def operation(self, name: str, location: str, **arguments: Any) -> Tuple[Dict[str, Any], str]: ...
 
     def sample_predicate(self, location: str, fraction: float) -> str: ...
@@ -148,6 +150,9 @@ class SessionEngine:
     def column_comments(self, name: str) -> Dict[str, str]:
         columns = self.spark.catalog.listColumns(name)
         return {c.name.lower(): c.description for c in columns if c.description}
+
+    def table_comment(self, name: str) -> Optional[str]:
+        return self.spark.catalog.getTable(name).description or None
 
     def operation(self, name: str, location: str, **arguments: Any) -> Tuple[Dict[str, Any], str]:
         """A table operation of :class:`qbeast.QbeastTable` (or the module functions): its
@@ -267,6 +272,12 @@ class SqlEngine:
             if str(row[0]).strip().lower() == "location":
                 return qbeast.local_path(str(row[1]))
         raise DbtRuntimeError(f"schema {schema}: the server's catalog gives no location for it")
+
+    def table_comment(self, name: str) -> Optional[str]:
+        for row in self._fetch(f"describe table extended {name}")[1]:
+            if str(row[0]).strip() == "Comment" and len(row) > 1:
+                return str(row[1]) if row[1] else None
+        return None
 
     def column_comments(self, name: str) -> Dict[str, str]:
         comments: Dict[str, str] = {}

@@ -85,17 +85,19 @@ class QbeastAdapter(SparkAdapter):
         for a qbeast table, its statistics from the Delta log.
 
         dbt-spark leaves ``table_comment`` and ``column_comment`` empty, so comments persisted by
-        a model never reached ``catalog.json``; the table comment is in the relation's
-        description already, the column comments cost one catalog lookup per relation. Spark's
+        a model never reached ``catalog.json``; the comments cost two catalog lookups per
+        relation (the table comment in ``show table extended``'s text ends at its first line
+        break, so it is read from the catalog too). Spark's
         catalog has no statistics for a qbeast table (dbt showed ``has_stats: false``); the
         engine reads them from the log, once per relation.
         """
-        table_comment = relation.facts.get("Comment") if isinstance(relation, QbeastRelation) else None
+        table_comment: Optional[str] = None
         column_comments: Optional[Dict[str, str]] = None
         stats: Optional[Dict[str, Any]] = None
         for row in super()._get_columns_for_catalog(relation):
             if column_comments is None:
                 column_comments = self._column_comments(relation)
+                table_comment = self._table_comment(relation)
                 stats = self._qbeast_stats(relation)
             row["table_comment"] = table_comment
             row["column_comment"] = column_comments.get(str(row.get("column_name")).lower())
@@ -140,6 +142,12 @@ class QbeastAdapter(SparkAdapter):
             stats[f"stats:{key}:description"] = description
             stats[f"stats:{key}:include"] = value is not None
         return stats
+
+    def _table_comment(self, relation: Any) -> Optional[str]:
+        try:
+            return self._engine().table_comment(f"{relation.schema}.{relation.identifier}")
+        except Exception:  # noqa: BLE001 - comments are a nicety; the catalog still lists the table
+            return relation.facts.get("Comment") if isinstance(relation, QbeastRelation) else None
 
     def _column_comments(self, relation: Any) -> Dict[str, str]:
         try:

@@ -78,7 +78,8 @@ def connection_spark_conf(
     if WAREHOUSE_KEY not in user and "spark.remote" not in user:
         conf[WAREHOUSE_KEY] = str(embedded.warehouse)
     if uses_embedded_metastore(user):
-        conf[METASTORE_URL_KEYS[0]] = embedded.spark_conf()[METASTORE_URL_KEYS[0]]
+        # the Derby database and the metastore settings that go with it
+        conf.update({k: v for k, v in embedded.spark_conf().items() if k != WAREHOUSE_KEY})
         java_options.extend(embedded.java_options())
     user_java = user.pop(DRIVER_JAVA_OPTIONS_KEY, "")
     if "spark.remote" not in user and "log4j" not in user_java:
