@@ -223,8 +223,8 @@ def test_sql_clients_create_and_insert_through_the_server(spark, served, tmp_pat
 
 
 def _lifecycle_sql(name: str, folder: Path) -> list[str]:
-    """Create, append, merge into, update, delete from and sample one table: the statements
-    every client runs."""
+    """Create, append, merge into (by procedure and by statement), update, delete from and sample
+    one table: the statements every client runs."""
     return [
         f"create table {name} using qbeast options ('columnsToIndex'='id,k', 'cubeSize'='500') "
         f"location '{folder}' as select id, id % 13 as k, 0 as v from range(3000)",
@@ -234,6 +234,8 @@ def _lifecycle_sql(name: str, folder: Path) -> list[str]:
         "source => 'select id, id % 13 as k, 1 as v from range(2900, 3300)', on => 'id')",
         # SQL's row-level statements, run as the engine's changes
         f"update {name} set v = v + 1 where id >= 3250",
+        f"merge into {name} t using (select 3250 as id, 0 as k, 5 as v) s on t.id = s.id "
+        "when matched then update set *",
         f"delete from {name} where id < 100",
         f"select count(*), sum(v), sum(id) from {name}",
         f"select count(*), sum(id) from {name} tablesample (10 percent)",
@@ -242,18 +244,18 @@ def _lifecycle_sql(name: str, folder: Path) -> list[str]:
 
 def test_each_sql_client_creates_appends_merges_changes_and_samples(spark, served, tmp_path):
     """Spark Connect, beeline (Hive JDBC) and PyHive each run the same life cycle of a table in
-    SQL (UPDATE and DELETE included); the engine here reads what each built: the same rows, the
+    SQL (UPDATE, MERGE INTO and DELETE included); the engine here reads what each built: the same rows, the
     index asked for, one commit per statement, and the client's sample equal to the engine's."""
     from pyhive import hive
 
     server, _ = served
-    want_total = [3200, 450, sum(range(100, 3300))]
+    want_total = [3200, 453, sum(range(100, 3300))]
     sampled: dict[str, list] = {}
 
     connect_rows = _connect_client(server.connect_port,
                                    _lifecycle_sql("by_connect", tmp_path / "by_connect"))
-    assert connect_rows[5] == [want_total]
-    sampled["by_connect"] = connect_rows[6][0]
+    assert connect_rows[6] == [want_total]
+    sampled["by_connect"] = connect_rows[7][0]
 
     with hive.connect(host="127.0.0.1", port=server.thrift_port, username="qbeast") as connection:
         cursor = connection.cursor()
@@ -276,7 +278,7 @@ def test_each_sql_client_creates_appends_merges_changes_and_samples(spark, serve
         table = qbeast.QbeastTable.for_path(spark, str(tmp_path / name))
         assert table.indexed_columns() == ["id", "k"]
         assert [e.operation for e in table.history().entries] == [
-            "DELETE", "UPDATE", "MERGE", "WRITE", "WRITE"]
+            "DELETE", "MERGE", "UPDATE", "MERGE", "WRITE", "WRITE"]
         rows = table.to_df().selectExpr("count(*)", "sum(v)", "sum(id)").first()
         assert list(rows) == want_total, name
         expected = table.sample(0.1).selectExpr("count(*)", "sum(id)").first()

@@ -213,24 +213,56 @@ def test_delete_and_update_statements_run_as_the_engines_changes(spark, tmp_path
     assert spark.table("dml_t").count() == 0
 
 
-def test_merge_is_refused_naming_the_procedure(spark, procedures_table):
-    """MERGE INTO on a qbeast table, by catalog name or path: one line naming the procedure that
-    makes the upsert, nothing committed; a table of another format keeps Spark's own answer."""
-    version = QbeastTable.for_path(spark, procedures_table).snapshot().version
-    merge = ("MERGE INTO {t} AS target USING (SELECT 1 AS id, 2 AS k) AS s ON target.id = s.id "
-             "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    for name in ("procedures_t", f"qbeast.`{procedures_table}`"):
+def test_merge_statements_run_as_the_engines_merge(spark, tmp_path):
+    """MERGE INTO a qbeast table, by name or path, from a table or a query: upserts by key
+    columns or by another condition, an update of named columns, a delete; exactly the rows the
+    statement names change, one commit each. Shapes the engine's merge has no way to express are
+    refused naming what runs, nothing committed; a table of another format keeps Spark's answer."""
+    from qbeast import sql_string
+
+    qbeast.enable_sql_procedures(spark)
+    path = str(tmp_path / "merged")
+    qbeast.write(spark.range(10).selectExpr("id", "id % 3 as k", "'a' as v"), path, columns_to_index="id",
+                 cube_size=200)
+    spark.sql("DROP TABLE IF EXISTS merge_t")
+    spark.sql(f"CREATE TABLE merge_t USING qbeast LOCATION {sql_string(path)}")
+    spark.sql("CREATE OR REPLACE TEMPORARY VIEW merge_src AS SELECT id, id % 3 AS k, 'b' AS v FROM range(8, 12)")
+    expected = {i: (i % 3, "a") for i in range(10)}
+
+    def table_rows() -> dict:
+        return {r.id: (r.k, r.v) for r in spark.table("merge_t").collect()}
+
+    spark.sql("MERGE INTO merge_t USING merge_src ON merge_t.id = merge_src.id "
+              "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    expected.update({i: (i % 3, "b") for i in range(8, 12)})
+    assert table_rows() == expected
+    spark.sql(f"MERGE INTO qbeast.`{path}` AS t USING (SELECT id, id % 3 AS k, 'c' AS v FROM range(0, 2)) AS s "
+              "ON s.id = t.id WHEN MATCHED THEN UPDATE SET t.v = s.v")  # by path, named columns
+    expected.update({0: (0, "c"), 1: (1, "c")})
+    spark.sql("MERGE INTO merge_t t USING (SELECT 5 AS id, 2 AS k) s ON t.id = s.id AND t.k = s.k + 0 "
+              "WHEN MATCHED THEN DELETE")  # a condition, not keys
+    del expected[5]
+    assert table_rows() == expected
+    table = QbeastTable.for_path(spark, path)
+    assert [e.operation for e in table.history().entries] == ["MERGE", "MERGE", "MERGE", "WRITE"]
+    check_index(spark, path)
+    version = table.snapshot().version
+    for clause, why in (("WHEN MATCHED AND s.k > 1 THEN DELETE", "a WHEN MATCHED clause with a condition"),
+                        ("WHEN MATCHED THEN UPDATE SET v = 'z'", "gives v another value than the source's"),
+                        ("WHEN NOT MATCHED BY SOURCE THEN DELETE", "a WHEN NOT MATCHED BY SOURCE clause"),
+                        ("WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)", "is not one INSERT *")):
         with pytest.raises(Exception) as refused:  # noqa: PT011 - Spark wraps the JVM's error
-            spark.sql(merge.format(t=name)).collect()
-        shown = procedures_table if name.startswith("qbeast.") else name
+            spark.sql(f"MERGE INTO merge_t t USING merge_src s ON t.id = s.id {clause}").collect()
         first = next(line for line in str(refused.value).splitlines() if "qbeast table" in line)
-        assert f"MERGE INTO on the qbeast table {shown} does not run in Spark SQL" in first
-        assert f"CALL qbeast_system.merge(table => '{shown}', source => " in first
-    assert QbeastTable.for_path(spark, procedures_table).snapshot().version == version
+        assert "MERGE INTO on the qbeast table merge_t does not run: " in first and why in first, first
+        assert "CALL qbeast_system.merge(table => 'merge_t', source => " in first
+    assert QbeastTable.for_path(spark, path).snapshot().version == version
     spark.sql("CREATE TABLE IF NOT EXISTS plain_parquet_t (id long, k long) USING parquet")
     with pytest.raises(Exception) as spark_own:  # noqa: PT011
-        spark.sql(merge.format(t="plain_parquet_t")).collect()
+        spark.sql("MERGE INTO plain_parquet_t t USING merge_src s ON t.id = s.id "
+                  "WHEN MATCHED THEN UPDATE SET *").collect()
     assert "qbeast" not in str(spark_own.value).splitlines()[0]
+
 
 def test_add_columns_statements_add_nullable_columns_at_the_end(spark, tmp_path):
     """ALTER TABLE ... ADD COLUMN(S) on a qbeast catalog table or path: the columns at the end of

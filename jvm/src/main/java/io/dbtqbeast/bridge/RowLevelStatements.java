@@ -9,18 +9,25 @@ import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedAttribute;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedTable;
+import org.apache.spark.sql.catalyst.expressions.And;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.plans.logical.AddColumns;
 import org.apache.spark.sql.catalyst.plans.logical.Assignment;
 import org.apache.spark.sql.catalyst.plans.logical.DefaultValueExpression;
+import org.apache.spark.sql.catalyst.plans.logical.DeleteAction;
 import org.apache.spark.sql.catalyst.plans.logical.DeleteFromTable;
+import org.apache.spark.sql.catalyst.plans.logical.InsertStarAction;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.MergeAction;
 import org.apache.spark.sql.catalyst.plans.logical.MergeIntoTable;
 import org.apache.spark.sql.catalyst.plans.logical.QualifiedColType;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedDataSource;
+import org.apache.spark.sql.catalyst.plans.logical.UpdateAction;
+import org.apache.spark.sql.catalyst.plans.logical.UpdateStarAction;
 import org.apache.spark.sql.catalyst.plans.logical.UpdateTable;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.util.CharVarcharUtils;
@@ -30,8 +37,8 @@ import org.apache.spark.sql.types.DataTypes;
  * {@code DELETE FROM} and {@code UPDATE} on a table whose provider is {@code qbeast} (or a path
  * query {@code qbeast.`/data/events`}) run as the engine's row-level operations: the statement
  * becomes {@code CALL qbeast_system.delete(...)} / {@code update(...)} with the statement's
- * condition and assignments as SQL text. {@code MERGE INTO} is refused with one line naming the
- * {@code merge} procedure, which takes the key columns of the common upsert.
+ * condition and assignments as SQL text; {@code MERGE INTO} of the upsert's shapes becomes
+ * {@code CALL qbeast_system.merge(...)}, other shapes are refused naming what runs.
  * {@code ALTER TABLE ... ADD COLUMNS} becomes {@code CALL qbeast_system.add_columns(...)} (Spark's
  * own refusal named the source's Java object).
  *
@@ -87,26 +94,23 @@ public final class RowLevelStatements extends Rule<LogicalPlan> {
     if (table == null) {
       return plan;
     }
-    if (plan instanceof MergeIntoTable) {
-      throw new UnsupportedOperationException(String.format(
-          "MERGE INTO on the qbeast table %s does not run in Spark SQL (a qbeast table is a V1 source); "
-              + "the same upsert is CALL qbeast_system.merge(table => '%s', source => 'a query or table', "
-              + "on => 'key columns') (docs/operations.md#the-operations-in-sql)",
-          table, table));
-    }
-    String statement = plan instanceof DeleteFromTable ? "DELETE FROM" : "UPDATE";
+    String statement = plan instanceof DeleteFromTable ? "DELETE FROM"
+        : plan instanceof UpdateTable ? "UPDATE" : "MERGE INTO";
     if (!Bridge.proceduresInstalled()) {
       throw new UnsupportedOperationException(String.format(
           "%s on the qbeast table %s runs as the engine's procedure CALL qbeast_system.%s, and this "
               + "driver offers no SQL procedures: call qbeast.enable_sql_procedures(spark) in the "
               + "driver's Python process (qbeast serve and the dbt adapter do)",
-          statement, table, plan instanceof DeleteFromTable ? "delete" : "update"));
+          statement, table, statement.equals("DELETE FROM") ? "delete" : statement.equals("UPDATE") ? "update" : "merge"));
     }
     List<String> qualifiers = new ArrayList<>();
     if (alias != null) {
       qualifiers.add(alias);
     } else if (!nameParts.isEmpty()) {
       qualifiers.add(nameParts.get(nameParts.size() - 1));
+    }
+    if (plan instanceof MergeIntoTable) {
+      return merge((MergeIntoTable) plan, table, qualifiers);
     }
     StringBuilder call = new StringBuilder("CALL qbeast_system.");
     if (plan instanceof DeleteFromTable) {
@@ -186,6 +190,154 @@ public final class RowLevelStatements extends Rule<LogicalPlan> {
     }
     return parse("CALL qbeast_system.add_columns(table => " + literal(table) + ", columns => "
         + literal(ddl.toString()) + ")", table);
+  }
+
+  /**
+   * {@code MERGE INTO} as {@code CALL qbeast_system.merge(...)}: the source (a table or the text
+   * of its query), the key columns when the ON condition compares columns of the same name, else
+   * the condition over the procedure's aliases {@code target} and {@code source}; at most one
+   * {@code WHEN MATCHED} clause ({@code UPDATE SET *}, {@code UPDATE SET c = s.c, ...} or
+   * {@code DELETE}) and one {@code WHEN NOT MATCHED THEN INSERT *}, without conditions. Anything
+   * else is refused naming what runs.
+   */
+  private LogicalPlan merge(MergeIntoTable merge, String table, List<String> targetQualifiers) {
+    LogicalPlan source = merge.sourceTable();
+    List<String> sourceQualifiers = new ArrayList<>();
+    if (source instanceof SubqueryAlias) {
+      sourceQualifiers.add(((SubqueryAlias) source).alias());
+      source = ((SubqueryAlias) source).child();
+    }
+    String sourceText;
+    if (source instanceof UnresolvedRelation) {
+      List<String> parts = Scala.list(((UnresolvedRelation) source).multipartIdentifier());
+      sourceQualifiers.add(parts.get(parts.size() - 1));
+      StringBuilder name = new StringBuilder();
+      for (String part : parts) {
+        name.append(name.length() > 0 ? "." : "").append('`').append(part.replace("`", "``")).append('`');
+      }
+      sourceText = name.toString();
+    } else {
+      sourceText = originalText(source);
+    }
+    if (sourceText == null) {
+      throw refusedMerge(table, "its source is neither a table nor a query");
+    }
+    String keys = keyColumns(merge.mergeCondition(), targetQualifiers, sourceQualifiers);
+    String on = keys != null ? keys : renamed(merge.mergeCondition(), targetQualifiers, sourceQualifiers);
+    String whenMatched = "NULL";
+    String updateColumns = "NULL";
+    List<MergeAction> matched = Scala.list(merge.matchedActions());
+    if (matched.size() > 1 || (matched.size() == 1 && matched.get(0).condition().isDefined())) {
+      throw refusedMerge(table, "it has a WHEN MATCHED clause with a condition, or several");
+    }
+    if (matched.size() == 1) {
+      MergeAction action = matched.get(0);
+      if (action instanceof DeleteAction) {
+        whenMatched = literal("delete");
+      } else if (action instanceof UpdateStarAction) {
+        whenMatched = literal("update");
+      } else {
+        whenMatched = literal("update");
+        List<String> columns = new ArrayList<>();
+        for (Assignment assignment : Scala.list(((UpdateAction) action).assignments())) {
+          String column = columnName(assignment.key(), targetQualifiers);
+          Expression value = assignment.value();
+          List<String> parts = value instanceof UnresolvedAttribute
+              ? Scala.list(((UnresolvedAttribute) value).nameParts()) : List.of();
+          if (parts.size() != 2 || !matches(parts.get(0), sourceQualifiers)
+              || !parts.get(1).equalsIgnoreCase(column)) {
+            throw refusedMerge(table, "its UPDATE SET gives " + column + " another value than the "
+                + "source's column of that name");
+          }
+          columns.add(column);
+        }
+        updateColumns = literal(String.join(",", columns));
+      }
+    }
+    String whenNotMatched = "NULL";
+    List<MergeAction> notMatched = Scala.list(merge.notMatchedActions());
+    if (notMatched.size() > 1 || (notMatched.size() == 1
+        && (notMatched.get(0).condition().isDefined() || !(notMatched.get(0) instanceof InsertStarAction)))) {
+      throw refusedMerge(table, "its WHEN NOT MATCHED clause is not one INSERT * without a condition");
+    }
+    if (notMatched.size() == 1) {
+      whenNotMatched = literal("insert");
+    }
+    if (!Scala.list(merge.notMatchedBySourceActions()).isEmpty()) {
+      throw refusedMerge(table, "it has a WHEN NOT MATCHED BY SOURCE clause");
+    }
+    return parse("CALL qbeast_system.merge(table => " + literal(table) + ", source => "
+        + literal(sourceText) + ", on => " + literal(on) + ", when_matched => " + whenMatched
+        + ", when_not_matched => " + whenNotMatched + ", update_columns => " + updateColumns + ")", table);
+  }
+
+  private static UnsupportedOperationException refusedMerge(String table, String why) {
+    return new UnsupportedOperationException(String.format(
+        "MERGE INTO on the qbeast table %s does not run: %s. A qbeast table merges with one WHEN "
+            + "MATCHED clause (UPDATE SET *, UPDATE SET c = s.c, ... or DELETE) and one WHEN NOT "
+            + "MATCHED THEN INSERT *, without conditions; CALL qbeast_system.merge(table => '%s', "
+            + "source => 'a query or table', on => 'key columns') does the same "
+            + "(docs/operations.md#the-operations-in-sql)", table, why, table));
+  }
+
+  /** The text the parser read for {@code plan} (a source query), or null when it has none. */
+  private static String originalText(LogicalPlan plan) {
+    scala.Option<String> text = plan.origin().sqlText();
+    scala.Option<Object> start = plan.origin().startIndex();
+    scala.Option<Object> stop = plan.origin().stopIndex();
+    if (text.isEmpty() || start.isEmpty() || stop.isEmpty()) {
+      return null;
+    }
+    int from = (Integer) start.get();
+    int to = (Integer) stop.get();
+    return from >= 0 && to < text.get().length() && from <= to ? text.get().substring(from, to + 1) : null;
+  }
+
+  /** {@code "a,b"} when the condition is {@code t.a = s.a AND t.b = s.b} (either side first),
+   * else null. */
+  private static String keyColumns(Expression condition, List<String> target, List<String> source) {
+    List<String> keys = new ArrayList<>();
+    List<Expression> pending = new ArrayList<>(List.of(condition));
+    while (!pending.isEmpty()) {
+      Expression e = pending.remove(0);
+      if (e instanceof And) {
+        pending.add(((And) e).left());
+        pending.add(((And) e).right());
+        continue;
+      }
+      if (!(e instanceof EqualTo) || !(((EqualTo) e).left() instanceof UnresolvedAttribute)
+          || !(((EqualTo) e).right() instanceof UnresolvedAttribute)) {
+        return null;
+      }
+      List<String> left = Scala.list(((UnresolvedAttribute) ((EqualTo) e).left()).nameParts());
+      List<String> right = Scala.list(((UnresolvedAttribute) ((EqualTo) e).right()).nameParts());
+      if (left.size() != 2 || right.size() != 2 || !left.get(1).equalsIgnoreCase(right.get(1))) {
+        return null;
+      }
+      boolean ordered = matches(left.get(0), target) && matches(right.get(0), source);
+      boolean swapped = matches(left.get(0), source) && matches(right.get(0), target);
+      if (!ordered && !swapped) {
+        return null;
+      }
+      keys.add(left.get(1));
+    }
+    return String.join(",", keys);
+  }
+
+  /** The condition as text over the procedure's aliases {@code target} and {@code source}. */
+  private static String renamed(Expression condition, List<String> target, List<String> source) {
+    return condition.transformUp(Scala.partial((Expression e) -> {
+      if (e instanceof UnresolvedAttribute) {
+        List<String> parts = Scala.list(((UnresolvedAttribute) e).nameParts());
+        if (parts.size() == 2 && matches(parts.get(0), target)) {
+          return new UnresolvedAttribute(Scala.seq(List.of("target", parts.get(1))));
+        }
+        if (parts.size() == 2 && matches(parts.get(0), source)) {
+          return new UnresolvedAttribute(Scala.seq(List.of("source", parts.get(1))));
+        }
+      }
+      return null;
+    })).sql();
   }
 
   /** The condition as SQL text, or null for "every row" (no WHERE, or WHERE true). */
