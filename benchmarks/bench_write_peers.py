@@ -60,7 +60,14 @@ def run(spark, data: Dataset, warm: Dataset, columns: tuple[str, ...], cube_size
     """
     logger.info("write: warm-up on %d rows", warm.rows)
     write_parquet(spark, warm, fresh_dir("warm-parquet"))
-    write_qbeast(spark, warm, fresh_dir("warm-qbeast"), columns, max(1000, warm.rows // 20))
+    # The warm-up rows are few enough for the driver-local write; the measured writes are not,
+    # so the warm-up runs Spark's write jobs (the path measured), not the driver's.
+    local_first_write = "spark.qbeast.write.localFirstWriteBytes"
+    spark.conf.set(local_first_write, "0")
+    try:
+        write_qbeast(spark, warm, fresh_dir("warm-qbeast"), columns, max(1000, warm.rows // 20))
+    finally:
+        spark.conf.unset(local_first_write)
     write_delta(warm, fresh_dir("warm-delta"))
 
     paths = {"parquet": fresh_dir(f"write-parquet-{data.kind}"),

@@ -185,7 +185,9 @@ LOCAL_FIRST_WRITE_BYTES = Setting(
     "many (the sizes of the tables, files and subqueries it reads: a join of small tables, "
     "whose own estimate is the product of its sides). A larger or unknown size (DataFrames of "
     "an RDD or of a Python list, and Spark Connect DataFrames, have none) goes straight to the "
-    "Spark jobs, so a model computed by a large query is never computed twice. "
+    "Spark jobs, so a model computed by a large query is never computed twice. A scan of one "
+    "source (no filter, aggregate or join) whose size holds more rows than localRows at "
+    "Spark's default row width goes to the Spark jobs too (the collect would give up). "
     "0 = first writes always in Spark.",
     minimum=0,
 )

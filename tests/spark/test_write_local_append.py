@@ -286,3 +286,30 @@ def test_a_first_write_over_the_estimate_limit_runs_in_spark_and_a_bad_value_fai
         assert not (tmp_path / "bad" / "_delta_log").exists()
     finally:
         spark.conf.unset(limit)
+
+
+def test_a_first_write_whose_size_holds_more_rows_than_the_local_limit_is_not_collected(
+        spark, tmp_path, caplog):
+    """A parquet source of 300,000 rows is a few MB, far under the byte limit, but at Spark's row
+    width (24 bytes here) its size holds more rows than spark.qbeast.write.localRows: the write
+    goes to Spark's jobs without a collect that would give up (and read the source again), and
+    writes every row. A filter of it may output few rows (Spark's estimate does not say): 50,000
+    rows of it are collected and indexed on the driver."""
+    from qbeast.spark.write.local import scan_row_width
+
+    caplog.set_level(logging.INFO, logger="qbeast.spark.write.writer")
+    source = str(tmp_path / "source")
+    spark.range(300_000).selectExpr("id", "rand(1) as x", "rand(2) as y").write.parquet(source)
+    large = spark.read.parquet(source)
+    assert scan_row_width(large) == 24 and scan_row_width(large.where("id < 5")) is None
+    estimate = estimated_bytes(large)
+    assert estimate < settings.LOCAL_FIRST_WRITE_BYTES.read(spark)
+    assert estimate > 24 * settings.LOCAL_ROWS.read(spark)
+    qbeast.write(large, str(tmp_path / "large"), columns_to_index="x,y", cube_size=50_000)
+    assert not [r for r in caplog.records if "local collect" in r.getMessage()]
+    assert QbeastSnapshot.load(str(tmp_path / "large")).delta.num_records == 300_000
+    caplog.clear()
+    qbeast.write(large.where("id < 50000"), str(tmp_path / "small"), columns_to_index="x,y",
+                 cube_size=50_000)
+    assert len(_local_writes(caplog)) == 1
+    assert QbeastSnapshot.load(str(tmp_path / "small")).delta.num_records == 50_000

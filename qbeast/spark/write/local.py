@@ -111,6 +111,30 @@ def estimated_bytes(data: Any, limit: int | None = None) -> int | None:
     return output if read is None else min(output, read)
 
 
+#: Plan nodes that pass every row of their input on (a scan's rows are all the output's).
+_EVERY_ROW_NODES = frozenset({"LogicalRelation", "Project", "Range", "LocalRelation", "Repartition",
+                              "RepartitionByExpression", "Sort"})
+
+
+def scan_row_width(data: Any) -> int | None:
+    """Spark's default width of one row of ``data`` (bytes: 8 for a long, 20 for a string, ...)
+    when ``data`` outputs every row it reads (scans, projections, repartitions and sorts of one
+    source), else None: a filter, an aggregate or a join may output few rows of a large input,
+    which Spark's size estimate cannot tell. None too without a plan in this process (Spark
+    Connect)."""
+    try:
+        plan = data._jdf.queryExecution().optimizedPlan()
+    except AttributeError:
+        return None
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        if str(node.nodeName()) not in _EVERY_ROW_NODES or node.subqueries().size():
+            return None
+        pending.extend(_scala_items(node.children()))
+    return int(plan.schema().defaultSize())
+
+
 def _size_in_bytes(plan: Any) -> int:
     return int(str(plan.stats().sizeInBytes()))  # a Scala BigInt, or an int from py4j
 
@@ -347,5 +371,6 @@ def write_output_file(path: str, data: pa.Table, rows: np.ndarray, files: np.nda
     return file_id, stats, blocks
 
 
-__all__ = ["NotLocal", "analyze_locally", "choose_revision_locally", "collect_rows",
-           "indexed_table", "local_stats", "output_rows", "write_locally", "write_output_file"]
+__all__ = ["NotLocal", "analyze_locally", "choose_revision_locally", "collect_rows", "estimated_bytes",
+           "indexed_table", "local_stats", "output_rows", "scan_row_width", "write_locally",
+           "write_output_file"]
