@@ -151,25 +151,6 @@ def _change_rows(spark: Any, df: Any, path: str, request: WriteRequest,
                                   commit_properties=properties)
 
 
-def _schema_extension(df: Any, path: str) -> Any:
-    """No rows, the data's columns: those the table has cast to the table's types (as the row
-    change casts them), the new ones as they are. Appended with ``merge_schema``, it commits the
-    new columns alone before the change (an append of the data's own types would be refused
-    where a type differs, e.g. a snapshot's timestamp ``dbt_updated_at`` into a date column)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import StructType
-
-    from qbeast.core.sql import quote_identifier
-    from qbeast.operations.statistics import table_schema
-
-    table_fields = {f.name.lower(): f for f in StructType.fromJson(table_schema(path).schema).fields}
-    columns = [F.col(quote_identifier(name)).cast(table_fields[name.lower()].dataType)
-               .alias(table_fields[name.lower()].name)
-               if name.lower() in table_fields else F.col(quote_identifier(name))
-               for name in df.columns]
-    return df.limit(0).select(*columns)
-
-
 @reports_commit_outcome(lambda spark, df, path, *args, **kwargs: path)
 def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
                cancelled: Callable[[], bool] | None = None) -> WriteSummary:
@@ -184,7 +165,9 @@ def write_rows(spark: Any, df: Any, path: str, request: WriteRequest,
         return WriteSummary(path=path, mode=request.mode, version=written.version, rows=written.rows,
                             revision_id=written.revision_id, files_added=written.file_count)
     if request.merge_schema:
-        _engine_write(_schema_extension(df, path), path, request, "append", True, properties)
+        from qbeast.spark.write.writer import schema_extension
+
+        _engine_write(schema_extension(df, path), path, request, "append", True, properties)
     changed = _change_rows(spark, df, path, request, properties)
     return WriteSummary(
         path=path, mode=request.mode, version=changed.version,

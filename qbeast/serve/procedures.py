@@ -440,14 +440,18 @@ _procedures: SqlProcedures | None = None
 
 def enable_sql_procedures(spark: Any) -> None:
     """Offer the table operations to SQL in ``spark``'s driver: ``CALL qbeast_system.<name>(...)``
-    (``qbeast serve`` does it for every client)."""
+    (``qbeast serve`` does it for every client). On a Spark Connect session of a server with the
+    engine in its driver (``qbeast serve``) there is nothing to do: the server offers them."""
     from qbeast.spark.bridge import install_procedures
+    from qbeast.spark.shipping import is_connect_session
     from qbeast.spark.sql.sources import JVM, register
 
     global _procedures
     if register(spark) != JVM:
         raise InvalidOptionError("SQL procedures need the JVM bridge in this session "
                                  "(spark.qbeast.sqlBridge is false, or the jar is missing)")
+    if is_connect_session(spark):  # the server's driver runs SQL: qbeast serve offers them there
+        return
     with _lock:
         if _procedures is None:
             _procedures = SqlProcedures()

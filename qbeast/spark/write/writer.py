@@ -438,6 +438,24 @@ def _align_schema(df: Any, state: TableState, mode: str,
     return df.select(*columns), target.json(), bool(new) or stale
 
 
+def schema_extension(df: Any, path: str) -> Any:
+    """No rows, the columns of ``df``: those the table at ``path`` has cast to the table's types,
+    the new ones as they are. Appended with ``merge_schema`` before a row change that adds
+    columns, it commits the new columns alone; an append of the data's own types would be
+    refused where a shared column's type differs (a dbt snapshot's staging widens
+    ``dbt_updated_at`` to a timestamp over a date column), which the change itself casts."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    table_fields = {f.name.lower(): f for f in StructType.fromJson(
+        without_engine_metadata(QbeastSnapshot.load(path).delta.schema)).fields}
+    columns = [F.col(quote_identifier(name)).cast(table_fields[name.lower()].dataType)
+               .alias(table_fields[name.lower()].name)
+               if name.lower() in table_fields else F.col(quote_identifier(name))
+               for name in df.columns]
+    return df.limit(0).select(*columns)
+
+
 def _without_engine_metadata(df: Any) -> Any:
     """``df`` with the ``qbeast.*`` keys dropped from its columns' metadata (a no-op projection
     when there are none), so that neither the log nor the parquet footers keep them."""
