@@ -256,7 +256,7 @@ def _add_columns(spark: Any, table: str, args: dict[str, Any]) -> Any:
     empty = current.limit(0).select(
         "*", *(F.lit(None).cast(f.dataType).alias(f.name, metadata=f.metadata) for f in new.fields))
     written = qbeast.write(empty, path, mode="append", merge_schema=True)
-    if "/" not in table and ":" not in table:
+    if not _is_location(table):
         from qbeast.spark.catalog import add_catalog_columns
 
         add_catalog_columns(spark, table, new)
@@ -371,6 +371,11 @@ PROCEDURES: tuple[Procedure, ...] = (
 OUTPUT = Parameter("output", "string", "'lines'")
 
 
+def _is_location(table: str) -> bool:
+    """Whether ``table`` names a location (a path or URI) rather than a catalog table."""
+    return "/" in table or ":" in table
+
+
 def table_location(spark: Any, table: str) -> str:
     """The location of ``table``: a path or URI as given, else the catalog table's LOCATION."""
     from qbeast.spark.catalog import describe_location
@@ -378,7 +383,7 @@ def table_location(spark: Any, table: str) -> str:
     if not isinstance(table, str) or not table.strip():
         raise InvalidOptionError("procedure argument table must be a catalog table name or a table location")
     table = table.strip()
-    if "/" in table or ":" in table:
+    if _is_location(table):
         return table
     if not spark.catalog.tableExists(table):
         raise InvalidOptionError(f"table {table!r} is not in the catalog (give a catalog table, "
