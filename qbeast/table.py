@@ -103,19 +103,44 @@ class QbeastTable:
         predicate, _ = user_predicate(snapshot, filter)
         return plan_read(snapshot, fraction=fraction, predicate=predicate)
 
-    def sample_predicate(self, fraction: float, version: int | None = None) -> str:
+    def sample_predicate(self, fraction: float, version: int | None = None,
+                         key: str | None = None) -> str:
         """The SQL row filter that selects ``sample(fraction)``: ``hash(indexed columns) < w``.
 
         ``SELECT ... FROM t WHERE <this>`` returns exactly the rows of :meth:`sample` (``true``
         for a fraction of 1). SQL samples use it instead of per-query table options, which Spark
         may share between the references to one table in a query. Raises for a plain Delta table,
         whose rows have no weight.
+
+        ``key``: the filter on that one column's hash instead, ``hash(key) < w``: the same keys
+        survive in every table that has the column (in the same type), so a sample of several
+        tables keeps joins on the key whole. It prunes files only where the table is indexed on
+        exactly that column (:meth:`sample_key_prunes`); elsewhere it is a row filter.
         """
         if fraction is None:
             raise InvalidOptionError("sample fraction must be a number in [0, 1], got None")
         weight_range = sample_weight_range(fraction)
-        columns = self._qbeast_snapshot("sample_predicate", version).latest_revision.columns
+        snapshot = self._qbeast_snapshot("sample_predicate", version)
+        columns = (snapshot.latest_revision.columns if key is None
+                   else [self._column(snapshot, key, "sample key")])
         return "true" if weight_range is None else weight_filter_sql(columns, weight_range)
+
+    def sample_key_prunes(self, key: str, version: int | None = None) -> bool:
+        """Whether a sample on ``key``'s hash reads only part of the table: its latest revision
+        is indexed on exactly that column, so the key's hash is the rows' weight."""
+        snapshot = self._qbeast_snapshot("sample_key_prunes", version)
+        column = self._column(snapshot, key, "sample key")
+        return [c.lower() for c in snapshot.latest_revision.columns] == [column.lower()]
+
+    @staticmethod
+    def _column(snapshot: Any, name: str, what: str) -> str:
+        """The table's spelling of column ``name`` (case-insensitive, as Spark SQL resolves)."""
+        names = snapshot.delta.metadata.column_names
+        for column in names:
+            if column.lower() == str(name).lower():
+                return column
+        raise InvalidOptionError(f"{what} {name!r} is not a column of {snapshot.table_path}; "
+                                 f"allowed values: {names}")
 
     def to_df(
         self,

@@ -265,8 +265,11 @@ def _add_columns(spark: Any, table: str, args: dict[str, Any]) -> Any:
 
 
 def _sample_predicate(spark: Any, path: str, args: dict[str, Any]) -> Any:
-    predicate = _table(spark, path).sample_predicate(float(args["fraction"]))
-    return {"columns": [{"name": "predicate", "type": "string"}], "rows": [[predicate]]}
+    table, key = _table(spark, path), args.get("key")
+    predicate = table.sample_predicate(float(args["fraction"]), key=key)
+    prunes = True if key is None else table.sample_key_prunes(key)
+    return {"columns": [{"name": "predicate", "type": "string"}, {"name": "prunes", "type": "boolean"}],
+            "rows": [[predicate, prunes]]}
 
 
 @dataclass(frozen=True)
@@ -354,8 +357,10 @@ PROCEDURES: tuple[Procedure, ...] = (
     Procedure("explain_read", "the files a read with a filter and a sample fraction opens, and why",
               (TABLE, Parameter("filter", "string", "NULL"), Parameter("fraction", "double", "NULL")),
               _explain_read),
-    Procedure("sample_predicate", "the SQL row filter of the sample of a fraction",
-              (TABLE, Parameter("fraction", "double")), _sample_predicate),
+    Procedure("sample_predicate", "the SQL row filter of the sample of a fraction (on one key "
+              "column's hash with key), and whether the index prunes by it",
+              (TABLE, Parameter("fraction", "double"), Parameter("key", "string", "NULL")),
+              _sample_predicate),
     Procedure("approx", "aggregates within a tolerance, read band by band (aggregates and group_by: "
               "JSON lists)",
               (TABLE, Parameter("aggregates", "string"), Parameter("group_by", "string", "NULL"),

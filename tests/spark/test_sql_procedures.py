@@ -159,8 +159,15 @@ def test_the_procedures_a_sql_client_builds_tables_with_answer_as_the_engine(spa
     assert _count(spark, "select count(*) from procedures_built") == 1005
     unchanged = spark.sql(f"CALL qbeast_system.register_table('procedures_built', {sql_string(path)})")
     assert "unchanged" in unchanged.first().line
-    predicate = spark.sql(f"CALL qbeast_system.sample_predicate({sql_string(path)}, 0.3)").first().predicate
-    assert predicate == table.sample_predicate(0.3)
+    sampled = spark.sql(f"CALL qbeast_system.sample_predicate({sql_string(path)}, 0.3)").first()
+    assert (sampled.predicate, sampled.prunes) == (table.sample_predicate(0.3), True)
+    # on one key column's hash (a join-consistent sample): a row filter where the index is on
+    # more columns than the key, as this one (id, k) is
+    keyed = spark.sql(f"CALL qbeast_system.sample_predicate({sql_string(path)}, 0.3, key => 'K')").first()
+    assert keyed.predicate == table.sample_predicate(0.3, key="k") and keyed.predicate.startswith("hash(`k`)")
+    assert keyed.prunes is False
+    with pytest.raises(Exception, match=r"sample key 'nope' is not a column of .*allowed values: \['id', 'k'\]"):
+        spark.sql(f"CALL qbeast_system.sample_predicate({sql_string(path)}, 0.3, key => 'nope')").collect()
     answer = _json(spark, f"CALL qbeast_system.approx({sql_string(path)}, '[\"count(*)\"]', "
                    "tolerance => 0.0, output => 'json')")
     columns = [name for name, _ in answer["columns"]]
