@@ -570,7 +570,7 @@ def test_dbt_commands_through_the_server(served, tmp_path, method):
     `method: connect` (the engine in dbt's process on a Spark Connect session): seeds (an empty
     cell a null), qbeast models, the append / delete+insert / merge strategies on a second run,
     a qbeast snapshot closing a changed row, data tests, qbeast_sample and qbeast_approx,
-    run-operations; over thrift a Python model fails naming the method and what to use."""
+    run-operations, a `dbt show` with the `qbeast_sample` var; over thrift a Python model fails naming the method and what to use."""
     import yaml
     from pyhive import hive
 
@@ -589,10 +589,14 @@ def test_dbt_commands_through_the_server(served, tmp_path, method):
     steps = [["build", "--exclude", "py_model"],
              # the second run of the incremental models and the snapshot
              ["build", "--select", "appended", "keyed", "merged", "people_snap", "--vars", "round: 2"],
-             ["run-operation", "qbeast_index_metrics", "--args", "{relation_or_path: people_q}"]]
+             ["run-operation", "qbeast_index_metrics", "--args", "{relation_or_path: people_q}"],
+             # a sampled read (`qbeast_sample` var): the filter from the server or the session
+             ["show", "--inline", "select count(*) as n from {{ ref('people_q') }}",
+              "--vars", "{qbeast_sample: {fraction: 0.5, key: id}}"]]
     if method == "thrift":
         steps.append(["run", "--select", "py_model"])
-    (ok, nodes, output), (ok2, nodes2, output2), (ok3, _, output3), *py_model = _dbt_steps(steps, project)
+    (ok, nodes, output), (ok2, nodes2, output2), (ok3, _, output3), (ok5, _, output5), *py_model = \
+        _dbt_steps(steps, project)
     assert ok, output[-4000:]
     assert {n: status for n, (status, _) in nodes.items()} == {
         "people": "success", "people_q": "success", "appended": "success", "keyed": "success",
@@ -603,6 +607,8 @@ def test_dbt_commands_through_the_server(served, tmp_path, method):
         "appended": "APPEND", "keyed": "DELETE+INSERT", "merged": "MERGE",
         "people_snap": "SNAPSHOT"}, nodes2
     assert ok3 and "qbeast_index_metrics:" in output3, output3[-3000:]
+    assert ok5 and f"qbeast_sample: {schema}.people_q read as a 0.5 sample on the hash of id" in output5, \
+        output5[-3000:]
     if method == "thrift":
         [(ok4, _, output4)] = py_model
         assert not ok4

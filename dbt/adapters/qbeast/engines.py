@@ -84,6 +84,9 @@ class Engine(Protocol):
 
     def sample_predicate(self, location: str, fraction: float) -> str: ...
 
+    def sample_filter(self, location: str, fraction: float, key: Optional[str]) -> Tuple[str, bool]:
+        """``QbeastTable.sample_predicate(fraction, key=key)`` and whether it prunes files."""
+
     def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer: ...
 
 
@@ -175,6 +178,13 @@ class SessionEngine:
         import qbeast
 
         return qbeast.QbeastTable.for_path(self.spark, location).sample_predicate(fraction)
+
+    def sample_filter(self, location: str, fraction: float, key: Optional[str]) -> Tuple[str, bool]:
+        import qbeast
+
+        table = qbeast.QbeastTable.for_path(self.spark, location)
+        return (table.sample_predicate(fraction, key=key),
+                True if key is None else table.sample_key_prunes(key))
 
     def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer:
         import qbeast
@@ -297,6 +307,13 @@ class SqlEngine:
 
     def sample_predicate(self, location: str, fraction: float) -> str:
         return str(self.sql(self.call_sql("sample_predicate", location, {"fraction": fraction}))[0]["predicate"])
+
+    def sample_filter(self, location: str, fraction: float, key: Optional[str]) -> Tuple[str, bool]:
+        arguments: Dict[str, Any] = {"fraction": fraction}
+        if key is not None:
+            arguments["key"] = key
+        row = self.sql(self.call_sql("sample_predicate", location, arguments))[0]
+        return str(row["predicate"]), bool(row["prunes"])
 
     def approx(self, location: str, aggregates: List[str], **options: Any) -> Answer:
         group_by = options.get("group_by")

@@ -8,6 +8,7 @@ declarative.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, cast
@@ -32,11 +33,14 @@ from dbt.adapters.qbeast.model_config import (
     seed_config_from_node,
     snapshot_config_from_node,
 )
+from dbt.adapters.qbeast.project_sample import VAR, ProjectSample, SampleDecisions, column_types
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
 from dbt.adapters.qbeast.sql_literals import sql_string
 
 logger = AdapterLogger("Qbeast")
+#: Guards the per-relation decisions of a sampled run: dbt compiles nodes in several threads.
+_SAMPLE_LOCK = threading.Lock()
 
 #: dbt's word for an engine write mode, where they differ (result lines, response codes).
 _STRATEGY_WORDS = {"delete_insert": "delete+insert", "replace_where": "microbatch"}
@@ -575,6 +579,60 @@ class QbeastAdapter(SparkAdapter):
         super().drop_relation(relation)
         if getattr(relation, "is_qbeast", False):
             self._names(forget=relation)
+
+    def project_sample_filter(self, relation: Any, unique_id: Optional[str]) -> Optional[str]:
+        """The row filter a ``ref()``/``source()`` of ``relation`` reads through in a run with
+        ``--vars '{qbeast_sample: ...}'`` (None: read whole), decided and logged once per
+        relation (:mod:`project_sample`)."""
+        from dbt import selected_resources
+
+        sample = ProjectSample.from_vars(getattr(self.config, "cli_vars", None) or {})
+        schema, identifier = getattr(relation, "schema", None), getattr(relation, "identifier", None)
+        if sample is None or not schema or not identifier:
+            return None
+        name = f"{schema}.{identifier}"
+        with _SAMPLE_LOCK:
+            runs = self.__dict__.setdefault("_sample_decisions", {})
+            decisions = runs.setdefault(sample, SampleDecisions.empty())
+            if name in decisions.decided:
+                return decisions.decided[name]
+            predicate, why = self._project_sample_decision(sample, decisions, name, unique_id,
+                                                           selected_resources.SELECTED_RESOURCES)
+            decisions.decided[name] = predicate
+        logger.info(f"{VAR}: {name} {why}")
+        return predicate
+
+    def _project_sample_decision(self, sample: ProjectSample, decisions: SampleDecisions,
+                                 name: str, unique_id: Optional[str],
+                                 selected: Any) -> Tuple[Optional[str], str]:
+        if unique_id is not None and unique_id in (selected or ()):
+            return None, "read whole: it is built in this run, from sampled inputs"
+        engine = self._engine()
+        schema, identifier = name.split(".", 1)
+        rows = engine.sql(f"show table extended in {schema} like {sql_string(identifier)}")
+        info = next((str(r["information"]) for r in rows
+                     if str(r["tableName"]).lower() == identifier.lower()), None)
+        if info is None:
+            return None, "read whole: not in the catalog yet"
+        facts = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
+        if facts.get("Provider", "").lower() != "qbeast" or "Location" not in facts:
+            return None, (f"read whole: a {facts.get('Provider', 'non-qbeast')} table has no "
+                          "row weights")
+        import qbeast
+
+        location = qbeast.local_path(facts["Location"])
+        if sample.key is not None:
+            types = column_types(info)
+            if sample.key.lower() not in types:
+                return None, f"read whole: it has no column {sample.key}"
+            warning = decisions.check_key_type(name, sample.key, types[sample.key.lower()])
+            if warning:
+                logger.warning(warning)
+        with operation_errors(VAR):
+            predicate, prunes = engine.sample_filter(location, sample.fraction, sample.key)
+        how = "" if prunes else (f" (filtered row by row: its index is not on {sample.key} "
+                                 "alone, so no file is skipped)")
+        return predicate, f"read as {sample.describe()}{how}"
 
     @available
     def qbeast_sample_predicate(self, relation: Any, fraction: Any) -> str:

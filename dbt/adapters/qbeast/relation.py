@@ -20,6 +20,42 @@ class QbeastRelation(SparkRelation):
     dbt-spark already fetches when it lists a schema, so no extra query is needed.
     """
 
+    #: A sampled run's row filter of this relation (``--vars '{qbeast_sample: ...}'``): set on
+    #: the relations ``ref()`` and ``source()`` return, never on ``{{ this }}``.
+    sample_filter: Optional[str] = None
+
+    @classmethod
+    def create_from(cls, quoting: Any, relation_config: Any, **kwargs: Any) -> "QbeastRelation":
+        """dbt's relation of a node; in a sampled run, a ``ref()``/``source()`` of a Qbeast table
+        carries its sample filter. Those two resolvers are the callers that pass
+        ``event_time_filter`` (``{{ this }}`` and parse-time relations do not)."""
+        relation = super().create_from(quoting, relation_config, **kwargs)
+        if "event_time_filter" not in kwargs:
+            return relation
+        from dbt.adapters.factory import get_adapter_by_type
+
+        try:
+            adapter = get_adapter_by_type("qbeast")
+        except Exception:  # no qbeast adapter registered (a relation built outside a run)
+            return relation
+        predicate = adapter.project_sample_filter(relation, getattr(relation_config, "unique_id", None))
+        return relation if predicate is None else relation.incorporate(sample_filter=predicate)
+
+    def __str__(self) -> str:
+        """As dbt renders a relation in SQL; in a sampled run ``(select * from <name> where
+        <filter>)``, inside dbt's own limit (``--empty``) and time window (``--sample``).
+        ``render()`` stays the bare name for the statements that name the table itself."""
+        if self.sample_filter is None:
+            return super().__str__()
+        rendered = f"(select * from {self.render()} where {self.sample_filter})"
+        if self.limit == 0:
+            rendered = f"(select * from {rendered} where false limit 0)"
+        elif self.limit is not None:
+            rendered = f"(select * from {rendered} limit {self.limit})"
+        if self.event_time_filter:
+            rendered = self.render_event_time_filtered(rendered)
+        return rendered
+
     @property
     def is_qbeast(self) -> bool:
         return QBEAST_PROVIDER_LINE in (self.information or "")
