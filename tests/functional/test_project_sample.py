@@ -48,16 +48,37 @@ group by customer_id
 
 # built in the sampled run from a sampled input, then read whole by the model after it
 SAMPLED_COUNT_SQL = """
-{{ config(materialized='table') }}
+{{ config(materialized='qbeast', columns_to_index=['n']) }}
 select count(*) as n from {{ ref('customer_totals') }}
 """
 
-INPUTS = "customers orders orders_by_id"
-MODELS = "customer_totals totals_by_id sampled_count"
+# an incremental table keeps its properties between runs: the mark is set, then taken off
+ORDER_LOG_SQL = """
+{{ config(materialized='incremental', incremental_strategy='append', file_format='parquet') }}
+select customer_id, amount from {{ ref('orders') }} where customer_id < 100
+"""
+
+# dbt's column lookup of a sampled ref() (dbt_utils.star does the same): the table's columns
+ORDER_COLUMNS_SQL = """
+{{ config(materialized='table') }}
+{%- set columns = adapter.get_columns_in_relation(ref('orders')) | map(attribute='name') | list %}
+select '{{ columns | join(",") }}' as names, count(*) as n from {{ ref('orders') }}
+"""
+
+MODELS = "customer_totals totals_by_id sampled_count order_columns order_log"
 
 
 def _rows(spark, schema: str, name: str) -> dict:
     return {r[0]: (r[1], r[2]) for r in spark.table(f"{schema}.{name}").collect()}
+
+
+def _marks(spark, schema: str, names: str) -> dict:
+    """The sampled-build property of each model (None: a full build)."""
+    marks = {}
+    for name in names.split():
+        properties = {r[0]: r[1] for r in spark.sql(f"show tblproperties {schema}.{name}").collect()}
+        marks[name] = properties.get("qbeast.sampled")
+    return marks
 
 
 def _location(spark, schema: str, name: str) -> str:
@@ -69,7 +90,8 @@ class TestProjectSample:
     def models(self):
         return {"customers.sql": CUSTOMERS_SQL, "orders.sql": ORDERS_SQL,
                 "orders_by_id.sql": ORDERS_BY_ID_SQL, "customer_totals.sql": TOTALS_SQL,
-                "totals_by_id.sql": TOTALS_BY_ID_SQL, "sampled_count.sql": SAMPLED_COUNT_SQL}
+                "totals_by_id.sql": TOTALS_BY_ID_SQL, "sampled_count.sql": SAMPLED_COUNT_SQL,
+                "order_columns.sql": ORDER_COLUMNS_SQL, "order_log.sql": ORDER_LOG_SQL}
 
     def test_a_key_sample_keeps_whole_customers_and_reads_a_fraction(self, project, spark):
         schema = project.test_schema
@@ -89,6 +111,8 @@ class TestProjectSample:
         assert _rows(spark, schema, "totals_by_id") == sampled
         # the model built in this run is read whole after it, not sampled again
         assert spark.table(f"{schema}.sampled_count").first()[0] == len(sampled)
+        assert tuple(spark.table(f"{schema}.order_columns").first()) == (
+            "order_id,customer_id,amount", len(sampled) * ORDERS_PER_CUSTOMER)
 
         assert f"qbeast_sample: {schema}.orders read as a 0.01 sample on the hash of customer_id" in log
         assert f"{schema}.orders_by_id read as a 0.01 sample on the hash of customer_id (filtered " \
@@ -106,6 +130,19 @@ class TestProjectSample:
             read = max(sum(rows_of[os.path.basename(p)] for p in s.paths) for s in scans)
             assert read <= 0.05 * CUSTOMERS * ORDERS_PER_CUSTOMER
 
+        # every model the sampled run built is marked as a sample (tables, views, incremental
+        # and qbeast models alike); a later run reads a marked model whole instead of sampling
+        # it again, and dbt's catalog shows the mark
+        assert set(_marks(spark, schema, MODELS).values()) == {"0.01 on customer_id"}
+        _, log = run_dbt_and_capture(["run", "--select", "sampled_count", "--vars", key_sample])
+        assert f"{schema}.customer_totals read whole: it was built from a sample " \
+               "(qbeast.sampled=0.01 on customer_id)" in log
+        assert spark.table(f"{schema}.sampled_count").first()[0] == len(sampled)
+        catalog = run_dbt(["docs", "generate"])
+        stats = catalog.nodes["model.test.customer_totals"].stats
+        assert stats["sampled"].value == "0.01 on customer_id"
+        assert "sampled" not in catalog.nodes["model.test.orders"].stats
+
         # a fraction without a key: each input on its own index, the same rows every time
         run_dbt(["run", "--select", "customer_totals", "--vars", "{qbeast_sample: 0.05}"])
         first = _rows(spark, schema, "customer_totals")
@@ -114,9 +151,10 @@ class TestProjectSample:
         engine = qbeast.QbeastTable.for_path(spark, _location(spark, schema, "customers"))
         assert set(first) <= {r[0] for r in engine.sample(0.05).select("customer_id").collect()}
 
-        # a full run reads every row again
-        run_dbt(["run", "--select", "customer_totals"])
+        # a full run reads every row again and takes the marks off
+        run_dbt(["run", "--select", MODELS])
         assert _rows(spark, schema, "customer_totals") == full
+        assert set(_marks(spark, schema, MODELS).values()) == {None}
 
     def test_bad_values_and_missing_columns(self, project, spark):
         schema = project.test_schema

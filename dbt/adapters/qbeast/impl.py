@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, cast
 
@@ -33,7 +34,14 @@ from dbt.adapters.qbeast.model_config import (
     seed_config_from_node,
     snapshot_config_from_node,
 )
-from dbt.adapters.qbeast.project_sample import VAR, ProjectSample, SampleDecisions, column_types
+from dbt.adapters.qbeast.project_sample import (
+    SAMPLED_PROPERTY,
+    VAR,
+    ProjectSample,
+    SampleDecisions,
+    column_types,
+    sampled_marker,
+)
 from dbt.adapters.qbeast.relation import QbeastRelation, catalog_entry_current
 from dbt.adapters.qbeast.schema_changes import apply_schema_change
 from dbt.adapters.qbeast.sql_literals import sql_string
@@ -108,6 +116,7 @@ class QbeastAdapter(SparkAdapter):
             row.update(stats or {})
             if not stats:
                 _drop_unknown_row_count(row)
+            row.update(_sampled_stats(relation))
             yield row
 
     def _qbeast_stats(self, relation: Any) -> Dict[str, Any]:
@@ -256,10 +265,9 @@ class QbeastAdapter(SparkAdapter):
         rows of dbt's staging query carry the scd id of the current row they close), and rows
         without a match are inserted (dbt's insert rows carry a new scd id).
         """
-        import dataclasses
-
         if staging is None:
             return self.qbeast_write(model, relation, None, str(build_sql), snapshot_config, False)
+        snapshot_config = self._with_sample_marker(model, snapshot_config)
         engine = self._engine()
         location = relation.location or self.qbeast_location(relation, snapshot_config)
         staged = engine.table_rows(staging.render())
@@ -367,6 +375,7 @@ class QbeastAdapter(SparkAdapter):
         """
         engine = self._engine()
         started = time.monotonic()
+        model_config = self._with_sample_marker(model, model_config)
         name = model_config.model
         interrupts.check(f"model {name}")
         location = self.qbeast_location(relation, model_config)
@@ -602,6 +611,41 @@ class QbeastAdapter(SparkAdapter):
         logger.info(f"{VAR}: {name} {why}")
         return predicate
 
+    def _sample_marker(self, model: Dict[str, Any]) -> Optional[str]:
+        """What a model or snapshot built in this run is marked with (None: a full build)."""
+        if model.get("resource_type") not in ("model", "snapshot"):
+            return None
+        sample = ProjectSample.from_vars(getattr(self.config, "cli_vars", None) or {})
+        return None if sample is None else sample.marker()
+
+    def _with_sample_marker(self, model: Dict[str, Any], config: QbeastModelConfig) -> QbeastModelConfig:
+        """``config`` with the sampled-build property among its table properties, in a sampled
+        run (the catalog entry is then registered with it; a full build registers without)."""
+        marker = self._sample_marker(model)
+        if marker is None:
+            return config
+        return dataclasses.replace(config, tblproperties={**config.tblproperties, SAMPLED_PROPERTY: marker})
+
+    @available
+    def qbeast_mark_sample(self, relation: Any, model: Dict[str, Any]) -> None:
+        """Mark a table or view that another materialization built in a sampled run with the
+        sampled-build property; in a full run, take the mark off a relation that had it (a
+        rebuilt table or view lost it already, an incremental table keeps its properties)."""
+        if relation is None or getattr(relation, "is_qbeast", False) or qbeast_spelling(model.get("config") or {}):
+            return  # Qbeast tables carry the mark in their registration
+        kind = "view" if str(getattr(relation, "type", "")) in ("view", "RelationType.View") else "table"
+        marker = self._sample_marker(model)
+        if marker is not None:
+            self._engine().sql(f"alter {kind} {relation.render()} set tblproperties "
+                               f"({sql_string(SAMPLED_PROPERTY)} = {sql_string(marker)})")
+            return
+        if model.get("resource_type") not in ("model", "snapshot"):
+            return
+        cached = self.get_relation(relation.database, relation.schema, relation.identifier)
+        if cached is not None and sampled_marker(getattr(cached, "information", None) or ""):
+            self._engine().sql(f"alter {kind} {relation.render()} unset tblproperties if exists "
+                               f"({sql_string(SAMPLED_PROPERTY)})")
+
     def _project_sample_decision(self, sample: ProjectSample, decisions: SampleDecisions,
                                  name: str, unique_id: Optional[str],
                                  selected: Any) -> Tuple[Optional[str], str]:
@@ -614,6 +658,9 @@ class QbeastAdapter(SparkAdapter):
                      if str(r["tableName"]).lower() == identifier.lower()), None)
         if info is None:
             return None, "read whole: not in the catalog yet"
+        marker = sampled_marker(info)
+        if marker is not None:
+            return None, f"read whole: it was built from a sample ({SAMPLED_PROPERTY}={marker})"
         facts = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
         if facts.get("Provider", "").lower() != "qbeast" or "Location" not in facts:
             return None, (f"read whole: a {facts.get('Provider', 'non-qbeast')} table has no "
@@ -868,6 +915,18 @@ class QbeastAdapter(SparkAdapter):
         """
         engine.register(relation.render(), location, refresh, model_config.column_comments,
                         model_config.tblproperties, model_config.table_comment)
+
+
+def _sampled_stats(relation: Any) -> Dict[str, Any]:
+    """``stats:sampled:*`` of a relation built in a sampled run (``qbeast_sample`` var), so that
+    ``catalog.json`` and the docs site say it holds a sample, not the full build."""
+    marker = sampled_marker(getattr(relation, "information", None) or "")
+    if marker is None:
+        return {}
+    return {"stats:sampled:label": "Sampled build", "stats:sampled:value": marker,
+            "stats:sampled:description": f"built with --vars '{{{VAR}: ...}}' ({SAMPLED_PROPERTY}); "
+                                         "a full build clears it",
+            "stats:sampled:include": True}
 
 
 def _drop_unknown_row_count(row: Dict[str, Any]) -> None:

@@ -27,6 +27,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
 
 VAR = "qbeast_sample"
+#: The table property a model built in a sampled run carries (its value: ``0.01`` or
+#: ``0.01 on customer_id``); a full build of the model clears it.
+SAMPLED_PROPERTY = "qbeast.sampled"
 _ALLOWED = (f"allowed values: a number in (0, 1], e.g. {{{VAR}: 0.01}}, or "
             f"{{{VAR}: {{fraction: 0.01, key: customer_id}}}}")
 _COLUMN = re.compile(r"^\s*\|-- (?P<name>[^:]+): (?P<type>.+?)(?: \(nullable = \w+\))?\s*$")
@@ -59,9 +62,25 @@ class ProjectSample:
             raise QbeastModelConfigError(f"{VAR}: invalid fraction {fraction!r}; {_ALLOWED}")
         return cls(float(fraction), key.strip() if key else None)
 
+    def marker(self) -> str:
+        """The value of :data:`SAMPLED_PROPERTY` on what this sample builds."""
+        return f"{self.fraction:g}" + (f" on {self.key}" if self.key else "")
+
     def describe(self) -> str:
         on = f"the hash of {self.key}" if self.key else "its own index"
         return f"a {self.fraction:g} sample on {on}"
+
+
+def sampled_marker(information: str) -> Optional[str]:
+    """The :data:`SAMPLED_PROPERTY` of a relation, from ``SHOW TABLE EXTENDED``'s
+    ``Table Properties: [k=v, ...]`` line (None: not built from a sample)."""
+    for line in information.splitlines():
+        if line.startswith("Table Properties: "):
+            for item in line.split(": ", 1)[1].strip("[]").split(", "):
+                key, _, value = item.partition("=")
+                if key.strip().lower() == SAMPLED_PROPERTY:
+                    return value.strip()
+    return None
 
 
 def column_types(information: str) -> Dict[str, str]:

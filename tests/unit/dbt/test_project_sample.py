@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from dbt.adapters.qbeast.errors import QbeastModelConfigError
-from dbt.adapters.qbeast.project_sample import ProjectSample, SampleDecisions, column_types
+from dbt.adapters.qbeast.project_sample import ProjectSample, SampleDecisions, column_types, sampled_marker
 from dbt.adapters.qbeast.relation import QbeastRelation
 
 
@@ -69,3 +69,12 @@ def test_a_sampled_relation_renders_its_filter_inside_dbt_limit_and_time_window(
     timed = _relation(event_time_filter=window, sample_filter="hash(`id`) < 0")
     assert str(timed) == ("(select * from (select * from s.orders where hash(`id`) < 0) "
                           "where ts >= '2024-01-01 00:00:00' and ts < '2024-01-02 00:00:00')")
+
+
+def test_the_mark_of_a_sampled_build_is_read_from_the_table_properties():
+    assert ProjectSample(0.01).marker() == "0.01" and ProjectSample(0.5, "id").marker() == "0.5 on id"
+    info = ("Type: MANAGED\nProvider: parquet\n"
+            "Table Properties: [owner=x, qbeast.sampled=0.01 on customer_id, transient_lastDdlTime=1]\n")
+    assert sampled_marker(info) == "0.01 on customer_id"
+    assert sampled_marker("Table Properties: [owner=x]\n") is None
+    assert sampled_marker("") is None

@@ -45,3 +45,27 @@
     {{ relation }}
   {%- endif -%}
 {%- endmacro %}
+
+
+{#
+  The columns of a relation: `describe extended` of the relation's name. dbt-spark renders the
+  relation as SQL text, which for a ref() in a sampled run (`qbeast_sample` var), under `--empty`
+  or under dbt's `--sample` is a subquery that `describe` cannot take; the name is the same table.
+#}
+{% macro qbeast__get_columns_in_relation_raw(relation) -%}
+  {% call statement('get_columns_in_relation_raw', fetch_result=True) %}
+      describe extended {{ relation.render() }}
+  {% endcall %}
+  {% do return(load_result('get_columns_in_relation_raw').table) %}
+{% endmacro %}
+
+
+{#
+  dbt-spark's persist_docs, then the sampled-build mark (`qbeast_sample` var) of what a table,
+  view, incremental or snapshot materialization just built: every one of them ends with
+  persist_docs. A qbeast model carries the mark in its catalog registration instead.
+#}
+{% macro qbeast__persist_docs(relation, model, for_relation=true, for_columns=true) -%}
+  {{ spark__persist_docs(relation, model, for_relation, for_columns) }}
+  {%- do adapter.qbeast_mark_sample(relation, model) -%}
+{%- endmacro %}
