@@ -143,11 +143,15 @@ class TestProjectSample:
         assert stats["sampled"].value == "0.01 on customer_id"
         assert "sampled" not in catalog.nodes["model.test.orders"].stats
 
-        # a fraction without a key: each input on its own index, the same rows every time
+        # a fraction without a key (`{qbeast_sample: f}`): each input on its own index, the same
+        # rows every time
         run_dbt(["run", "--select", "customer_totals", "--vars", "{qbeast_sample: 0.05}"])
         first = _rows(spark, schema, "customer_totals")
         run_dbt(["run", "--select", "customer_totals", "--vars", "{qbeast_sample: 0.05}"])
         assert _rows(spark, schema, "customer_totals") == first and 0 < len(first) < CUSTOMERS
+        # customers and orders are both indexed on customer_id alone: their own weights are the
+        # key's hash, so even without a key every sampled customer keeps all of its orders
+        assert all(first[c] == full[c] for c in first)
         engine = qbeast.QbeastTable.for_path(spark, _location(spark, schema, "customers"))
         assert set(first) <= {r[0] for r in engine.sample(0.05).select("customer_id").collect()}
 
