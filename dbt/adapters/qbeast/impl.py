@@ -7,10 +7,10 @@ declarative.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Dict, Iterator, List, Optional, Tuple, cast
 
@@ -595,7 +595,7 @@ class QbeastAdapter(SparkAdapter):
         relation (:mod:`project_sample`)."""
         from dbt import selected_resources
 
-        sample = ProjectSample.from_vars(getattr(self.config, "cli_vars", None) or {})
+        sample = self._project_sample()
         schema, identifier = getattr(relation, "schema", None), getattr(relation, "identifier", None)
         if sample is None or not schema or not identifier:
             return None
@@ -605,17 +605,21 @@ class QbeastAdapter(SparkAdapter):
             decisions = runs.setdefault(sample, SampleDecisions.empty())
             if name in decisions.decided:
                 return decisions.decided[name]
-            predicate, why = self._project_sample_decision(sample, decisions, name, unique_id,
+            predicate, why = self._project_sample_decision(sample, decisions, relation, name, unique_id,
                                                            selected_resources.SELECTED_RESOURCES)
             decisions.decided[name] = predicate
         logger.info(f"{VAR}: {name} {why}")
         return predicate
 
+    def _project_sample(self) -> Optional[ProjectSample]:
+        """The sample the run's ``--vars`` ask for (None: a full build)."""
+        return ProjectSample.from_vars(getattr(self.config, "cli_vars", None) or {})
+
     def _sample_marker(self, model: Dict[str, Any]) -> Optional[str]:
         """What a model or snapshot built in this run is marked with (None: a full build)."""
         if model.get("resource_type") not in ("model", "snapshot"):
             return None
-        sample = ProjectSample.from_vars(getattr(self.config, "cli_vars", None) or {})
+        sample = self._project_sample()
         return None if sample is None else sample.marker()
 
     def _with_sample_marker(self, model: Dict[str, Any], config: QbeastModelConfig) -> QbeastModelConfig:
@@ -633,7 +637,7 @@ class QbeastAdapter(SparkAdapter):
         rebuilt table or view lost it already, an incremental table keeps its properties)."""
         if relation is None or getattr(relation, "is_qbeast", False) or qbeast_spelling(model.get("config") or {}):
             return  # Qbeast tables carry the mark in their registration
-        kind = "view" if str(getattr(relation, "type", "")) in ("view", "RelationType.View") else "table"
+        kind = swaps.kind_word(relation)
         marker = self._sample_marker(model)
         if marker is not None:
             self._engine().sql(f"alter {kind} {relation.render()} set tblproperties "
@@ -647,27 +651,22 @@ class QbeastAdapter(SparkAdapter):
                                f"({sql_string(SAMPLED_PROPERTY)})")
 
     def _project_sample_decision(self, sample: ProjectSample, decisions: SampleDecisions,
-                                 name: str, unique_id: Optional[str],
+                                 relation: Any, name: str, unique_id: Optional[str],
                                  selected: Any) -> Tuple[Optional[str], str]:
         if unique_id is not None and unique_id in (selected or ()):
             return None, "read whole: it is built in this run, from sampled inputs"
         engine = self._engine()
-        schema, identifier = name.split(".", 1)
-        rows = engine.sql(f"show table extended in {schema} like {sql_string(identifier)}")
-        info = next((str(r["information"]) for r in rows
-                     if str(r["tableName"]).lower() == identifier.lower()), None)
-        if info is None:
+        described = self._swaps(engine).described(relation)
+        info = described.information
+        if not info:
             return None, "read whole: not in the catalog yet"
         marker = sampled_marker(info)
         if marker is not None:
             return None, f"read whole: it was built from a sample ({SAMPLED_PROPERTY}={marker})"
-        facts = dict(line.split(": ", 1) for line in info.splitlines() if ": " in line)
-        if facts.get("Provider", "").lower() != "qbeast" or "Location" not in facts:
-            return None, (f"read whole: a {facts.get('Provider', 'non-qbeast')} table has no "
-                          "row weights")
-        import qbeast
-
-        location = qbeast.local_path(facts["Location"])
+        location = described.location
+        if not described.is_qbeast or not location:
+            return None, (f"read whole: a {described.facts.get('Provider', 'non-qbeast')} table "
+                          "has no row weights")
         if sample.key is not None:
             types = column_types(info)
             if sample.key.lower() not in types:
