@@ -62,7 +62,7 @@ from qbeast.progress import Phase
 from qbeast.spark.task_progress import task_monitor
 from qbeast.rebase import PlannedCommit, WriteConflictError, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
-from qbeast.spark.changes import fates, file_merge, merge, shipped_source
+from qbeast.spark.changes import fates, file_merge, merge, null_tests, shipped_source
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
 from qbeast.spark.changes.rewrite import RewriteTarget, empty_file, rewrite_files
 from qbeast.spark.changes.scan import ChangeScan
@@ -329,12 +329,22 @@ def _merge_parameters(on: str | Sequence[str], when_matched: str | None,
 def _shipped(op: _Operation, source: Any, source_columns: Sequence[str], keys: list[str] | None,
              target_predicate: str | None) -> shipped_source.ShippedSource | None:
     """The source collected for the one-job path, or None: the join path runs (a SQL
-    condition, a target predicate, or see :func:`qbeast.spark.changes.shipped_source.ship_source`)."""
-    if keys is None or target_predicate is not None:
+    condition, a target predicate other than null tests
+    (:func:`qbeast.spark.changes.null_tests.null_tests`), or see
+    :func:`qbeast.spark.changes.shipped_source.ship_source`)."""
+    if keys is None:
         return None
+    tests: tuple[null_tests.NullTest, ...] = ()
+    if target_predicate is not None:
+        found = null_tests.null_tests(target_predicate, op.columns)
+        if found is None:
+            logger.info("%s: the target predicate %r is joined in Spark (the tasks evaluate "
+                        "only column IS [NOT] NULL tests joined by AND)", op.path, target_predicate)
+            return None
+        tests = found
     phase = op.phase("source")
     shipped = shipped_source.ship_source(
-        op.job, merge.cast_to_table(op.job, source, source_columns), keys)
+        op.job, merge.cast_to_table(op.job, source, source_columns), keys, tests)
     phase.done(rows=shipped.rows.num_rows if shipped is not None else "over the limit or joined",
                path="one job" if shipped is not None else "join")
     return shipped
@@ -349,6 +359,8 @@ def _in_one_job(op: _Operation, shipped: shipped_source.ShippedSource, *, action
     and of the inserts (the source rows that matched nothing, or ``all``), one commit."""
     job, snapshot = op.job, op.snapshot
     predicate = shipped.key_range(job, unique=inserts != "all")  # duplicates fail here
+    if shipped.target_tests:  # only rows meeting them can match: files without such rows go
+        predicate = ex.And(predicate, null_tests.as_expression(shipped.target_tests))
     candidates = op.candidates(predicate)
     written: list[WrittenFile] = []  # deleted when nothing is committed
     try:

@@ -160,7 +160,8 @@ SHIPPED_SOURCE_ROWS = Setting(
     "Largest source (rows) of a merge or delete+insert on key columns that is collected and "
     "shipped to the tasks: the change then runs as one Spark job with one task per candidate "
     "file (read, matched against the source's keys, rewritten only when a row matched). A "
-    "larger source, a merge on a SQL condition, a target_predicate (incremental_predicates), "
+    "larger source, a merge on a SQL condition, a target_predicate (incremental_predicates) "
+    "other than column IS [NOT] NULL tests joined by AND (a snapshot's current rows), "
     "floating-point keys, and tables with partition columns, column mapping or nested types "
     "join the source with the table in Spark instead (same result); 0 = always join.",
     minimum=0,

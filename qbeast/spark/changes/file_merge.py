@@ -39,6 +39,7 @@ from qbeast.core.revision import Revision
 from qbeast.delta.actions import AddFile
 from qbeast.spark import settings
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
+from qbeast.spark.changes.null_tests import NullTest, rows_meeting
 from qbeast.spark.changes.rewrite import (
     InPlace,
     RewriteTarget,
@@ -74,6 +75,8 @@ class _JobSpec:
     keys: tuple[str, ...]
     source: bytes  # Arrow IPC stream of the key table
     action: str
+    #: only the rows meeting these (the target predicate) can match
+    target_tests: tuple[NullTest, ...]
     moving: tuple[str, ...]
     staging: str
     version: str
@@ -134,7 +137,7 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
             revisions={t.target.revision_id: snapshot.revision(t.target.revision_id)
                        for t in files if t.target.revision_id > 0},
             schema=table_arrow_schema(job), keys=shipped.keys, source=_ipc(keys),
-            action=action, moving=tuple(c for c in values if c in indexed),
+            action=action, target_tests=shipped.target_tests, moving=tuple(c for c in values if c in indexed),
             staging=staged.path, version=settings.PARQUET_VERSION.read(spark), uploads=uploads)
         described = (spark.range(0, len(groups), 1, len(groups))
                      .mapInArrow(_merge_task(spec), from_arrow_schema(_RESULT_ARROW)).collect())
@@ -241,8 +244,12 @@ def _merge_one(spec: _JobSpec, task: _FileTask, source: pa.Table) -> dict[str, A
     opened = (spec.uploads.open(task.location, target.size) if spec.uploads is not None
               else task.location)
     parquet = pq.ParquetFile(opened, coerce_int96_timestamp_unit="us")
-    rows, source_rows = match_rows(read_columns(parquet, spec.schema, spec.keys), source,
-                                   spec.keys, SOURCE_ROW)
+    tested = [t.column for t in spec.target_tests if t.column not in spec.keys]
+    keys = read_columns(parquet, spec.schema, [*spec.keys, *dict.fromkeys(tested)])
+    rows, source_rows = match_rows(keys, source, spec.keys, SOURCE_ROW)
+    if spec.target_tests and len(rows):  # a row outside the target predicate matches nothing
+        meets = rows_meeting(keys, spec.target_tests)[rows]
+        rows, source_rows = rows[meets], source_rows[meets]
     if len(rows) == 0:
         return None
     row: dict[str, Any] = {"origin": target.origin, "name": None, "size": None, "mtime": None,

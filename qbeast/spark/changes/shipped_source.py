@@ -29,6 +29,7 @@ from qbeast.core import expressions as ex
 from qbeast.delta.scan import scan_schema
 from qbeast.errors import InvalidOptionError
 from qbeast.spark import settings
+from qbeast.spark.changes.null_tests import NullTest
 from qbeast.spark.changes.scan import ChangeScan
 
 logger = logging.getLogger("qbeast.spark.changes.shipped_source")
@@ -78,6 +79,8 @@ class ShippedSource:
 
     rows: pa.Table
     keys: tuple[str, ...]
+    #: the target predicate: only target rows meeting every test can match (empty: all can)
+    target_tests: tuple[NullTest, ...] = ()
 
     def key_range(self, job: ChangeScan, *, unique: bool) -> ex.Expression:
         """What :func:`qbeast.spark.changes.merge.source_key_range` computes in a Spark job:
@@ -148,10 +151,12 @@ def _not_null(rows: pa.Table, keys: Sequence[str]) -> pa.Array:
     return mask
 
 
-def ship_source(job: ChangeScan, source: Any, keys: Sequence[str]) -> ShippedSource | None:
+def ship_source(job: ChangeScan, source: Any, keys: Sequence[str],
+                target_tests: Sequence[NullTest] = ()) -> ShippedSource | None:
     """``source`` (already cast to the table's columns, see
     :func:`qbeast.spark.changes.merge.cast_to_table`) collected to the driver, or None when the
-    change takes the join path (too many rows, or a reason of :func:`refusal`; logged)."""
+    change takes the join path (too many rows, or a reason of :func:`refusal`; logged).
+    ``target_tests``: the change's target predicate, which the tasks apply."""
     path = job.snapshot.table_path
     limit = settings.SHIPPED_SOURCE_ROWS.read(job.spark)
     if limit == 0:
@@ -174,7 +179,7 @@ def ship_source(job: ChangeScan, source: Any, keys: Sequence[str]) -> ShippedSou
                else None for f in schema]
     kept = [(f, c) for f, c in zip(schema, columns) if c is not None]
     rows = pa.table([c for _, c in kept], schema=pa.schema([f for f, _ in kept]))
-    return ShippedSource(rows, tuple(keys))
+    return ShippedSource(rows, tuple(keys), tuple(target_tests))
 
 
 def _listed_keys(job: ChangeScan, keys: Sequence[str], present: pa.Table) -> ex.Expression | None:
