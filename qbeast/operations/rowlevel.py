@@ -568,19 +568,19 @@ class _Operation:
         try:
             if out is not None:
                 # not persisted: caching every row of the affected files costs more than
-                # scanning them again; the counts come from the changed rows only
-                phase = self.phase("changes")
-                counts = fates.count_fates(out)
-                phase.done(updated=counts[UPDATE_IN_PLACE], deleted=counts[DELETE],
-                           moved=counts[MOVE])
+                # scanning them again; the rewrite's tasks count the fates as they write
                 self.check_cancelled("the rewrite")
                 phase = self.phase("rewrite")
-                rewritten = rewrite_files(fates.remaining_rows(job, out), targets,
-                                          snapshot.revisions, table_dir, job.access)
+                outcome = rewrite_files(fates.rows_with_fates(job, out), targets,
+                                        snapshot.revisions, table_dir, job.access,
+                                        action_column=fates.ACTION_COLUMN, kept=fates.WRITTEN_BACK)
+                rewritten = outcome.files
                 written += rewritten.values()
-                counts[KEEP] = sum(w.num_records for w in rewritten.values()) - counts[UPDATE_IN_PLACE]
+                counts.update(outcome.counts)
                 phase.done(files=len(rewritten), removed=len(removed),
-                           rows=counts[KEEP] + counts[UPDATE_IN_PLACE])
+                           rows=counts[KEEP] + counts[UPDATE_IN_PLACE],
+                           updated=counts[UPDATE_IN_PLACE], deleted=counts[DELETE],
+                           moved=counts[MOVE])
             new_rows = fates.appended_rows(job, out, counts[MOVE] > 0, inserts)
             return self.append_and_commit(candidates, targets, rewritten, counts, new_rows,
                                           parameters, written)

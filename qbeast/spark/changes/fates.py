@@ -105,24 +105,18 @@ def updated_rows(job: ChangeScan, affected: Sequence[str], matches: Any,
     return with_fates(job, rows, matches, new_values, deleted=F.lit(False))
 
 
-def count_fates(out: Any) -> dict[int, int]:
-    """How many rows of ``out`` are updated, deleted and moved (one job over the changed rows:
-    counting the kept ones too would read every row of the affected files for nothing)."""
+def rows_with_fates(job: ChangeScan, out: Any) -> Any:
+    """Every row of the affected files with its origin and fate, as the rewrite takes them: it
+    writes back the kept and updated-in-place rows and counts every fate in the same job
+    (counting apart would read every row of the affected files once more)."""
     from pyspark.sql import functions as F
 
-    counts = dict.fromkeys(FATES, 0)
-    changed = out.where(F.col(ACTION_COLUMN) != KEEP)
-    for r in changed.groupBy(ACTION_COLUMN).count().collect():
-        counts[int(r[0])] = int(r[1])
-    return counts
+    return out.select(*[F.col(quote_identifier(c)) for c in job.columns], F.col(ORIGIN_COLUMN),
+                      F.col(ACTION_COLUMN))
 
 
-def remaining_rows(job: ChangeScan, out: Any) -> Any:
-    """The rows written back into their files (kept and updated in place), with their origin."""
-    from pyspark.sql import functions as F
-
-    return out.where(F.col(ACTION_COLUMN).isin(KEEP, UPDATE_IN_PLACE)).select(
-        *[F.col(quote_identifier(c)) for c in job.columns], F.col(ORIGIN_COLUMN))
+#: The fates whose rows are written back into their files.
+WRITTEN_BACK = (KEEP, UPDATE_IN_PLACE)
 
 
 def appended_rows(job: ChangeScan, out: Any | None, moved: bool, inserts: Any | None) -> Any | None:

@@ -118,22 +118,35 @@ def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, R
     return weight
 
 
+@dataclass
+class Rewritten:
+    """What :func:`rewrite_files` wrote: origin -> the replacement (a target left without rows
+    has none), and how many rows had each value of the action column (``{}`` without one)."""
+
+    files: dict[int, WrittenFile]
+    counts: dict[int, int]
+
+
 def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision],
-                  table_dir: str, access: FileAccess) -> dict[int, WrittenFile]:
-    """Write the remaining ``rows`` of each target into one new file; origin -> description.
+                  table_dir: str, access: FileAccess, *, action_column: str | None = None,
+                  kept: Sequence[int] = ()) -> Rewritten:
+    """Write the remaining rows of each target into one new file.
 
     ``rows`` holds the table's columns plus ``ORIGIN_COLUMN``; ``access`` is how the change
-    reaches the table's files (decided when it started). Targets without any remaining row
-    get no file. Block lists include blocks left without rows (``elementCount`` 0); the caller
-    settles them (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
+    reaches the table's files (decided when it started). With ``action_column`` (small ints:
+    the rows' fates), ``rows`` holds every row of the targets and only those whose action is
+    in ``kept`` are written back; the tasks count the rows of each action, so the change needs
+    no counting job of its own. Targets without any remaining row get no file. Block lists
+    include blocks left without rows (``elementCount`` 0); the caller settles them
+    (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
     """
     from pyspark.sql import functions as F
 
     if not targets:
-        return {}
+        return Rewritten({}, {})
     by_origin = {t.origin: t for t in targets}
     needed = {t.revision_id: revisions[t.revision_id] for t in targets if t.revision_id > 0}
-    columns = [c for c in rows.columns if c != ORIGIN_COLUMN]
+    columns = [c for c in rows.columns if c not in (ORIGIN_COLUMN, action_column)]
     spark = rows.sparkSession
     in_tasks = task_uploads_wanted(access)
     with StagedFiles(table_dir, access, writers="tasks" if in_tasks else "spark") as staged:
@@ -146,12 +159,18 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
             # the local copy the scan of its rows made, so tasks need no store credentials
             olds = access.readable(olds, [t.size for t in targets])
         footers = {t.origin: old for t, old in zip(targets, olds)}
-        task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version, uploads)
+        task = _rewrite_task(by_origin, needed, columns, staged.path, footers, version, uploads,
+                             action_column, tuple(kept))
         weighted = rows.select(*[F.col(quote_identifier(c)) for c in rows.columns],
                                weight_by_origin(targets, revisions).alias(WEIGHT_COLUMN))
-        described = (weighted.groupBy(ORIGIN_COLUMN).applyInArrow(task, _DESCRIPTION_SCHEMA)
-                     .collect())
-        return {int(r["origin"]): published(staged, r) for r in described}
+        described = (weighted.groupBy(ORIGIN_COLUMN)
+                     .applyInArrow(task, f"{_DESCRIPTION_SCHEMA}, counts string").collect())
+        counts: dict[int, int] = {}
+        for r in described:
+            for action, n in json.loads(r["counts"]).items():
+                counts[int(action)] = counts.get(int(action), 0) + n
+        return Rewritten({int(r["origin"]): published(staged, r)
+                          for r in described if r["name"] is not None}, counts)
 
 
 def empty_file(access: FileAccess, table_dir: str, schema: Any, origin: int,
@@ -181,17 +200,29 @@ def empty_file(access: FileAccess, table_dir: str, schema: Any, origin: int,
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
                   columns: list[str], staging: str, footers: dict[int, str], version: str,
-                  uploads: TaskUploads | None = None):
-    """The grouped Arrow function: all remaining rows of one old file -> its description row.
-    With ``uploads`` the task reads the old footer from the store and uploads its file."""
+                  uploads: TaskUploads | None, action_column: str | None, kept: tuple[int, ...]):
+    """The grouped Arrow function: the rows of one old file -> its description row (with the
+    counts of its rows' actions; no file when no row remains). With ``uploads`` the task reads
+    the old footer from the store and uploads its file."""
 
     def rewrite(table):
         import tempfile
 
         import numpy as np
+        import pyarrow.compute as pc
 
         origin = int(table.column(ORIGIN_COLUMN)[0].as_py())
         target = by_origin[origin]
+        counts: dict[str, int] = {}
+        if action_column is not None:
+            actions = table.column(action_column)
+            for entry in pc.value_counts(actions).to_pylist():
+                counts[str(entry["values"])] = int(entry["counts"])
+            table = table.filter(pc.is_in(actions, pa.array(kept, actions.type)))
+            if table.num_rows == 0:
+                return pa.table({"origin": [origin], "name": [None], "size": [None],
+                                 "mtime": [None], "rows": [0], "stats": [None], "blocks": [None],
+                                 "counts": [json.dumps(counts)]}, schema=_COUNTED_ARROW)
         weights = None
         if target.revision_id > 0:
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -208,7 +239,8 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
                     table.select(columns), target, revisions.get(target.revision_id), local,
                     uploads.footer(footers[origin], target.size), version, weights=weights),
                     local, uploads)
-        return pa.table({k: [v] for k, v in described.items()}, schema=DESCRIPTION_ARROW)
+        return pa.table({**{k: [v] for k, v in described.items()}, "counts": [json.dumps(counts)]},
+                        schema=_COUNTED_ARROW)
 
     return rewrite
 
@@ -217,6 +249,8 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
 DESCRIPTION_ARROW = pa.schema([("origin", pa.int32()), ("name", pa.string()), ("size", pa.int64()),
                                ("mtime", pa.int64()), ("rows", pa.int64()),
                                ("stats", pa.string()), ("blocks", pa.string())])
+#: The grouped rewrite's rows: a description and the counts of the rows' actions (JSON).
+_COUNTED_ARROW = DESCRIPTION_ARROW.append(pa.field("counts", pa.string()))
 
 
 def write_replacement(data: Any, target: RewriteTarget, revision: Revision | None, staging: str,
