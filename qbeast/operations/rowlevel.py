@@ -360,7 +360,7 @@ def _in_one_job(op: _Operation, shipped: shipped_source.ShippedSource, *, action
     job, snapshot = op.job, op.snapshot
     predicate = shipped.key_range(job, unique=inserts != "all")  # duplicates fail here
     if shipped.target_tests:  # only rows meeting them can match: files without such rows go
-        predicate = ex.And(predicate, null_tests.as_expression(shipped.target_tests))
+        predicate = ex.And(predicate, *null_tests.as_expressions(shipped.target_tests))
     candidates = op.candidates(predicate)
     written: list[WrittenFile] = []  # deleted when nothing is committed
     try:

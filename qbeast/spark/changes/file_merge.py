@@ -137,7 +137,8 @@ def merge_files(job: ChangeScan, candidates: Sequence[AddFile], shipped: Shipped
             revisions={t.target.revision_id: snapshot.revision(t.target.revision_id)
                        for t in files if t.target.revision_id > 0},
             schema=table_arrow_schema(job), keys=shipped.keys, source=_ipc(keys),
-            action=action, target_tests=shipped.target_tests, moving=tuple(c for c in values if c in indexed),
+            action=action, target_tests=shipped.target_tests,
+            moving=tuple(c for c in values if c in indexed),
             staging=staged.path, version=settings.PARQUET_VERSION.read(spark), uploads=uploads)
         described = (spark.range(0, len(groups), 1, len(groups))
                      .mapInArrow(_merge_task(spec), from_arrow_schema(_RESULT_ARROW)).collect())

@@ -50,7 +50,7 @@ def null_tests(text: str, columns: Sequence[str]) -> tuple[NullTest, ...] | None
         if len(found) != 1:
             return None
         tests.append(NullTest(found[0], match.group("not") is None))
-    return tuple(tests) or None
+    return tuple(tests)
 
 
 def _strip_parentheses(text: str) -> str:
@@ -82,7 +82,7 @@ def rows_meeting(table: pa.Table, tests: Sequence[NullTest]) -> np.ndarray:
     return keep
 
 
-def as_expression(tests: Sequence[NullTest]) -> ex.Expression:
-    """The tests as a core predicate, for the planner to prune the files by null counts."""
-    terms = [ex.IsNull(t.column) if t.is_null else ex.IsNotNull(t.column) for t in tests]
-    return ex.And(*terms) if len(terms) > 1 else terms[0]
+def as_expressions(tests: Sequence[NullTest]) -> list[ex.Expression]:
+    """The tests as core predicates (to AND with others), for the planner to prune the files by
+    their null counts."""
+    return [ex.IsNull(t.column) if t.is_null else ex.IsNotNull(t.column) for t in tests]

@@ -121,22 +121,22 @@ def weight_by_origin(targets: Sequence[RewriteTarget], revisions: Mapping[int, R
 @dataclass
 class Rewritten:
     """What :func:`rewrite_files` wrote: origin -> the replacement (a target left without rows
-    has none), and how many rows had each value of the action column (``{}`` without one)."""
+    has none), and how many rows had each value of the action column."""
 
     files: dict[int, WrittenFile]
     counts: dict[int, int]
 
 
 def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mapping[int, Revision],
-                  table_dir: str, access: FileAccess, *, action_column: str | None = None,
-                  kept: Sequence[int] = ()) -> Rewritten:
+                  table_dir: str, access: FileAccess, *, action_column: str,
+                  kept: Sequence[int]) -> Rewritten:
     """Write the remaining rows of each target into one new file.
 
-    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN``; ``access`` is how the change
-    reaches the table's files (decided when it started). With ``action_column`` (small ints:
-    the rows' fates), ``rows`` holds every row of the targets and only those whose action is
-    in ``kept`` are written back; the tasks count the rows of each action, so the change needs
-    no counting job of its own. Targets without any remaining row get no file. Block lists
+    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN`` and ``action_column``; ``access`` is how the change
+    reaches the table's files (decided when it started), ``action_column`` the rows' fates
+    (small ints): ``rows`` holds every row of the targets and only those whose action is in
+    ``kept`` are written back; the tasks count the rows of each action, so the change needs no
+    counting job of its own. Targets without any remaining row get no file. Block lists
     include blocks left without rows (``elementCount`` 0); the caller settles them
     (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
     """
@@ -200,7 +200,7 @@ def empty_file(access: FileAccess, table_dir: str, schema: Any, origin: int,
 
 def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revision],
                   columns: list[str], staging: str, footers: dict[int, str], version: str,
-                  uploads: TaskUploads | None, action_column: str | None, kept: tuple[int, ...]):
+                  uploads: TaskUploads | None, action_column: str, kept: tuple[int, ...]):
     """The grouped Arrow function: the rows of one old file -> its description row (with the
     counts of its rows' actions; no file when no row remains). With ``uploads`` the task reads
     the old footer from the store and uploads its file."""
@@ -213,16 +213,13 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
 
         origin = int(table.column(ORIGIN_COLUMN)[0].as_py())
         target = by_origin[origin]
-        counts: dict[str, int] = {}
-        if action_column is not None:
-            actions = table.column(action_column)
-            for entry in pc.value_counts(actions).to_pylist():
-                counts[str(entry["values"])] = int(entry["counts"])
-            table = table.filter(pc.is_in(actions, pa.array(kept, actions.type)))
-            if table.num_rows == 0:
-                return pa.table({"origin": [origin], "name": [None], "size": [None],
-                                 "mtime": [None], "rows": [0], "stats": [None], "blocks": [None],
-                                 "counts": [json.dumps(counts)]}, schema=_COUNTED_ARROW)
+        actions = table.column(action_column)
+        counts = json.dumps({str(e["values"]): int(e["counts"])
+                             for e in pc.value_counts(actions).to_pylist()})
+        table = table.filter(pc.is_in(actions, pa.array(kept, actions.type)))
+        if table.num_rows == 0:  # no file: only the counts
+            return pa.table({**{f.name: [None] for f in DESCRIPTION_ARROW}, "origin": [origin],
+                             "rows": [0], "counts": [counts]}, schema=_COUNTED_ARROW)
         weights = None
         if target.revision_id > 0:
             weights = table.column(WEIGHT_COLUMN).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -239,7 +236,7 @@ def _rewrite_task(by_origin: dict[int, RewriteTarget], revisions: dict[int, Revi
                     table.select(columns), target, revisions.get(target.revision_id), local,
                     uploads.footer(footers[origin], target.size), version, weights=weights),
                     local, uploads)
-        return pa.table({**{k: [v] for k, v in described.items()}, "counts": [json.dumps(counts)]},
+        return pa.table({**{k: [v] for k, v in described.items()}, "counts": [counts]},
                         schema=_COUNTED_ARROW)
 
     return rewrite
