@@ -47,6 +47,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow.compute as pc
+
 from qbeast.commit import CommitProperties, WrittenFile, add_file, commit_properties
 from qbeast.core import expressions as ex
 from qbeast.core.blocks import Block
@@ -62,11 +64,13 @@ from qbeast.progress import Phase
 from qbeast.spark.task_progress import task_monitor
 from qbeast.rebase import PlannedCommit, WriteConflictError, commit_with_retries, metadata_for
 from qbeast.snapshot import NotAQbeastTableError, QbeastSnapshot
+from qbeast.spark import settings
 from qbeast.spark.changes import fates, file_merge, merge, null_tests, shipped_source
 from qbeast.spark.changes.fates import DELETE, FATES, KEEP, MOVE, UPDATE_IN_PLACE
 from qbeast.spark.changes.rewrite import RewriteTarget, empty_file, rewrite_files
 from qbeast.spark.changes.scan import ChangeScan
 from qbeast.spark.file_access import FileAccess
+from qbeast.spark.write import local
 from qbeast.spark.write.steps import IndexedRows, index_rows
 
 logger = logging.getLogger("qbeast.operations.rowlevel")
@@ -291,28 +295,49 @@ def replace_where_rows(
         predicate, matches = fates.row_condition(job, condition)
         rows = job.keep(merge.table_rows(job, merge.cast_to_table(job, source, source_columns),
                                          source_columns))
-        _check_inside(op, rows, matches, condition)
+        collected = _collected_inside(op, rows, matches, condition)
         candidates = op.candidates(predicate)
         # a window no file can hold (a new day) is a plain indexed append: no scan
         affected = op.affected(job.scan(candidates).where(matches)) if candidates else []
         out = fates.deleted_rows(job, affected, matches) if affected else None
-        return op.finish(candidates, affected, out, rows,
+        return op.finish(candidates, affected, out, rows, collected=collected,
                          parameters={"predicate": _describe(condition)})
     finally:
         job.release()
 
 
-def _check_inside(op: _Operation, rows: Any, matches: Any, condition: Any) -> None:
-    """Fail (nothing written) when a row of ``rows`` does not meet the replace condition."""
-    outside = rows.where(~matches)
-    found = outside.limit(3).collect()
-    if found:
-        total = outside.count() if len(found) == 3 else len(found)
-        shown = "; ".join(str(r.asDict()) for r in found)
-        raise InvalidOptionError(
-            f"replace_where on {op.path}: {total} source row(s) do not meet the condition "
-            f"{_describe(condition)!r} (e.g. {shown}); every row written must fall inside the "
-            "rows it replaces; nothing was written")
+def _collected_inside(op: _Operation, rows: Any, matches: Any,
+                      condition: Any) -> local.CollectedRows | None:
+    """Fail (nothing written) when a row of ``rows`` does not meet the replace condition.
+
+    A source of at most ``spark.qbeast.write.localRows`` rows (a microbatch batch, usually) is
+    checked in the job that collects it for the indexed append on the driver, and returned
+    collected, so that the append does not collect it again: one Spark job where the check and
+    the collect took two or more. A larger source is checked in Spark (None is returned; the
+    rows are kept, so the check computes them once for the append too).
+    """
+    found = fates.collect_with_matches(rows, matches, settings.LOCAL_ROWS.read(op.job.spark))
+    if found is not None:
+        (table, partitions), inside = found
+        outside = table.filter(pc.invert(inside))
+        if outside.num_rows:
+            _refuse_outside(op, outside.num_rows, outside.slice(0, 3).to_pylist(), condition)
+        return table, partitions
+    outside_rows = rows.where(~matches)
+    examples = outside_rows.limit(3).collect()
+    if examples:
+        total = outside_rows.count() if len(examples) == 3 else len(examples)
+        _refuse_outside(op, total, [r.asDict() for r in examples], condition)
+    return None
+
+
+def _refuse_outside(op: _Operation, total: int, examples: list[dict[str, Any]],
+                    condition: Any) -> None:
+    shown = "; ".join(str(e) for e in examples)
+    raise InvalidOptionError(
+        f"replace_where on {op.path}: {total} source row(s) do not meet the condition "
+        f"{_describe(condition)!r} (e.g. {shown}); every row written must fall inside the "
+        "rows it replaces; nothing was written")
 
 
 def _merge_parameters(on: str | Sequence[str], when_matched: str | None,
@@ -551,11 +576,14 @@ class _Operation:
         )
 
     def finish(self, candidates: list[AddFile], affected: list[str], out: Any, inserts: Any,
-               *, parameters: dict[str, Any]) -> RowLevelResult:
+               *, parameters: dict[str, Any],
+               collected: local.CollectedRows | None = None) -> RowLevelResult:
         """Rewrite the affected files, append the new rows, commit; the operation's result.
 
         ``out`` holds the fates of the affected files' rows (None when no file is affected),
-        ``inserts`` the rows to append (None when there are none).
+        ``inserts`` the rows to append (None when there are none); ``collected``: the inserts
+        as the driver already holds them (:func:`qbeast.spark.write.local.collect_rows`), used
+        when no row moves (the append then indexes them without another collect).
         """
         job = self.job
         snapshot = self.snapshot
@@ -581,9 +609,11 @@ class _Operation:
                            rows=counts[KEEP] + counts[UPDATE_IN_PLACE],
                            updated=counts[UPDATE_IN_PLACE], deleted=counts[DELETE],
                            moved=counts[MOVE])
-            new_rows = fates.appended_rows(job, out, counts[MOVE] > 0, inserts)
+            moved = counts[MOVE] > 0
+            new_rows = fates.appended_rows(job, out, moved, inserts)
             return self.append_and_commit(candidates, targets, rewritten, counts, new_rows,
-                                          parameters, written)
+                                          parameters, written,
+                                          collected=None if moved else collected)
         except BaseException:
             _delete_written(snapshot.delta.log, written)
             raise
@@ -591,18 +621,21 @@ class _Operation:
     def append_and_commit(self, candidates: list[AddFile], targets: list[RewriteTarget],
                           rewritten: dict[int, WrittenFile], counts: dict[int, int],
                           new_rows: Any, parameters: dict[str, Any],
-                          written: list[WrittenFile], driver_rows: int = 0) -> RowLevelResult:
+                          written: list[WrittenFile], driver_rows: int = 0,
+                          collected: local.CollectedRows | None = None) -> RowLevelResult:
         """Append ``new_rows`` (the moved rows and the inserts, a DataFrame; None: none; an
         :class:`IndexedRows`: what an append without rows gives), commit the replacements of
         ``targets`` with them; the operation's result. The files written are added to
         ``written`` (the caller deletes them when this fails). ``driver_rows``: ``new_rows``
-        holds that many rows the driver already has (:func:`index_rows`)."""
+        holds that many rows the driver already has; ``collected``: ``new_rows`` as the driver
+        already holds them (:func:`index_rows`)."""
         appended = new_rows if isinstance(new_rows, IndexedRows) else None
         if new_rows is not None:
             self.check_cancelled("the append")
         if new_rows is not None and appended is None:
             appended = index_rows(self.job.access, new_rows, self.snapshot,
-                                  self.snapshot.delta.log.table_path, driver_rows=driver_rows)
+                                  self.snapshot.delta.log.table_path, driver_rows=driver_rows,
+                                  collected=collected)
             written += appended.written
         inserted = (appended.rows - counts[MOVE]) if appended is not None else 0
         return self._commit(candidates, targets, rewritten, appended, parameters,

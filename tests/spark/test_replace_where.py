@@ -120,6 +120,41 @@ def test_a_source_row_outside_the_condition_fails_before_writing(spark, thirty_d
     assert table_rows(spark, path) == sorted(data)
 
 
+def _jobs(spark, action) -> int:
+    """Spark jobs ``action`` ran."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    action()
+    return len(set(tracker.getJobIdsForGroup(None)) - before)
+
+
+def test_a_small_source_is_checked_in_the_job_that_collects_it(spark, thirty_days):
+    """A source of at most spark.qbeast.write.localRows rows (a microbatch batch) is checked
+    against the condition in the one job that collects it for the append on the driver: a day no
+    file holds is replaced in one Spark job. Above the limit the check runs in Spark, and a stray
+    row still fails the change before anything is written."""
+    from qbeast.spark.runtime import restored_confs
+
+    path, data = thirty_days
+    table = QbeastTable.for_path(spark, path)
+    day_40 = events(range(40, 41), 5, first_id=8_000_000)
+    assert _jobs(spark, lambda: table.replace_where(spark.createDataFrame(day_40, SCHEMA),
+                                                    window(40, 40))) == 1
+    assert table_rows(spark, path) == sorted(data + day_40)
+
+    day_41 = events(range(41, 42), 5, first_id=8_100_000)
+    stray = day_41 + events(range(43, 44), 1, first_id=8_200_000)
+    version = QbeastSnapshot.load(path).version
+    with restored_confs(spark, ["spark.qbeast.write.localRows"]):
+        spark.conf.set("spark.qbeast.write.localRows", "2")
+        with pytest.raises(InvalidOptionError, match=r"1 source row\(s\) do not meet the condition"):
+            table.replace_where(spark.createDataFrame(stray, SCHEMA), window(41, 41))
+        assert QbeastSnapshot.load(path).version == version
+        table.replace_where(spark.createDataFrame(day_41, SCHEMA), window(41, 41))
+    assert table_rows(spark, path) == sorted(data + day_40 + day_41)
+    check_index(spark, path)
+
+
 def test_an_empty_source_deletes_the_window(spark, thirty_days):
     path, data = thirty_days
     result = QbeastTable.for_path(spark, path).replace_where(

@@ -131,3 +131,27 @@ def appended_rows(job: ChangeScan, out: Any | None, moved: bool, inserts: Any | 
     if inserts is not None:
         new_rows = inserts if new_rows is None else new_rows.unionByName(inserts)
     return job.keep(new_rows) if new_rows is not None else None
+
+
+#: The column that carries, in the one collect of a small replace_where source, whether each
+#: row meets the condition.
+INSIDE_COLUMN = "_qbeast_inside"
+
+
+def collect_with_matches(rows: Any, matches: Any, limit: int) -> Any:
+    """``rows`` collected to the driver in one job with whether each meets ``matches`` (a null
+    does not), when they are at most ``limit``: ``((table, partitions), inside)``, the first as
+    :func:`qbeast.spark.write.local.collect_rows` gives it and ``inside`` a boolean Arrow array;
+    None above the limit (or when a column of ``rows`` has the flag's name)."""
+    from pyspark.sql import functions as F
+
+    from qbeast.spark.write import local
+
+    if limit <= 0 or INSIDE_COLUMN in rows.columns:
+        return None
+    flagged = rows.select("*", F.coalesce(matches, F.lit(False)).alias(INSIDE_COLUMN))
+    collected = local.collect_rows(flagged, limit)
+    if collected is None:
+        return None
+    table, partitions = collected
+    return (table.drop_columns([INSIDE_COLUMN]), partitions), table.column(INSIDE_COLUMN)

@@ -159,7 +159,11 @@ def _scala_items(sequence: Any) -> list[Any]:
     return [sequence.apply(index) for index in range(sequence.size())]
 
 
-def collect_rows(data: Any, limit: int) -> tuple[pa.Table, np.ndarray] | None:
+#: Rows collected to the driver: the Arrow table and each row's Spark partition.
+CollectedRows = tuple[pa.Table, np.ndarray]
+
+
+def collect_rows(data: Any, limit: int) -> CollectedRows | None:
     """``data``'s rows as Arrow and each row's Spark partition, or ``None`` above ``limit`` rows.
 
     One Spark job (``limit(limit + 1)``: a larger input is not collected whole).

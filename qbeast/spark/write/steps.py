@@ -14,7 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dataclasses import dataclass
 
@@ -46,6 +46,9 @@ from qbeast.spark.write.describe import float_stats_columns
 from qbeast.spark.write.staging import write_plan_files
 from qbeast.spark.write.options import WEIGHT_COLUMN, WriteOptions
 from qbeast.spark.write.revision_change import empty_write_revision
+
+if TYPE_CHECKING:
+    from qbeast.spark.write.local import CollectedRows
 
 logger = logging.getLogger("qbeast.spark.write.writer")
 
@@ -214,7 +217,7 @@ class IndexedRows:
 
 def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
                options: WriteOptions | None = None, rows_already_in_table: bool = False,
-               driver_rows: int = 0) -> IndexedRows:
+               driver_rows: int = 0, collected: CollectedRows | None = None) -> IndexedRows:
     """Stats, estimation, assignment, file writing and threshold markers of rows appended to the
     latest revision of ``snapshot`` (a :class:`qbeast.snapshot.QbeastSnapshot`), opening a new
     revision when the rows grow the indexed space (FORMAT §3.8); nothing is committed.
@@ -227,8 +230,10 @@ def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
     one collect (:func:`index_locally`), with the same revision, plan and files.
     ``driver_rows``: ``data`` is a DataFrame of that many rows the driver already holds (a
     shipped merge's inserts): collecting them back costs no new memory, so they are indexed on
-    the driver whatever their number (unless ``localRows`` is 0). ``access``: how the
-    operation reaches the table's files (decided once, when it started).
+    the driver whatever their number (unless ``localRows`` is 0). ``collected``: ``data``
+    already collected by the caller (:func:`qbeast.spark.write.local.collect_rows` within the
+    limit): indexed on the driver without another Spark job. ``access``: how the operation
+    reaches the table's files (decided once, when it started).
     """
     from qbeast.spark.write.revision_change import choose_revision, index_spec
 
@@ -242,7 +247,8 @@ def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
                           index_status=lambda r: snapshot.index_status(r.revision_id),
                           rows_before=snapshot.delta.num_records or 0,
                           options=options or WriteOptions(),
-                          rows_already_in_table=rows_already_in_table, driver_rows=driver_rows)
+                          rows_already_in_table=rows_already_in_table, driver_rows=driver_rows,
+                          collected=collected)
     if local is not None:
         return local
     phase = write_phase(path, "stats", spark)
@@ -269,7 +275,8 @@ def index_rows(access: FileAccess, data: Any, snapshot: Any, table_dir: str, *,
 def index_locally(access: FileAccess, data: Any, base: Revision | None, spec: Any, table_dir: str, *,
                   path: str, cube_size: int, column_stats: Any, table_id: str,
                   index_status: Any, rows_before: int, options: WriteOptions,
-                  rows_already_in_table: bool = False, driver_rows: int = 0) -> IndexedRows | None:
+                  rows_already_in_table: bool = False, driver_rows: int = 0,
+                  collected: CollectedRows | None = None) -> IndexedRows | None:
     """An indexed append of ``data`` into ``base`` on the driver, when the input has at most
     ``spark.qbeast.write.localRows`` rows (:mod:`qbeast.spark.write.local`): one collect job
     instead of the stats, estimation and write jobs, the same revision, plan and files. With
@@ -277,7 +284,7 @@ def index_locally(access: FileAccess, data: Any, base: Revision | None, spec: An
     Spark path does. ``None``: run the Spark jobs. ``index_status(revision)`` is the index an
     append into an existing revision adds to; ``rows_before`` the table's rows before the
     write; ``driver_rows``: rows of ``data`` the driver already holds (the limit rises to
-    them).
+    them); ``collected``: ``data`` as the caller already collected it (no collect job).
     """
     from qbeast.spark.write import local
 
@@ -287,7 +294,8 @@ def index_locally(access: FileAccess, data: Any, base: Revision | None, spec: An
         return None
     limit = max(limit, driver_rows)
     phase = write_phase(path, "local collect")
-    collected = local.collect_rows(data, limit)
+    if collected is None:
+        collected = local.collect_rows(data, limit)
     if collected is None:
         phase.done(rows=f"> {limit}", local=False)
         return None
