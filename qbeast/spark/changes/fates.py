@@ -9,13 +9,18 @@ changed value, so their weight and cube changed — go to the indexed append wit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from qbeast.core import expressions as ex
 from qbeast.core.sql import quote_identifier
 from qbeast.errors import InvalidOptionError
 from qbeast.spark.changes.rewrite import ORIGIN_COLUMN
 from qbeast.spark.changes.scan import ChangeScan
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from qbeast.spark.write.local import CollectedRows
 
 #: Internal column holding each row's fate.
 ACTION_COLUMN = "_qbeast_action"
@@ -138,18 +143,18 @@ def appended_rows(job: ChangeScan, out: Any | None, moved: bool, inserts: Any | 
 INSIDE_COLUMN = "_qbeast_inside"
 
 
-def collect_with_matches(rows: Any, matches: Any, limit: int) -> Any:
-    """``rows`` collected to the driver in one job with whether each meets ``matches`` (a null
-    does not), when they are at most ``limit``: ``((table, partitions), inside)``, the first as
-    :func:`qbeast.spark.write.local.collect_rows` gives it and ``inside`` a boolean Arrow array;
-    None above the limit (or when a column of ``rows`` has the flag's name)."""
-    from pyspark.sql import functions as F
-
+def collect_with_matches(rows: Any, matches: Any,
+                         limit: int) -> tuple[CollectedRows, pa.ChunkedArray] | None:
+    """``rows`` collected to the driver in one job with whether each meets ``matches`` (the
+    never-null condition of :func:`row_condition`), when they are at most ``limit``:
+    ``((table, partitions), inside)``, the first as :func:`qbeast.spark.write.local.collect_rows`
+    gives it and ``inside`` a boolean Arrow column; None above the limit (or when a column of
+    ``rows`` has the flag's name)."""
     from qbeast.spark.write import local
 
     if limit <= 0 or INSIDE_COLUMN in rows.columns:
         return None
-    flagged = rows.select("*", F.coalesce(matches, F.lit(False)).alias(INSIDE_COLUMN))
+    flagged = rows.select("*", matches.alias(INSIDE_COLUMN))
     collected = local.collect_rows(flagged, limit)
     if collected is None:
         return None

@@ -132,10 +132,10 @@ def rewrite_files(rows: Any, targets: Sequence[RewriteTarget], revisions: Mappin
                   kept: Sequence[int]) -> Rewritten:
     """Write the remaining rows of each target into one new file.
 
-    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN`` and ``action_column``; ``access`` is how the change
-    reaches the table's files (decided when it started), ``action_column`` the rows' fates
-    (small ints): ``rows`` holds every row of the targets and only those whose action is in
-    ``kept`` are written back; the tasks count the rows of each action, so the change needs no
+    ``rows`` holds the table's columns plus ``ORIGIN_COLUMN`` and ``action_column``; ``access``
+    is how the change reaches the table's files (decided when it started), ``action_column`` the
+    rows' fates (small ints): ``rows`` holds every row of the targets and only those whose
+    action is in ``kept`` are written back; the tasks count the rows of each action, so the change needs no
     counting job of its own. Targets without any remaining row get no file. Block lists
     include blocks left without rows (``elementCount`` 0); the caller settles them
     (:func:`qbeast.index.file_blocks.settle_empty_blocks`).
