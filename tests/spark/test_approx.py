@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,9 @@ from qbeast.spark.file_access import FileAccess
 from qbeast.spark.read import local_band
 from qbeast.spark.read.predicates import user_predicate
 from qbeast.spark.read.scan_metrics import scan_io
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from write_checks import spark_jobs  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -113,14 +118,6 @@ def test_each_step_reads_only_its_band(spark, table):
     assert len(seen[0][1].files) < len(seen[2][1].files)
 
 
-def _jobs(spark, action):
-    """(result of ``action``, Spark jobs it ran)."""
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup(None))
-    result = action()
-    return result, len(set(tracker.getJobIdsForGroup(None)) - before)
-
-
 @pytest.mark.parametrize("group_by, user_filter", [([], None), (["g"], None), (["g"], "a < 1000")])
 def test_a_small_band_read_here_or_by_spark_gives_the_statistics_of_spark_fold(
         spark, table, group_by, user_filter):
@@ -133,8 +130,8 @@ def test_a_small_band_read_here_or_by_spark_gives_the_statistics_of_spark_fold(
     lo, hi = band(0.05, 0.2)
     args = (FileAccess.decide(spark, table), snapshot, predicate, row_filter, user_filter,
             group_by, [None, "v"], lo, hi)
-    here, here_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS))
-    scanned, scan_jobs = _jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS,
+    here, here_jobs = spark_jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS))
+    scanned, scan_jobs = spark_jobs(spark, lambda: read_band(*args, expected_rows=0.15 * ROWS,
                                                         local=False))
     spark_fold = read_band(*args, expected_rows=None)
     assert fold_on_driver(0.15 * ROWS, snapshot.delta.schema, group_by)
@@ -165,10 +162,10 @@ def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table):
                       max_fraction=0.5)
         return df.schema, df.collect()
 
-    (schema, here), here_jobs = _jobs(spark, answer)
+    (schema, here), here_jobs = spark_jobs(spark, answer)
     spark.conf.set(settings.APPROX_LOCAL_READ_BYTES.key, "0")
     try:
-        (spark_schema, by_spark), spark_jobs = _jobs(spark, answer)
+        (spark_schema, by_spark), by_spark_jobs = spark_jobs(spark, answer)
     finally:
         spark.conf.unset(settings.APPROX_LOCAL_READ_BYTES.key)
     assert schema == spark_schema and len(here) == len(by_spark) == 9
@@ -178,7 +175,7 @@ def test_an_answer_read_here_is_the_answer_read_by_spark(spark, table):
         assert rest[0] == rest[1]
         assert [mine[k] for k in numbers] == pytest.approx([theirs[k] for k in numbers], rel=1e-12)
     assert 0 < here[0]["fraction"] < 1 and here[0]["rows_read"] > 0
-    assert spark_jobs > here_jobs
+    assert by_spark_jobs > here_jobs
 
 
 def test_the_all_null_stratum_and_the_first_band_read_together_give_the_separate_reads(
@@ -199,8 +196,8 @@ def test_the_all_null_stratum_and_the_first_band_read_together_give_the_separate
     args = (FileAccess.decide(spark, path), snapshot, predicate, row_filter, None, ["g"],
             [None, "v"])
     bands = [(MIN_WEIGHT, None, True), (lo, hi, False)]
-    together, jobs = _jobs(spark, lambda: read_small_bands(*args, bands, local=False))
-    here, here_jobs = _jobs(spark, lambda: read_small_bands(*args, bands))
+    together, jobs = spark_jobs(spark, lambda: read_small_bands(*args, bands, local=False))
+    here, here_jobs = spark_jobs(spark, lambda: read_small_bands(*args, bands))
     apart = [read_band(*args, MIN_WEIGHT, None, nulls=True, expected_rows=0, local=False),
              read_band(*args, lo, hi, nulls=False, expected_rows=0, local=False)]
     assert (jobs, here_jobs) == (1, 0)

@@ -21,7 +21,7 @@ from qbeast.snapshot import QbeastSnapshot
 from qbeast.table import QbeastTable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from write_checks import check_index  # noqa: E402
+from write_checks import check_index, spark_jobs  # noqa: E402
 
 pytestmark = pytest.mark.spark
 
@@ -120,14 +120,6 @@ def test_a_source_row_outside_the_condition_fails_before_writing(spark, thirty_d
     assert table_rows(spark, path) == sorted(data)
 
 
-def _jobs(spark, action) -> int:
-    """Spark jobs ``action`` ran."""
-    tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup(None))
-    action()
-    return len(set(tracker.getJobIdsForGroup(None)) - before)
-
-
 def test_a_small_source_is_checked_in_the_job_that_collects_it(spark, thirty_days):
     """A source of at most spark.qbeast.write.localRows rows (a microbatch batch) is checked
     against the condition in the one job that collects it for the append on the driver: a day no
@@ -138,8 +130,9 @@ def test_a_small_source_is_checked_in_the_job_that_collects_it(spark, thirty_day
     path, data = thirty_days
     table = QbeastTable.for_path(spark, path)
     day_40 = events(range(40, 41), 5, first_id=8_000_000)
-    assert _jobs(spark, lambda: table.replace_where(spark.createDataFrame(day_40, SCHEMA),
-                                                    window(40, 40))) == 1
+    _, jobs = spark_jobs(spark, lambda: table.replace_where(spark.createDataFrame(day_40, SCHEMA),
+                                                            window(40, 40)))
+    assert jobs == 1
     assert table_rows(spark, path) == sorted(data + day_40)
 
     day_41 = events(range(41, 42), 5, first_id=8_100_000)

@@ -194,3 +194,11 @@ def file_descriptions(path: str) -> list[tuple]:
     snapshot = DeltaLog.for_path(path).snapshot()
     return sorted(((a.num_records, json.dumps(a.tags, sort_keys=True), json.loads(a.stats))
                    for a in snapshot.files.values()), key=lambda d: d[:2])
+
+
+def spark_jobs(spark, action):
+    """(result of ``action``, the Spark jobs it ran)."""
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    result = action()
+    return result, len(set(tracker.getJobIdsForGroup(None)) - before)
