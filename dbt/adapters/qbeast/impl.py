@@ -746,7 +746,8 @@ class QbeastAdapter(SparkAdapter):
                                        "session, or drop file_format='qbeast' from the seed")
         names = [str(name) for name in agate_table.column_names]
         with model_errors(str(model.get("name")), "reading the seed file"):
-            frame = seeds.seed_frame(engine.spark, agate_table, list(column_types), names)
+            frame = seeds.seed_frame(engine.spark, agate_table, list(column_types), names,
+                                     check=lambda: interrupts.check(f"seed {model.get('name')}"))
         return self.qbeast_write(model, relation, old_relation, "", seed_config, False, frame=frame)
 
     @available
@@ -760,7 +761,8 @@ class QbeastAdapter(SparkAdapter):
         name = str(getattr(relation, "identifier", relation))
         interrupts.check(f"seed {name}")
         try:
-            return seeds.load_seed(engine.spark, relation.render(), agate_table, list(column_types))
+            return seeds.load_seed(engine.spark, relation.render(), agate_table, list(column_types),
+                                   check=lambda: interrupts.check(f"seed {name}"))
         except Exception as exc:
             if interrupts.requested():
                 raise interrupts.Cancelled(f"seed {name}: {interrupts.CANCELLED_MESSAGE}") from exc

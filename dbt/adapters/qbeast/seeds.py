@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 
 def cell_text(value: Any) -> Optional[str]:
@@ -48,10 +48,19 @@ def seed_columns(agate_table: Any) -> List[List[Optional[str]]]:
     return columns
 
 
+def _not_interrupted() -> None:
+    """The default ``check``: nothing stops the load."""
+
+
 def seed_frame(spark: Any, agate_table: Any, column_types: Sequence[str],
-               names: Optional[Sequence[str]] = None) -> Any:
+               names: Optional[Sequence[str]] = None,
+               check: Callable[[], None] = _not_interrupted) -> Any:
     """The seed's rows as a Spark DataFrame, each column cast to its SQL type (as dbt-spark's
     statements cast their bindings), named ``names`` (positional names when None).
+
+    ``check`` is called between the steps that take time on the driver (the cells' text, the
+    Arrow table, Spark's copy of it) and raises to stop the load: dbt's interrupt, so a Ctrl-C
+    stops a large seed at the next step instead of after it.
 
     A cell its column's type cannot hold (``'n/a'`` in an ``int`` column) is refused, naming the
     column and the cell, where the cast would have made it a null."""
@@ -60,9 +69,14 @@ def seed_frame(spark: Any, agate_table: Any, column_types: Sequence[str],
 
     count = len(agate_table.column_names)
     positional = [f"c{index}" for index in range(count)]  # any header text goes through Arrow
+    check()
+    cells = seed_columns(agate_table)
+    check()
     arrow = pa.table({name: pa.array(values, type=pa.string())
-                      for name, values in zip(positional, seed_columns(agate_table))})
+                      for name, values in zip(positional, cells)})
+    check()
     frame = spark.createDataFrame(arrow)
+    check()
     # dbt-spark's sessions run with ANSI mode off, where a cell its type cannot hold would become a
     # null without a word: the first such cell of each column is looked up first and refused.
     # The rows holding one are selected by a projection and a filter of the Arrow rows, which
@@ -90,15 +104,19 @@ def seed_frame(spark: Any, agate_table: Any, column_types: Sequence[str],
                          for name, sql_type, final_name in zip(positional, column_types, final)])
 
 
-def load_seed(spark: Any, table: str, agate_table: Any, column_types: Sequence[str]) -> int:
+def load_seed(spark: Any, table: str, agate_table: Any, column_types: Sequence[str],
+              check: Callable[[], None] = _not_interrupted) -> int:
     """Insert the seed's rows into the (empty) table ``table`` in one Spark job; the row count.
 
     ``column_types`` are the SQL types of the seed's columns in order (what dbt-spark casts each
     binding to); the cells are cast to them by Spark, as dbt-spark's statements cast theirs.
+    ``check`` as for :func:`seed_frame`, called once more right before the insert.
     """
     rows = len(agate_table.rows)
     if rows:
-        seed_frame(spark, agate_table, column_types).write.insertInto(table)
+        frame = seed_frame(spark, agate_table, column_types, check=check)
+        check()
+        frame.write.insertInto(table)
     return rows
 
 
