@@ -46,6 +46,9 @@ DAILY = """
           columns_to_index=['event_time', 'user_id'], cube_size=20, optimize_after_run=false) }}
 select id, event_time, user_id, amount from {{ ref('events') }}
 """
+# the same model asking dbt for concurrent batches: the adapter does not declare dbt's
+# MicrobatchConcurrency, so they run one after another, one commit each
+CONCURRENT = DAILY.replace("optimize_after_run=false", "optimize_after_run=false, concurrent_batches=true")
 # materialized='qbeast' would run as one batch over everything: refused with the right spelling
 WRONG_SPELLING = """
 {{ config(materialized='qbeast', incremental_strategy='microbatch', event_time='event_time',
@@ -99,12 +102,13 @@ def _expected(fix: bool = False, late: bool = False, hours: int = 30 * PER_DAY) 
 class TestMicrobatchQbeast:
     @pytest.fixture(scope="class")
     def models(self):
-        return {"events.sql": EVENTS, "daily.sql": DAILY, "wrong_spelling.sql": WRONG_SPELLING}
+        return {"events.sql": EVENTS, "daily.sql": DAILY, "wrong_spelling.sql": WRONG_SPELLING,
+                "daily_concurrent.sql": CONCURRENT}
 
     def test_batches_replace_their_windows(self, project):
         # first run: one batch per day from begin to "now", each its own commit
         with patch_microbatch_end_time("2026-01-30 20:00:00"):
-            results = run_dbt(["run"])
+            results = run_dbt(["run", "--exclude", "daily_concurrent"])
         assert catalog_provider(project, "daily") == "qbeast"
         daily = next(r for r in results if r.node.name == "daily")
         assert len(daily.batch_results.successful) == 30 and not daily.batch_results.failed
@@ -131,6 +135,18 @@ class TestMicrobatchQbeast:
             results = run_dbt(["run", "--select", "daily", "--vars", "{fix: 1, late: 1}"])
         assert len(results[0].batch_results.successful) == 2  # yesterday (lookback) and today
         assert _rows(project, "daily") == _expected(fix=True, late=True)
+
+        # concurrent_batches=true: three days built one batch after another, one commit each
+        from dbt.adapters.capability import Capability
+
+        assert "concurrent_batches=true" in CONCURRENT
+        assert not project.adapter.supports(Capability.MicrobatchConcurrency)
+        results = run_dbt(["run", "--select", "daily_concurrent", "--vars", "{fix: 1, late: 1}",
+                           "--event-time-start", "2026-01-11", "--event-time-end", "2026-01-14"])
+        assert len(results[0].batch_results.successful) == 3 and not results[0].batch_results.failed
+        assert QbeastSnapshot.load(_location(project, "daily_concurrent")).version == 2
+        assert _rows(project, "daily_concurrent") == [
+            row for row in _expected(fix=True) if 10 <= _day(row[1]) <= 12]
 
     def test_materialized_qbeast_is_refused_with_the_spelling_that_works(self, project):
         _, output = run_dbt_and_capture(["run", "--select", "wrong_spelling", "--vars",
