@@ -28,6 +28,7 @@ from dbt.adapters.qbeast import engine_log, interrupts
 from dbt.adapters.qbeast.credentials import THRIFT_METHOD
 from dbt.adapters.qbeast.engine_errors import statement_error
 from dbt.adapters.qbeast.errors import QbeastCatalogBusyError
+from dbt.adapters.qbeast.statements import split_statements
 from dbt.adapters.qbeast.session_settings import (
     catalog_path,
     connection_spark_conf,
@@ -118,13 +119,25 @@ class QbeastCursor(Cursor):
         self._handle = handle
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        from pyspark.errors import AnalysisException
+        from pyspark.errors import AnalysisException, ParseException
 
         interrupts.check()
         if parameters:
             sql = sql % parameters
+        session = self._handle.session
         try:
-            self._df = self._handle.session.sql(sql)
+            try:
+                self._df = session.sql(sql)
+            except ParseException:
+                # several statements in one text (a model's sql_header before its create, a
+                # hook's script): run them in order, the last one's result is the cursor's
+                statements = split_statements(sql)
+                if len(statements) < 2:
+                    raise
+                for statement in statements[:-1]:
+                    interrupts.check()
+                    session.sql(statement)
+                self._df = session.sql(statements[-1])
         except AnalysisException as exc:
             raise DbtDatabaseError(statement_error(exc)) from exc
 
