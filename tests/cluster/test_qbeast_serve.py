@@ -648,3 +648,37 @@ def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):
     assert qbeast.QbeastTable.for_path(spark, str(table)).to_df().count() == before
     with socket.socket() as probe:  # the ports are free again
         probe.bind(("127.0.0.1", server.connect_port))
+
+
+# -- dbt-tests-adapter's suites over `method: thrift` -----------------------------------------
+#
+# dbt's own classes, run in this process with a profile pointing at the module's server: every
+# statement (the test's own setup and checks too) goes over the Thrift protocol, as dbt-spark runs
+# them against its `apache_spark` profile. Spark Connect cannot share this process with the
+# suite's classic session, so `method: connect` runs in dbt processes of its own
+# (test_dbt_commands_through_the_server above).
+
+from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations  # noqa: E402
+from dbt.tests.adapter.basic.test_incremental import BaseIncremental  # noqa: E402
+from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection  # noqa: E402
+from dbt.tests.fixtures.project import *  # noqa: E402,F401,F403 - dbt-tests-adapter's fixtures
+
+
+class _ThroughTheServer:
+    @pytest.fixture(scope="class")
+    def dbt_profile_target(self, served):
+        server, _ = served
+        return {"type": "qbeast", "method": "thrift", "host": "127.0.0.1",
+                "port": server.thrift_port, "user": "dbt", "threads": 1}
+
+
+class TestSimpleMaterializationsThrift(_ThroughTheServer, BaseSimpleMaterializations):
+    pass
+
+
+class TestIncrementalThrift(_ThroughTheServer, BaseIncremental):
+    pass
+
+
+class TestValidateConnectionThrift(_ThroughTheServer, BaseValidateConnection):
+    pass
