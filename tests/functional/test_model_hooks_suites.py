@@ -1,10 +1,13 @@
-"""dbt-tests-adapter's model-hook suite (``hooks/test_model_hooks.py``): pre- and post-hooks in the
-project, in a model's config (as keywords too), on seeds and snapshots, and their errors.
+"""dbt-tests-adapter's hook suites: model hooks (``hooks/test_model_hooks.py``: pre- and post-hooks
+in the project, in a model's config, as keywords, on seeds and snapshots, and their errors) and
+``on-run-start`` / ``on-run-end`` hooks (``BasePrePostRunHooks``; ``BaseAfterRunHooks`` runs in
+test_more_adapter_suites.py).
 
 dbt's classes are written for Postgres, and what differs is Spark's, changed here and nowhere else:
 
-* the hook table is created with Spark's types (dbt's ``seed_model.sql`` uses ``TEXT``) and read
-  with Spark's quoting (dbt's query double-quotes its column names, which Spark reads as strings);
+* the hook tables are created with Spark's types (dbt's ``seed_model.sql`` and ``seed_run.sql``
+  use ``TEXT``, as do the run hooks' own tables) and read with Spark's quoting (dbt's query
+  double-quotes its column names, which Spark reads as strings);
 * the target the hooks record is this adapter's session profile (``type: qbeast``, one thread, no
   host, database or user) where dbt's check expects its Postgres profile;
 * the hooks "outside a transaction" run ``refresh table`` where dbt runs Postgres' ``vacuum``;
@@ -33,6 +36,7 @@ from dbt.tests.adapter.hooks.test_model_hooks import (
     BasePrePostSnapshotHooksInConfigKwargs,
     TestPrePostModelHooksUnderscores as _DbtUnderscores,
 )
+from dbt.tests.adapter.hooks.test_run_hooks import BasePrePostRunHooks
 
 from .conftest import catalog_provider
 
@@ -61,34 +65,48 @@ def _dbt_config(cls: type) -> Dict[str, Any]:
     return {}
 
 
+def _create_hook_table(project: Any, name: str) -> None:
+    """dbt's hook table ``name`` (what its ``seed_model.sql`` / ``seed_run.sql`` create), in Spark."""
+    columns = ", ".join(f"{column} {'int' if column == 'target_threads' else 'string'}"
+                        for column in _HOOK_COLUMNS)
+    project.run_sql(f"drop table if exists {project.test_schema}.{name}")
+    project.run_sql(f"create table {project.test_schema}.{name} ({columns}) using parquet")
+
+
+def _hook_rows(project: Any, name: str, state: str) -> list:
+    rows = project.run_sql(f"select {', '.join(_HOOK_COLUMNS)} from {project.test_schema}.{name} "
+                           f"where test_state = '{state}'", fetch="all")
+    return [dict(zip(_HOOK_COLUMNS, row)) for row in rows]
+
+
+def _check_target(ctx: Dict[str, Any], state: str, project: Any, host: Any) -> None:
+    """What a hook records of this adapter's session target (dbt checks its Postgres profile)."""
+    assert ctx["test_state"] == state
+    assert ctx["target_name"] == "default"
+    assert ctx["target_schema"] == project.test_schema
+    assert ctx["target_type"] == "qbeast"
+    assert ctx["target_host"] in ("", "None") and host is None
+    assert ctx["target_pass"] == ""
+    assert ctx["run_started_at"], "run_started_at was not set"
+    assert ctx["invocation_id"], "invocation_id was not set"
+
+
 class _SparkHookTable:
-    """dbt's hook table and checks for Spark and this adapter's profile."""
+    """dbt's model-hook table and checks for Spark and this adapter's profile."""
 
     @pytest.fixture(scope="class", autouse=True)
     def setUp(self, project):
-        columns = ", ".join(f"{name} {'int' if name == 'target_threads' else 'string'}"
-                            for name in _HOOK_COLUMNS)
-        project.run_sql(f"drop table if exists {project.test_schema}.on_model_hook")
-        project.run_sql(f"create table {project.test_schema}.on_model_hook ({columns}) using parquet")
+        _create_hook_table(project, "on_model_hook")
 
     def get_ctx_vars(self, state, count, project):
-        rows = project.run_sql(
-            f"select {', '.join(_HOOK_COLUMNS)} from {project.test_schema}.on_model_hook "
-            f"where test_state = '{state}'", fetch="all")
+        rows = _hook_rows(project, "on_model_hook", state)
         assert len(rows) == count, f"{len(rows)} rows of state {state}, expected {count}"
-        return [dict(zip(_HOOK_COLUMNS, row)) for row in rows]
+        return rows
 
     def check_hooks(self, state, project, host, count=1):
         for ctx in self.get_ctx_vars(state, count=count, project=project):
-            assert ctx["test_state"] == state
-            assert ctx["target_name"] == "default"
-            assert ctx["target_schema"] == project.test_schema
-            assert ctx["target_type"] == "qbeast"
+            _check_target(ctx, state, project, host)
             assert ctx["target_threads"] == 1
-            assert ctx["target_host"] in ("", "None") and host is None
-            assert ctx["target_pass"] == ""
-            assert ctx["run_started_at"], "run_started_at was not set"
-            assert ctx["invocation_id"], "invocation_id was not set"
             assert ctx["thread_id"].startswith("Thread-")
 
 
@@ -180,6 +198,46 @@ class TestPrePostSnapshotHooksInConfigKwargsQbeast(_QbeastSeedsAndSnapshots,
 
 class TestDuplicateHooksInConfigsQbeast(BaseDuplicateHooksInConfigs):
     pass
+
+
+class TestPrePostRunHooksQbeast(BasePrePostRunHooks):
+    """``on-run-start`` / ``on-run-end`` in order (a table created then dropped by the next hook),
+    the target they see and the schemas of the run; the hooks' own tables with ``string`` where
+    dbt's say Postgres' ``text``."""
+
+    @pytest.fixture(scope="function")
+    def setUp(self, project):
+        import os
+
+        _create_hook_table(project, "on_run_hook")
+        project.run_sql(f"drop table if exists {project.test_schema}.schemas")
+        project.run_sql(f"drop table if exists {project.test_schema}.db_schemas")
+        os.environ["TERM_TEST"] = "TESTING"
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        config = _dbt_config(BasePrePostRunHooks)
+        config["on-run-end"] = [hook.replace(" text", " string") for hook in config["on-run-end"]]
+        return config
+
+    def get_ctx_vars(self, state, project):
+        rows = _hook_rows(project, "on_run_hook", state)
+        assert len(rows) == 1, f"{len(rows)} rows of state {state}, expected 1"
+        return rows[0]
+
+    def assert_used_schemas(self, project):
+        """dbt's check, except the database: Spark's relations have none, so the hook's
+        ``'{{ db }}'`` renders Python's ``None`` as text where dbt compares with ``None``."""
+        schemas = project.run_sql(f"select * from {project.test_schema}.schemas", fetch="all")
+        assert [tuple(row) for row in schemas] == [(project.test_schema,)]
+        db_schemas = project.run_sql(f"select * from {project.test_schema}.db_schemas", fetch="all")
+        assert project.database is None
+        assert [tuple(row) for row in db_schemas] == [("None", project.test_schema)]
+
+    def check_hooks(self, state, project, host):
+        ctx = self.get_ctx_vars(state, project)
+        _check_target(ctx, state, project, host)
+        assert ctx["thread_id"].startswith("Thread-") or ctx["thread_id"] == "MainThread"
 
 
 def test_vacuum_becomes_refresh_and_nothing_else_changes():
