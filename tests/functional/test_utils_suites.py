@@ -13,8 +13,14 @@ macros, ``validate_sql``) runs as dbt-spark runs it: a subclass, on a project of
 
 Where Spark needs a different fixture, the change is stated where it is made: ``listagg`` without
 its ordered variants (as dbt-spark), ``get_intervals_between`` with ISO dates, ``datediff`` as a
-table model, and the ``type_int`` seed typed ``int``. The union runs twice: with plain seeds, and with every seed a qbeast table
-(``+file_format: qbeast``), so the macros are checked over the engine's tables as well.
+table model, and the ``type_int`` seed typed ``int``. The union runs twice: with plain seeds, and
+with every seed a qbeast table (``+file_format: qbeast``), so the macros are checked over the
+engine's tables as well.
+
+Not subclassed, each because dbt offers it as the alternative to one that is:
+``BaseEscapeSingleQuotesQuote`` (Spark escapes a quote with a backslash: the ``Backslash`` class
+runs) and ``BaseCurrentTimestampAware`` (Spark's timestamps carry no zone: the ``Naive`` class
+runs).
 """
 from __future__ import annotations
 
