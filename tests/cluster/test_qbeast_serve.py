@@ -639,24 +639,14 @@ def test_dbt_commands_through_the_server(served, tmp_path, method):
         assert provider == "qbeast"
 
 
-def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):
-    server, table = served
-    before = qbeast.QbeastTable.for_path(spark, str(table)).to_df().count()
-    assert server.stop() == 0
-    log = server.text()
-    assert "qbeast serve: stopped" in log and "Traceback" not in log, log[-3000:]
-    assert qbeast.QbeastTable.for_path(spark, str(table)).to_df().count() == before
-    with socket.socket() as probe:  # the ports are free again
-        probe.bind(("127.0.0.1", server.connect_port))
-
-
 # -- dbt-tests-adapter's suites over `method: thrift` -----------------------------------------
 #
 # dbt's own classes, run in this process with a profile pointing at the module's server: every
 # statement (the test's own setup and checks too) goes over the Thrift protocol, as dbt-spark runs
 # them against its `apache_spark` profile. Spark Connect cannot share this process with the
 # suite's classic session, so `method: connect` runs in dbt processes of its own
-# (test_dbt_commands_through_the_server above).
+# (test_dbt_commands_through_the_server above). They run before the SIGTERM test below, which
+# stops the module's server.
 
 from dbt.tests.adapter.basic.test_base import BaseSimpleMaterializations  # noqa: E402
 from dbt.tests.adapter.basic.test_incremental import BaseIncremental  # noqa: E402
@@ -682,3 +672,15 @@ class TestIncrementalThrift(_ThroughTheServer, BaseIncremental):
 
 class TestValidateConnectionThrift(_ThroughTheServer, BaseValidateConnection):
     pass
+
+
+def test_sigterm_stops_the_server_and_keeps_what_was_committed(spark, served):
+    server, table = served
+    before = qbeast.QbeastTable.for_path(spark, str(table)).to_df().count()
+    assert server.stop() == 0
+    log = server.text()
+    assert "qbeast serve: stopped" in log and "Traceback" not in log, log[-3000:]
+    assert qbeast.QbeastTable.for_path(spark, str(table)).to_df().count() == before
+    with socket.socket() as probe:  # the ports are free again
+        probe.bind(("127.0.0.1", server.connect_port))
+
