@@ -38,6 +38,17 @@ def catalog_provider(project: Any, name: str, schema: Optional[str] = None) -> s
     return catalog_facts(project, name, schema).get("Provider", "")
 
 
+def dbt_fixture_value(cls: type, name: str) -> Dict[str, Any]:
+    """What class-scoped fixture ``name`` of dbt-tests-adapter's class ``cls`` returns: the
+    fixture's function called on an instance (``{}`` when no class in its MRO defines it). Lets
+    a test reuse dbt's files or config and change one thing, instead of copying them."""
+    for klass in cls.__mro__:
+        fixture = klass.__dict__.get(name)
+        if fixture is not None:
+            return dict(fixture._get_wrapped_function()(cls()))
+    return {}
+
+
 @pytest.fixture(scope="class")
 def dbt_profile_target(spark) -> Dict[str, Any]:  # noqa: ARG001 - started before dbt connects
     return qbeast_target()

@@ -38,7 +38,7 @@ from dbt.tests.adapter.hooks.test_model_hooks import (
 )
 from dbt.tests.adapter.hooks.test_run_hooks import BasePrePostRunHooks
 
-from .conftest import catalog_provider
+from .conftest import catalog_provider, dbt_fixture_value
 
 _HOOK_COLUMNS = ("test_state", "target_dbname", "target_host", "target_name", "target_schema",
                  "target_type", "target_user", "target_pass", "target_threads", "run_started_at",
@@ -58,11 +58,7 @@ def _spark_statements(value: Any) -> Any:
 
 def _dbt_config(cls: type) -> Dict[str, Any]:
     """What dbt's class ``cls`` returns from its ``project_config_update`` fixture."""
-    for klass in cls.__mro__:
-        fixture = klass.__dict__.get("project_config_update")
-        if fixture is not None:
-            return dict(fixture._get_wrapped_function()(cls()))
-    return {}
+    return dbt_fixture_value(cls, "project_config_update")
 
 
 def _create_hook_table(project: Any, name: str) -> None:

@@ -75,7 +75,7 @@ from dbt.tests.adapter.utils.test_timestamps import BaseCurrentTimestamps
 from dbt.tests.adapter.utils.test_validate_sql import BaseValidateSqlMethod
 from dbt.tests.util import run_dbt
 
-from .conftest import catalog_provider
+from .conftest import catalog_provider, dbt_fixture_value
 
 # -- Spark's versions of three fixtures (as dbt-spark changes them) ---------------------------
 
@@ -145,16 +145,6 @@ SHARED_BUILD_CLASSES: Tuple[Type[base_utils.BaseUtils], ...] = (
 )
 
 
-def _fixture_value(cls: type, name: str) -> Dict[str, str]:
-    """What fixture ``name`` of dbt's class ``cls`` returns (its function called on an instance;
-    a class without the fixture contributes nothing)."""
-    for klass in cls.__mro__:
-        fixture = klass.__dict__.get(name)
-        if fixture is not None:
-            return dict(fixture._get_wrapped_function()(cls()))
-    return {}
-
-
 def shared_build_files(classes: Tuple[type, ...], name: str) -> Dict[str, str]:
     """The union of fixture ``name`` (``seeds``, ``models``, ``macros``) over ``classes``. A file
     two classes name differently is an error (one class's file would replace the other's); the
@@ -164,7 +154,7 @@ def shared_build_files(classes: Tuple[type, ...], name: str) -> Dict[str, str]:
     for cls in classes:
         assert cls.test_build_assert_equal is base_utils.BaseUtils.test_build_assert_equal, (
             f"{cls.__name__} has a test of its own: it cannot share the one build")
-        for path, text in _fixture_value(cls, name).items():
+        for path, text in dbt_fixture_value(cls, name).items():
             assert union.get(path, text) == text, (
                 f"{cls.__name__} and {owner[path]} both name {name}/{path} with different text")
             union[path], owner[path] = text, cls.__name__

@@ -9,7 +9,7 @@ Spark cannot parse it whole, so a compound ``BEGIN ... END`` script still runs a
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 _QUOTES = ("'", '"', "`")
 
@@ -30,13 +30,9 @@ def split_statements(sql: str) -> List[str]:
             end = sql.find("$$", index + 2)
             index = length if end < 0 else end + 2
             continue
-        if sql.startswith("--", index):
-            newline = sql.find("\n", index)
-            index = length if newline < 0 else newline + 1
-            continue
-        if sql.startswith("/*", index):
-            end = sql.find("*/", index + 2)
-            index = length if end < 0 else end + 2
+        after = _after_comment(sql, index)
+        if after is not None:
+            index = after
             continue
         if char == ";":
             statements.append(sql[start:index])
@@ -64,24 +60,29 @@ def _after_quoted(sql: str, index: int) -> int:
     return index
 
 
+def _after_comment(sql: str, index: int) -> Optional[int]:
+    """The index after the comment opening at ``index`` (the end of ``sql`` for one left open),
+    or None when no comment opens there."""
+    if sql.startswith("--", index):
+        newline = sql.find("\n", index)
+        return len(sql) if newline < 0 else newline + 1
+    if sql.startswith("/*", index):
+        end = sql.find("*/", index + 2)
+        return len(sql) if end < 0 else end + 2
+    return None
+
+
 def _has_code(statement: str) -> bool:
     """Whether ``statement`` holds anything but whitespace and comments."""
     index = 0
     while index < len(statement):
         if statement[index].isspace():
             index += 1
-        elif statement.startswith("--", index):
-            newline = statement.find("\n", index)
-            if newline < 0:
-                return False
-            index = newline + 1
-        elif statement.startswith("/*", index):
-            end = statement.find("*/", index + 2)
-            if end < 0:
-                return False
-            index = end + 2
-        else:
+            continue
+        after = _after_comment(statement, index)
+        if after is None:
             return True
+        index = after
     return False
 
 
